@@ -1,0 +1,61 @@
+# addon-operator from git. `make run` and `make test` do all set-up themselves.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+
+# The local control plane: versions pinned in hack/testcluster/go.mod.
+K8S_VERSION := v1.37.1
+ETCD_VERSION := v3.7.0
+# Built once per machine and copied into bin/, so a fresh clone reuses it.
+TESTCLUSTER_CACHE ?= $(HOME)/.cache/addon-operator/testcluster-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+TESTCLUSTER_STAMP := $(BIN)/.testcluster-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+
+GO_TEST_FLAGS ?= -race -timeout 30m
+
+.PHONY: all build run test bench lint testcluster deps clean
+
+all: build
+
+deps:
+	@hack/ensure-deps.sh
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+testcluster: $(TESTCLUSTER_STAMP)
+
+$(TESTCLUSTER_STAMP): hack/testcluster/go.mod hack/testcluster/go.sum hack/testcluster/etcd/main.go
+	@mkdir -p $(BIN) $(TESTCLUSTER_CACHE)
+	@if [ ! -x $(TESTCLUSTER_CACHE)/kube-apiserver ] || [ ! -x $(TESTCLUSTER_CACHE)/etcd ]; then \
+		echo "building etcd $(ETCD_VERSION) and kube-apiserver $(K8S_VERSION) (a cold build takes several minutes)"; \
+		cd hack/testcluster && \
+		$(GO) build -trimpath -ldflags='-s -w' -o $(TESTCLUSTER_CACHE)/etcd ./etcd && \
+		$(GO) build -trimpath -ldflags='-s -w' -o $(TESTCLUSTER_CACHE)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver; \
+	fi
+	cp $(TESTCLUSTER_CACHE)/etcd $(TESTCLUSTER_CACHE)/kube-apiserver $(BIN)/
+	@touch $@
+
+test: deps testcluster
+	$(GO) test $(GO_TEST_FLAGS) ./...
+
+bench: deps testcluster build
+	hack/bench.sh
+
+lint: $(STATICCHECK)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN)/.staticcheck $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(BIN)/.staticcheck/staticcheck $@
+
+run: deps testcluster build
+	@hack/run.sh
+
+clean:
+	rm -rf $(BIN)

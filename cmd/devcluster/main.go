@@ -1,0 +1,58 @@
+// Command devcluster runs the local control plane (etcd + kube-apiserver
+// from bin/) until interrupted, and writes an admin kubeconfig. `make run`
+// uses it when no cluster is given.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/addonops/addon-operator/internal/testenv"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "bin/run/kubeconfig", "where to write the admin kubeconfig")
+	dir := flag.String("dir", "", "data directory (default: a temporary directory removed on exit)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var opts []testenv.Option
+	if *dir != "" {
+		opts = append(opts, testenv.WithDir(*dir))
+	}
+	cp, err := testenv.Start(ctx, opts...)
+	if err != nil {
+		slog.Error("start control plane", "err", err)
+		os.Exit(1)
+	}
+	defer cp.Stop()
+	if err := copyFile(cp.KubeconfigPath, *kubeconfig); err != nil {
+		slog.Error("write kubeconfig", "err", err)
+		return
+	}
+	fmt.Printf("control plane ready at %s; kubeconfig: %s\n", cp.Config.Host, *kubeconfig)
+	<-ctx.Done()
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return err
+	}
+	tmp := to + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	// renamed into place so a waiting script never reads half a file
+	return os.Rename(tmp, to)
+}

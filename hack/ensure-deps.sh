@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the system tools the operator's tests and examples use, when
+# missing: git (the test git server runs `git http-backend`), jq (example
+# and benchmark hooks). Idempotent; needs root only when it installs.
+set -euo pipefail
+missing=()
+command -v git >/dev/null || missing+=(git)
+command -v jq >/dev/null || missing+=(jq)
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+echo "installing: ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"

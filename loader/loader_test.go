@@ -1,0 +1,308 @@
+package loader
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/addonops/addon-operator/values"
+)
+
+func load(t *testing.T, l *Loader, dir string) (*Model, error) {
+	t.Helper()
+	return l.Load(t.Context(), dir, filepath.Join(dir, "modules"), filepath.Join(dir, "global-hooks"))
+}
+
+func TestLoadGoodTree(t *testing.T) {
+	l := New()
+	m, err := load(t, l, "testdata/good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mod := range m.Modules {
+		names = append(names, mod.Name)
+	}
+	// numeric prefix, then name: 01-some-module is order 1 like the 001-* ones
+	want := []string{"module", "nginx-ingress", "simple-one-module", "some-module"}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("modules = %v, want %v", names, want)
+	}
+
+	mod := m.Module("module")
+	if !mod.HasChart || !mod.HasChartFile || mod.EnabledScript == "" || mod.Key != "module" || mod.Order != 1 || mod.DirName != "001-module" {
+		t.Fatalf("module = %+v", mod)
+	}
+	if len(mod.Hooks) != 1 || mod.Hooks[0].Name != "001-module/hooks/module-hooks.sh" {
+		t.Fatalf("hooks = %+v", mod.Hooks)
+	}
+	cfg := mod.Hooks[0].Config
+	for b, o := range map[string]float64{OnStartup: 10, BeforeHelm: 1, AfterHelm: 2, AfterDeleteHelm: 3} {
+		if got, ok := cfg.Order(b); !ok || got != o {
+			t.Errorf("%s order = %v, %v", b, got, ok)
+		}
+	}
+	if len(cfg.Schedules) != 2 || cfg.Schedules[0].Name != "incremental" || !cfg.Schedules[0].AllowFailure || cfg.Schedules[1].Name != "schedule" {
+		t.Fatalf("schedules = %+v", cfg.Schedules)
+	}
+	// "7" is Sunday: 2026-01-03 is a Saturday, so the next 23:59 on day 7 is Sunday the 4th
+	next := cfg.Schedules[1].Schedule.Next(time.Date(2026, 1, 3, 0, 0, 0, 0, time.UTC))
+	if next.Weekday() != time.Sunday {
+		t.Fatalf("day 7 fired on %s", next.Weekday())
+	}
+
+	simple := m.Module("simple-one-module")
+	if !simple.HasChart || simple.HasChartFile {
+		t.Fatalf("templates-only chart: %+v", simple)
+	}
+	k := simple.Hooks[0].Config.Kubernetes[0]
+	if simple.Hooks[0].Config.Version != "v1" || k.Name != "pods" || k.Kind != "Pod" || k.ExecuteHookOnSynchronization ||
+		!k.WaitForSynchronization || k.KeepFullObjectsInMemory || k.Query == nil || k.Queue != "pods" || k.Group != "g" ||
+		!reflect.DeepEqual(k.ExecuteHookOnEvent, []string{EventAdded, EventDeleted}) || !reflect.DeepEqual(k.NameSelector, []string{"a", "b"}) ||
+		!reflect.DeepEqual(k.Namespaces, []string{"default"}) || k.FieldSelector[0].Field != "status.phase" {
+		t.Fatalf("v1 kubernetes binding = %+v", k)
+	}
+	if s := simple.Hooks[0].Config.Schedules[0]; s.Queue != "slow" || s.IncludeSnapshotsFrom[0] != "pods" {
+		t.Fatalf("v1 schedule = %+v", s)
+	}
+
+	var gnames []string
+	for _, h := range m.Global.Hooks {
+		gnames = append(gnames, h.Name)
+	}
+	if !reflect.DeepEqual(gnames, []string{"startup.sh", "sub/nested.sh"}) {
+		t.Fatalf("global hooks = %v (dot files, openapi/ and non-executables are skipped)", gnames)
+	}
+	v0 := m.Global.Hooks[0].Config.Kubernetes[0]
+	if !v0.V0 || v0.Kind != "pod" || !reflect.DeepEqual(v0.ExecuteHookOnEvent, []string{EventModified}) ||
+		v0.LabelSelector.MatchExpressions[0].Operator != "In" || !v0.AllowFailure || v0.Namespaces != nil {
+		t.Fatalf("v0 binding = %+v", v0)
+	}
+	if m.Global.Schemas.Config == nil {
+		t.Fatal("global openapi/config-values.yaml not loaded")
+	}
+	if m.Global.Hooks[0].WorkingDir != m.GlobalHooksDir || mod.Hooks[0].WorkingDir != filepath.Join(mod.Dir, "hooks") {
+		t.Fatal("WORKING_DIR is not the hooks directory")
+	}
+	if !strings.Contains(strings.Join(m.Warnings, "\n"), "lib/functions.sh: looks like a hook but is not executable") {
+		t.Fatalf("warnings = %q", m.Warnings)
+	}
+
+	// LIFECYCLE.md's examples resolve through the loaded values
+	store, _, err := values.NewStore(m.Values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.Enabled("nginxIngress") {
+		t.Error("nginx-ingress: enabled in modules/values.yaml, disabled in its own values.yaml: want disabled")
+	}
+	if _, err := store.SetConfig(map[string]string{"someModuleEnabled": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if !store.Enabled("someModule") {
+		t.Error("some-module: the ConfigMap enables it (its enabled script decides next)")
+	}
+}
+
+func TestHookConfigCache(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/good")); err != nil {
+		t.Fatal(err)
+	}
+	l := New()
+	if _, err := load(t, l, dir); err != nil {
+		t.Fatal(err)
+	}
+	first := l.ConfigRuns()
+	if first != 4 {
+		t.Fatalf("config runs = %d, want 4", first)
+	}
+	if _, err := load(t, l, dir); err != nil {
+		t.Fatal(err)
+	}
+	if l.ConfigRuns() != first {
+		t.Fatalf("unchanged hooks ran again: %d runs", l.ConfigRuns())
+	}
+	hook := filepath.Join(dir, "global-hooks/sub/nested.sh")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho '{\"afterAll\": 7}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := load(t, l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ConfigRuns() != first+1 {
+		t.Fatalf("config runs = %d, want %d (only the changed hook)", l.ConfigRuns(), first+1)
+	}
+	if o, _ := m.Global.Hooks[1].Config.Order(AfterAll); o != 7 {
+		t.Fatalf("changed hook's config not re-read: %v", o)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tests := []struct {
+		dir  string
+		file string // the file the error must name
+		want string
+	}{
+		{dir: "values-yaml", file: "modules/001-one/values.yaml", want: "line 2"},
+		{dir: "schema", file: "modules/001-one/openapi/values.yaml", want: "yaml"},
+		{dir: "hook-json", file: "modules/001-one/hooks/h.sh", want: "hook config"},
+		{dir: "unknown-binding", file: "modules/001-one/hooks/h.sh", want: `unknown binding "onShutdown"`},
+		{dir: "global-binding-in-module", file: "modules/001-one/hooks/h.sh", want: `"beforeAll" is for global hooks only`},
+		{dir: "module-binding-in-global", file: "global-hooks/h.sh", want: `"afterHelm" is for module hooks only`},
+		{dir: "cron", file: "modules/001-one/hooks/h.sh", want: "want 6 fields"},
+		{dir: "jq", file: "modules/001-one/hooks/h.sh", want: "jqFilter"},
+		{dir: "hook-fails", file: "modules/001-one/hooks/h.sh", want: "exit status 2: cannot configure"},
+		{dir: "hook-hangs", file: "modules/001-one/hooks/h.sh", want: "timed out"},
+		{dir: "duplicate-names", file: "modules/002-one", want: `same values key "one"`},
+		{dir: "bad-name", file: "modules/003-two-2fa", want: "converts back to"},
+		{dir: "symlink-out", file: "modules/001-one/templates/passwd.yaml", want: "symlink leads out of the tree"},
+		{dir: "flag", file: "modules/values.yaml", want: "oneEnabled: want true or false"},
+		{dir: "enabled-not-exec", file: "modules/001-one/enabled", want: "not executable"},
+	}
+	l := New(WithConfigTimeout(500 * time.Millisecond))
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			dir, _ := filepath.Abs(filepath.Join("testdata/bad", tt.dir))
+			m, err := load(t, l, dir)
+			if err == nil {
+				t.Fatalf("loaded a bad tree: %+v", m)
+			}
+			if m != nil {
+				t.Fatal("a failed load returned a model")
+			}
+			if !strings.Contains(err.Error(), filepath.Join(dir, tt.file)) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v\nwant it to name %s and say %q", err, tt.file, tt.want)
+			}
+		})
+	}
+}
+
+func TestSymlinkInsideTreeIsFollowed(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/good")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../global-hooks/startup.sh", filepath.Join(dir, "modules/001-module/hooks/linked.sh")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := load(t, New(), dir)
+	if err == nil || !strings.Contains(err.Error(), `is for global hooks only, and this is a module hook`) {
+		t.Fatalf("linked global hook not loaded as a module hook: %v", err)
+	}
+	var le *Error
+	if !errors.As(err, &le) {
+		t.Fatalf("not a loader.Error: %T", err)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/good")); err != nil {
+		t.Fatal(err)
+	}
+	l := New()
+	before, err := load(t, l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := load(t, l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Compare(before, same); !d.Empty() {
+		t.Fatalf("unchanged tree diff = %+v", d)
+	}
+
+	if err := os.RemoveAll(filepath.Join(dir, "modules/001-nginx-ingress")); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := load(t, l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Compare(before, removed); !d.OnlyRemoved() || !reflect.DeepEqual(d.Removed, []string{"nginx-ingress"}) {
+		t.Fatalf("removal diff = %+v", d)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "modules/001-module/values.yaml"), []byte("module: {a: 2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "modules/050-new-one"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "modules/values.yaml"), []byte("global: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := load(t, l, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Compare(removed, changed)
+	if !reflect.DeepEqual(d.Added, []string{"new-one"}) || !reflect.DeepEqual(d.Changed, []string{"module"}) || !d.Global || d.OnlyRemoved() {
+		t.Fatalf("diff = %+v", d)
+	}
+}
+
+func TestParseHookConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		global  bool
+		wantErr string
+	}{
+		{name: "yaml", in: "onStartup: 1\nbeforeHelm: 2"},
+		{name: "float order", in: `{"beforeHelm": 1.5}`},
+		{name: "not an object", in: `[1]`, wantErr: "must be a JSON object"},
+		{name: "empty output", in: ``, wantErr: "must be a JSON object"},
+		{name: "order not a number", in: `{"onStartup": "first"}`, wantErr: "want an ORDER number"},
+		{name: "v1 binding in v0", in: `{"kubernetes": []}`, wantErr: "not part of configVersion v0"},
+		{name: "v0 binding in v1", in: `{"configVersion":"v1","onKubernetesEvent": []}`, wantErr: "not part of configVersion v1"},
+		{name: "unknown field", in: `{"configVersion":"v1","kubernetes": [{"kind":"Pod","colour":"red"}]}`, wantErr: `unknown field "colour"`},
+		{name: "bad event", in: `{"configVersion":"v1","kubernetes": [{"kind":"Pod","executeHookOnEvent":["Added","Bogus"]}]}`, wantErr: `"Bogus"`},
+		{name: "bad v0 event", in: `{"onKubernetesEvent": [{"kind":"pod","event":["create"]}]}`, wantErr: `"create"`},
+		{name: "bad selector", in: `{"configVersion":"v1","kubernetes": [{"kind":"Pod","labelSelector":{"matchExpressions":[{"key":"a","operator":"Near"}]}}]}`, wantErr: "labelSelector"},
+		{name: "snapshot of unknown binding", in: `{"configVersion":"v1","schedule": [{"crontab":"* * * * * *","includeSnapshotsFrom":["nope"]}]}`, wantErr: `names "nope"`},
+		{name: "descriptor", in: `{"schedule": [{"crontab":"@every 10s"}]}`},
+		{name: "bad field operator", in: `{"configVersion":"v1","kubernetes": [{"kind":"Pod","fieldSelector":{"matchExpressions":[{"field":"a","operator":"In","value":"b"}]}}]}`, wantErr: "fieldSelector operator"},
+		{name: "kind required", in: `{"configVersion":"v1","kubernetes": [{"name":"x"}]}`, wantErr: "kind is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseHookConfig([]byte(tt.in), tt.global)
+			if tt.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestCrontabSundayAsSeven(t *testing.T) {
+	saturday := time.Date(2026, 1, 3, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		spec string
+		want time.Weekday
+	}{
+		{"0 0 0 * * 7", time.Sunday},
+		{"0 0 0 * * 1", time.Monday},
+		{"0 0 0 * * 6-7", time.Sunday}, // Saturday noon has passed midnight; next is Sunday
+		{"0 0 0 * * 5-7/2", time.Sunday},
+	}
+	for _, tt := range tests {
+		s, err := ParseCrontab(tt.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.spec, err)
+		}
+		if got := s.Next(saturday).Weekday(); got != tt.want {
+			t.Errorf("%s: next on %s, want %s", tt.spec, got, tt.want)
+		}
+	}
+}

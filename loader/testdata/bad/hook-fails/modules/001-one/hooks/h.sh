@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "cannot configure" >&2
+exit 2

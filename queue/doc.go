@@ -1,0 +1,5 @@
+// Package queue owns the task queues: named FIFO queues with one worker
+// each, the "main" queue, retries with exponential backoff, allowFailure,
+// compaction of consecutive tasks for one hook and binding, the dump behind
+// /queue and the queue metrics.
+package queue

@@ -1,0 +1,54 @@
+// Package values is the operator's values storage (spec/VALUES.md). It is
+// pure: it is handed the contents of values files, schemas and ConfigMap data
+// and gives back merged values, patched values and validation results.
+//
+// # Sections and names
+//
+// Values are keyed by "global" and by each module's camelCase key. A module
+// directory "001-simple-module" has order 1, name "simple-module" (also its
+// Helm release name) and key "simpleModule". A name must round-trip through
+// ModuleKey and ModuleName; names with a digit right after a dash, doubled
+// dashes or capitals do not, and are refused.
+//
+// # Merge order
+//
+// A section's config values are, merged in this order:
+//
+//  1. the section in $MODULES_DIR/values.yaml;
+//  2. the section in the module's own values.yaml (modules only; other keys
+//     in that file are ignored with a warning);
+//  3. the section in the ConfigMap (a YAML string per key);
+//
+// then the defaults of openapi/config-values.yaml. The section's values are
+// the config values with the hooks' temporary patches applied in the order
+// they were made, then the defaults of openapi/values.yaml. Maps merge key by
+// key, recursively; anything else (a scalar, a list, null) in a later source
+// replaces what an earlier one had.
+//
+// # Enabled flags
+//
+// A module's flag starts false; $MODULES_DIR/values.yaml, the module's
+// values.yaml and the ConfigMap may each set <key>Enabled (a boolean, or the
+// strings "true"/"false"), later sources winning; a section whose value is the
+// literal false (or "false") disables the module at that level. Last, a flag
+// that a global hook set through its values patch wins.
+//
+// # Patches
+//
+// Hooks return RFC 6902 patches. A module hook may change only its own
+// section; a global hook only "global" and *Enabled flags. Temporary patches
+// are kept per section and re-applied on top of fresh config values, so a
+// ConfigMap change does not lose them; an operation that a later one
+// overwrites (same or parent object path) is dropped, so the stored patch
+// stays small. Config patches are applied to ConfigMap data by
+// ApplyConfigPatch; keys a patch does not change keep the user's text.
+//
+// # Validation
+//
+// openapi/config-values.yaml validates config values, openapi/values.yaml
+// (after x-extend) validates values, and the same schema with
+// x-required-for-helm merged into required validates the values a chart
+// gets. Where a schema node lists properties and sets neither
+// additionalProperties nor patternProperties, additionalProperties is false;
+// a bare `type: object` stays open.
+package values

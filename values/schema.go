@@ -1,0 +1,323 @@
+package values
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-openapi/errors"
+	"github.com/go-openapi/spec"
+	"github.com/go-openapi/strfmt"
+	"github.com/go-openapi/validate"
+)
+
+// Schema file names inside an openapi/ directory.
+const (
+	ConfigSchemaFile = "config-values.yaml"
+	ValuesSchemaFile = "values.yaml"
+)
+
+// Schema is one compiled OpenAPI schema for a values section.
+type Schema struct {
+	source string
+	raw    map[string]any // after transforms, for Effective and defaults
+	spec   *spec.Schema
+	mu     sync.Mutex // a SchemaValidator is not safe for concurrent use
+	// validators by section name, which roots the paths in messages
+	validators map[string]*validate.SchemaValidator
+}
+
+// Schemas are the three effective schemas of a section: config values
+// (config-values.yaml), values (values.yaml after x-extend) and the before-Helm
+// check (values plus x-required-for-helm). Any of them may be nil.
+type Schemas struct {
+	Config *Schema
+	Values *Schema
+	Helm   *Schema
+}
+
+// LoadSchemas compiles a section's schemas from the contents of
+// openapi/config-values.yaml and openapi/values.yaml (nil when the file is
+// absent). dir names the openapi directory in errors.
+func LoadSchemas(dir string, configYAML, valuesYAML []byte) (*Schemas, error) {
+	out := &Schemas{}
+	var configRaw map[string]any
+	if configYAML != nil {
+		src := dir + "/" + ConfigSchemaFile
+		m, err := ParseYAML(src, configYAML)
+		if err != nil {
+			return nil, err
+		}
+		configRaw = map[string]any(m)
+		delete(configRaw, "x-extend")
+		cfg := deepCopy(configRaw).(map[string]any)
+		stripHelmRequired(cfg)
+		if out.Config, err = compile(src, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if valuesYAML == nil {
+		return out, nil
+	}
+	src := dir + "/" + ValuesSchemaFile
+	m, err := ParseYAML(src, valuesYAML)
+	if err != nil {
+		return nil, err
+	}
+	raw := map[string]any(m)
+	if ext, ok := raw["x-extend"]; ok {
+		if err := extend(src, raw, ext, configRaw); err != nil {
+			return nil, err
+		}
+	}
+	helm := deepCopy(raw).(map[string]any)
+	liftHelmRequired(helm)
+	vals := deepCopy(raw).(map[string]any)
+	stripHelmRequired(vals)
+	if out.Values, err = compile(src, vals); err != nil {
+		return nil, err
+	}
+	if out.Helm, err = compile(src+" (before Helm)", helm); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// extend applies x-extend: the named config-values schema's definitions,
+// required, properties, patternProperties, title, description and x-*
+// fields are added to the values schema (the values schema wins a conflict).
+func extend(src string, raw map[string]any, ext any, configRaw map[string]any) error {
+	em, ok := ext.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s: x-extend: want a map with \"schema\", got %s", src, kindOf(ext))
+	}
+	if name, _ := em["schema"].(string); name != ConfigSchemaFile {
+		return fmt.Errorf("%s: x-extend: schema %q: only %q can be extended", src, em["schema"], ConfigSchemaFile)
+	}
+	if configRaw == nil {
+		return fmt.Errorf("%s: x-extend names %s, which does not exist", src, ConfigSchemaFile)
+	}
+	delete(raw, "x-extend")
+	for k, v := range configRaw {
+		switch {
+		case k == "required":
+			raw[k] = unionStrings(v, raw[k])
+		case k == "definitions" || k == "properties" || k == "patternProperties":
+			base, _ := deepCopy(v).(map[string]any)
+			own, _ := raw[k].(map[string]any)
+			for name, s := range own {
+				base[name] = s
+			}
+			raw[k] = base
+		case k == "title" || k == "description" || strings.HasPrefix(k, "x-"):
+			if _, has := raw[k]; !has {
+				raw[k] = deepCopy(v)
+			}
+		}
+	}
+	return nil
+}
+
+func unionStrings(a, b any) []any {
+	var out []any
+	seen := map[string]bool{}
+	for _, list := range []any{a, b} {
+		l, _ := list.([]any)
+		for _, e := range l {
+			if s, ok := e.(string); ok && !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// walkSchemas calls fn on a schema node and every sub-schema under it.
+func walkSchemas(node map[string]any, fn func(map[string]any)) {
+	fn(node)
+	for _, k := range []string{"properties", "patternProperties", "definitions"} {
+		if m, ok := node[k].(map[string]any); ok {
+			for _, s := range m {
+				if sm, ok := s.(map[string]any); ok {
+					walkSchemas(sm, fn)
+				}
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties", "not"} {
+		if sm, ok := node[k].(map[string]any); ok {
+			walkSchemas(sm, fn)
+		}
+	}
+	if l, ok := node["items"].([]any); ok {
+		for _, s := range l {
+			if sm, ok := s.(map[string]any); ok {
+				walkSchemas(sm, fn)
+			}
+		}
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+		if l, ok := node[k].([]any); ok {
+			for _, s := range l {
+				if sm, ok := s.(map[string]any); ok {
+					walkSchemas(sm, fn)
+				}
+			}
+		}
+	}
+}
+
+// liftHelmRequired merges x-required-for-helm into required, at every level.
+func liftHelmRequired(root map[string]any) {
+	walkSchemas(root, func(n map[string]any) {
+		if x, ok := n["x-required-for-helm"]; ok {
+			n["required"] = unionStrings(n["required"], x)
+			delete(n, "x-required-for-helm")
+		}
+	})
+}
+
+func stripHelmRequired(root map[string]any) {
+	walkSchemas(root, func(n map[string]any) { delete(n, "x-required-for-helm") })
+}
+
+// closeObjects sets additionalProperties: false on every schema node that
+// lists properties and leaves additionalProperties (and patternProperties)
+// unset. A bare `type: object` with no properties stays open, as the spec's
+// `discovery: {type: object}` ("no restrictions on keys") requires.
+func closeObjects(root map[string]any) {
+	walkSchemas(root, func(n map[string]any) {
+		_, hasProps := n["properties"]
+		_, hasAP := n["additionalProperties"]
+		_, hasPP := n["patternProperties"]
+		if hasProps && !hasAP && !hasPP {
+			n["additionalProperties"] = false
+		}
+	})
+}
+
+func compile(src string, raw map[string]any) (*Schema, error) {
+	closeObjects(raw)
+	j, err := json.Marshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	var s spec.Schema
+	if err := json.Unmarshal(j, &s); err != nil {
+		return nil, fmt.Errorf("%s: not an OpenAPI schema: %w", src, err)
+	}
+	if err := spec.ExpandSchema(&s, &s, nil); err != nil {
+		return nil, fmt.Errorf("%s: resolve $ref: %w", src, err)
+	}
+	sch := &Schema{source: src, raw: raw, spec: &s, validators: map[string]*validate.SchemaValidator{}}
+	if _, err := sch.validator("schema"); err != nil {
+		return nil, err
+	}
+	return sch, nil
+}
+
+// validator returns the section's validator; the caller holds mu or owns s.
+func (s *Schema) validator(section string) (v *validate.SchemaValidator, err error) {
+	if v, ok := s.validators[section]; ok {
+		return v, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: invalid schema: %v", s.source, r)
+		}
+	}()
+	v = validate.NewSchemaValidator(s.spec, nil, section, strfmt.Default)
+	s.validators[section] = v
+	return v, nil
+}
+
+// Source is the file the schema came from.
+func (s *Schema) Source() string { return s.source }
+
+// Effective is the schema as it is enforced (after x-extend, the
+// additionalProperties default and, for the Helm schema, x-required-for-helm).
+func (s *Schema) Effective() map[string]any { return deepCopy(s.raw).(map[string]any) }
+
+// ValidationError lists every violation of one validation.
+type ValidationError struct {
+	Section    string
+	Schema     string
+	Violations []string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("%s values do not match %s:\n  - %s", e.Section, e.Schema, strings.Join(e.Violations, "\n  - "))
+}
+
+// Validate checks a section's value; section names the root in messages
+// (global, simpleModule).
+func (s *Schema) Validate(section string, v any) error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	val, err := s.validator(section)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	res := val.Validate(v)
+	s.mu.Unlock()
+	if res == nil || res.IsValid() {
+		return nil
+	}
+	var out []string
+	for _, e := range res.Errors {
+		flatten(e, &out)
+	}
+	sort.Strings(out)
+	out = slices.Compact(out)
+	return &ValidationError{Section: section, Schema: s.source, Violations: out}
+}
+
+func flatten(err error, out *[]string) {
+	if ce, ok := err.(*errors.CompositeError); ok {
+		for _, e := range ce.Errors {
+			flatten(e, out)
+		}
+		return
+	}
+	*out = append(*out, err.Error())
+}
+
+// applyDefaults fills in `default` values where a property is absent,
+// recursing into objects that are present.
+func applyDefaults(schema map[string]any, v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	props, _ := schema["properties"].(map[string]any)
+	for name, ps := range props {
+		psm, ok := ps.(map[string]any)
+		if !ok {
+			continue
+		}
+		cur, present := m[name]
+		if !present {
+			if d, ok := psm["default"]; ok {
+				m[name] = deepCopy(d)
+			}
+			continue
+		}
+		m[name] = applyDefaults(psm, cur)
+	}
+	return m
+}
+
+// ApplyDefaults returns a copy of v with the schema's defaults filled in.
+func (s *Schema) ApplyDefaults(v any) any {
+	if s == nil {
+		return deepCopy(v)
+	}
+	return applyDefaults(s.raw, deepCopy(v))
+}
