@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the system tools the operator's tests and examples use, when
-# missing: git (the test git server runs `git http-backend`), jq (example
+# missing: git (the test git server runs `git http-backend`), curl (make run), jq (example
 # and benchmark hooks). Idempotent; needs root only when it installs.
 set -euo pipefail
 missing=()
 command -v git >/dev/null || missing+=(git)
 command -v jq >/dev/null || missing+=(jq)
+command -v curl >/dev/null || missing+=(curl)
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 echo "installing: ${missing[*]}"
 SUDO=""

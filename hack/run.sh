@@ -1,25 +1,55 @@
 #!/usr/bin/env bash
-# make run: the local control plane (unless $KUBECONFIG names a cluster).
+# make run: the operator on examples/ against the local control plane, or
+# against the cluster $KUBECONFIG names. Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN_DIR=bin/run
 mkdir -p "$RUN_DIR"
-KCFG="$RUN_DIR/kubeconfig"
-rm -f "$KCFG"
-echo "starting the local control plane (etcd + kube-apiserver on 127.0.0.1)"
-bin/devcluster --kubeconfig "$KCFG" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT INT TERM
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+if [ -z "${KUBECONFIG:-}" ]; then
+  KUBECONFIG="$PWD/$RUN_DIR/kubeconfig"
+  rm -f "$KUBECONFIG"
+  echo "starting the local control plane (etcd + kube-apiserver on 127.0.0.1)"
+  bin/devcluster --kubeconfig "$KUBECONFIG" > "$RUN_DIR/devcluster.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 600); do
+    [ -f "$KUBECONFIG" ] && break
+    kill -0 "${pids[0]}" 2>/dev/null || { cat "$RUN_DIR/devcluster.log" >&2; echo "control plane failed to start" >&2; exit 1; }
+    sleep 0.1
+  done
+else
+  echo "using the cluster of KUBECONFIG=$KUBECONFIG"
+fi
+export KUBECONFIG
+
+ADDR=${ADDON_OPERATOR_LISTEN_ADDRESS:-127.0.0.1:9115}
+export ADDON_OPERATOR_NAMESPACE=${ADDON_OPERATOR_NAMESPACE:-default}
+export MODULES_DIR=${MODULES_DIR:-$PWD/examples/modules}
+export GLOBAL_HOOKS_DIR=${GLOBAL_HOOKS_DIR:-$PWD/examples/global-hooks}
+export LOG_TYPE=${LOG_TYPE:-text}
+echo "starting addon-operator on $MODULES_DIR (logs: $RUN_DIR/operator.log)"
+bin/addon-operator start --listen-address "$ADDR" > "$RUN_DIR/operator.log" 2>&1 &
+op=$!
+pids+=($op)
 for _ in $(seq 1 600); do
-  [ -f "$KCFG" ] && break
-  kill -0 "$pid" 2>/dev/null || { echo "control plane failed to start" >&2; exit 1; }
-  sleep 0.1
+  curl -fs "http://$ADDR/readyz" >/dev/null 2>&1 && break
+  kill -0 "$op" 2>/dev/null || { tail -20 "$RUN_DIR/operator.log" >&2; echo "addon-operator stopped" >&2; exit 1; }
+  sleep 0.2
 done
+echo
+echo "Converged. Modules:"
+curl -fs "http://$ADDR/status" | jq -r '.modules[] | "  \(.name): \(if .enabled then "enabled" else "disabled" end), \(.state)\(if .lastError then " (" + .lastError + ")" else "" end)"'
 cat <<MSG
 
-The control plane is up. In another shell:
-  export KUBECONFIG=$PWD/$KCFG
-  kubectl get namespaces        # or any client
-Press Ctrl-C to stop it.
+The operator keeps running and reacts to changes:
+  export KUBECONFIG=$KUBECONFIG
+  kubectl -n $ADDON_OPERATOR_NAMESPACE patch cm addon-operator --type merge -p '{"data":{"echoServer":"greeting: hi\\n"}}'
+  curl http://$ADDR/status     # modules and queues as JSON
+  curl http://$ADDR/queue      # the task queues
+  tail -f $RUN_DIR/operator.log
+examples/README.md has more to try. Press Ctrl-C to stop.
 MSG
-wait "$pid"
+wait "$op"

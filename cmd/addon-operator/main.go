@@ -1,0 +1,126 @@
+// Command addon-operator runs the operator (`start`, the default) and its
+// helper subcommands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/lifecycle"
+	"github.com/addonops/addon-operator/loader"
+)
+
+func main() {
+	args := os.Args[1:]
+	cmd := "start"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "start":
+		err = start(args)
+	default:
+		err = fmt.Errorf("unknown command %q (commands: start)", cmd)
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "addon-operator:", err)
+		os.Exit(1)
+	}
+}
+
+func start(args []string) error {
+	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	e := &env{}
+	var op operatorOptions
+	var lg logOptions
+	op.bind(fs, e)
+	lg.bind(fs, e)
+	if err := parse(fs, e, args); err != nil {
+		return err
+	}
+	logger, err := lg.logger()
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(logger)
+	if op.ModulesDir == "" {
+		op.ModulesDir = "/modules"
+	}
+	if op.GlobalHooksDir == "" {
+		op.GlobalHooksDir = "/global-hooks"
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	restConfig, err := restConfig(op.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	helm, err := kube.NewHelm(restConfig, op.Namespace, logger)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	operator := lifecycle.New(lifecycle.Config{
+		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
+		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax,
+		Logger: logger, Registry: reg,
+	}, kube.NewConfigMap(client, op.Namespace, op.ConfigMap), helm, loader.New(loader.WithLogger(logger)))
+
+	ln, err := net.Listen("tcp", op.ListenAddress)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", op.ListenAddress, err)
+	}
+	srv := &http.Server{Handler: operator.Handler(nil), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	logger.Info("addon-operator starting", "modules_dir", op.ModulesDir, "global_hooks_dir", op.GlobalHooksDir,
+		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String())
+	return operator.Run(ctx)
+}
+
+// restConfig loads a kubeconfig, or the in-cluster config when none is
+// given. Client-side throttling is lifted to what an API server takes:
+// the operator's work is bursts of small requests.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.UserAgent = "addon-operator"
+	return cfg, nil
+}

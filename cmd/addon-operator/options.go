@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// env reads settings from the environment; a bad value is remembered and
+// reported, so a typo never silently becomes the default.
+type env struct{ errs []error }
+
+func (e *env) str(names []string, def string) string {
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok && v != "" {
+			return v
+		}
+	}
+	return def
+}
+
+func (e *env) duration(name string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: %w", name, v, err))
+		return def
+	}
+	return d
+}
+
+// operatorOptions are the operator's own settings (design.md, "The contract").
+type operatorOptions struct {
+	ModulesDir, GlobalHooksDir string
+	Namespace, ConfigMap       string
+	ListenAddress              string
+	Kubeconfig                 string
+	HookTimeout                time.Duration
+	RetryMin, RetryMax         time.Duration
+	ResourcesCheckInterval     time.Duration
+}
+
+func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&o.ModulesDir, "modules-dir", e.str([]string{"MODULES_DIR"}, ""), "modules directory (env MODULES_DIR; default /modules, or modules inside a git repository)")
+	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR"}, ""), "global hooks directory (env GLOBAL_HOOKS_DIR; default /global-hooks, or global-hooks inside a git repository)")
+	fs.StringVar(&o.Namespace, "namespace", e.str([]string{"ADDON_OPERATOR_NAMESPACE"}, podNamespace()), "namespace of releases and the ConfigMap (env ADDON_OPERATOR_NAMESPACE)")
+	fs.StringVar(&o.ConfigMap, "config-map", e.str([]string{"ADDON_OPERATOR_CONFIG_MAP"}, "addon-operator"), "values ConfigMap name (env ADDON_OPERATOR_CONFIG_MAP)")
+	fs.StringVar(&o.ListenAddress, "listen-address", e.str([]string{"ADDON_OPERATOR_LISTEN_ADDRESS"}, ":9115"), "HTTP address for /metrics, /healthz, /readyz, /queue, /status (env ADDON_OPERATOR_LISTEN_ADDRESS)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", e.str([]string{"KUBECONFIG"}, ""), "kubeconfig file (env KUBECONFIG; default: in-cluster config)")
+	fs.DurationVar(&o.HookTimeout, "hook-timeout", e.duration("ADDON_OPERATOR_HOOK_TIMEOUT", 10*time.Minute), "timeout of one hook run (env ADDON_OPERATOR_HOOK_TIMEOUT)")
+	fs.DurationVar(&o.RetryMin, "retry-min", e.duration("ADDON_OPERATOR_RETRY_MIN", 5*time.Second), "first retry delay of a failed task (env ADDON_OPERATOR_RETRY_MIN)")
+	fs.DurationVar(&o.RetryMax, "retry-max", e.duration("ADDON_OPERATOR_RETRY_MAX", 30*time.Second), "longest retry delay (env ADDON_OPERATOR_RETRY_MAX)")
+	fs.DurationVar(&o.ResourcesCheckInterval, "resources-check-interval", e.duration("ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL", 5*time.Minute), "period of the absent-resources check (env ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL)")
+}
+
+// podNamespace is the pod's namespace when running in a cluster, else "default".
+func podNamespace() string {
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "default"
+}
+
+// logOptions configure log/slog.
+type logOptions struct{ Level, Type string }
+
+func (o *logOptions) bind(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&o.Level, "log-level", e.str([]string{"LOG_LEVEL", "RLOG_LOG_LEVEL"}, "info"), "debug, info, warn or error (env LOG_LEVEL, RLOG_LOG_LEVEL)")
+	fs.StringVar(&o.Type, "log-type", e.str([]string{"LOG_TYPE"}, "json"), "json or text (env LOG_TYPE)")
+}
+
+func (o *logOptions) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(o.Level))); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", o.Level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(o.Type) {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text", "color":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("log type %q: want json or text", o.Type)
+}
+
+func parse(fs *flag.FlagSet, e *env, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return errors.Join(e.errs...)
+}

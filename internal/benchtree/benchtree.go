@@ -1,0 +1,50 @@
+// Package benchtree generates the reference benchmark workload: the module
+// tree of ../shared/bench/gen-modules.sh (N modules, each a chart with one
+// ConfigMap and a jq beforeHelm hook, plus one global hook).
+package benchtree
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Script finds gen-modules.sh: $GEN_MODULES, else shared/bench beside the
+// repository root.
+func Script() (string, error) {
+	if p := os.Getenv("GEN_MODULES"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "..", "shared", "bench", "gen-modules.sh")
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("gen-modules.sh not found: set GEN_MODULES or keep shared/ beside the repository")
+		}
+		dir = parent
+	}
+}
+
+// Generate writes an n-module tree into dir (modules/ and global-hooks/).
+func Generate(n int, dir string) error {
+	script, err := Script()
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command("bash", script, fmt.Sprint(n), dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", script, err, out)
+	}
+	return nil
+}

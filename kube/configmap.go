@@ -1,0 +1,112 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+)
+
+// ConfigMap is the values config backend: one ConfigMap, read, watched and
+// updated with optimistic concurrency.
+type ConfigMap struct {
+	client    kubernetes.Interface
+	namespace string
+	name      string
+}
+
+// NewConfigMap returns the backend for namespace/name.
+func NewConfigMap(client kubernetes.Interface, namespace, name string) *ConfigMap {
+	return &ConfigMap{client: client, namespace: namespace, name: name}
+}
+
+// Name is namespace/name.
+func (c *ConfigMap) Name() string { return c.namespace + "/" + c.name }
+
+// Get returns the data; a missing ConfigMap is empty data.
+func (c *ConfigMap) Get(ctx context.Context) (map[string]string, error) {
+	cm, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(ctx, c.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get ConfigMap %s: %w", c.Name(), err)
+	}
+	return dataOf(cm), nil
+}
+
+func dataOf(cm *corev1.ConfigMap) map[string]string {
+	if cm == nil || cm.Data == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(cm.Data)
+}
+
+// Update applies fn to the current data and writes the result, creating the
+// ConfigMap when missing. On a conflict (someone else wrote in between) it
+// reads again and re-applies fn, so a concurrent edit is never lost.
+func (c *ConfigMap) Update(ctx context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, error) {
+	var result map[string]string
+	err := retry.OnError(retry.DefaultBackoff, func(err error) bool {
+		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+	}, func() error {
+		cms := c.client.CoreV1().ConfigMaps(c.namespace)
+		cm, err := cms.Get(ctx, c.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cm = nil
+		} else if err != nil {
+			return err
+		}
+		next, err := fn(dataOf(cm))
+		if err != nil {
+			return err
+		}
+		result = next
+		if cm == nil {
+			_, err = cms.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace},
+				Data:       next,
+			}, metav1.CreateOptions{})
+			return err
+		}
+		if maps.Equal(cm.Data, next) {
+			return nil
+		}
+		cm = cm.DeepCopy()
+		cm.Data = next
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update ConfigMap %s: %w", c.Name(), err)
+	}
+	return result, nil
+}
+
+// Watch calls onChange with the data after every add, update or delete
+// (deleted: empty data) until ctx is done. The first call is the state at
+// start. Calls are sequential.
+func (c *ConfigMap) Watch(ctx context.Context, onChange func(map[string]string)) {
+	lw := cache.NewListWatchFromClient(c.client.CoreV1().RESTClient(), "configmaps", c.namespace,
+		fields.OneTermEqualSelector("metadata.name", c.name))
+	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 10*time.Minute, cache.Indexers{})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { onChange(dataOf(obj.(*corev1.ConfigMap))) },
+		UpdateFunc: func(old, obj any) {
+			if o, n := old.(*corev1.ConfigMap), obj.(*corev1.ConfigMap); o.ResourceVersion == n.ResourceVersion {
+				return // a resync, not a change
+			}
+			onChange(dataOf(obj.(*corev1.ConfigMap)))
+		},
+		DeleteFunc: func(any) { onChange(map[string]string{}) },
+	})
+	inf.Run(ctx.Done())
+}

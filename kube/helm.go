@@ -1,0 +1,412 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	chartloader "helm.sh/helm/v3/pkg/chart/loader"
+	helmkube "helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Labels on every release record this operator writes.
+const (
+	// LabelManagedBy marks a release as this operator's; only such releases
+	// are ever upgraded, uninstalled or purged.
+	LabelManagedBy = "addonops.io/managed-by"
+	ManagedByValue = "addon-operator"
+	// LabelChecksum is a digest of the rendered manifests and values.
+	LabelChecksum = "addonops.io/checksum"
+	// LabelCommit is the git commit the release was deployed from.
+	LabelCommit = "addonops.io/commit"
+)
+
+const (
+	// maxHistory bounds the revisions kept per release.
+	maxHistory = 5
+	// maxCachedCharts bounds the chart cache.
+	maxCachedCharts = 1000
+)
+
+// ErrNotOurs says a release of that name exists but another tool owns it.
+var ErrNotOurs = errors.New("release exists and is not managed by addon-operator; refusing to touch it")
+
+// Release is what to install for one module.
+type Release struct {
+	Name     string // the module name
+	ChartDir string
+	// ChartHash identifies the chart's content, for the chart cache.
+	ChartHash string
+	Values    map[string]any
+	// Commit is recorded on the release (LabelCommit) when set.
+	Commit string
+}
+
+// Result says what Upgrade did.
+type Result struct {
+	Upgraded bool
+	// Reason says why it upgraded or skipped.
+	Reason   string
+	Revision int
+}
+
+// Helm installs, upgrades and removes module releases with helm.sh/helm/v3
+// as a library, in one namespace.
+type Helm struct {
+	cfg       *action.Configuration
+	getter    *restGetter
+	namespace string
+	logger    *slog.Logger
+
+	mu     sync.Mutex
+	charts map[string]*chart.Chart // by ChartDir + ChartHash
+}
+
+// NewHelm returns a Helm client for the namespace.
+func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger) (*Helm, error) {
+	getter, err := newRESTGetter(restConfig, namespace)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &action.Configuration{}
+	debug := func(format string, v ...any) { logger.Debug(fmt.Sprintf(format, v...), "component", "helm") }
+	if err := cfg.Init(getter, namespace, "secret", debug); err != nil {
+		return nil, fmt.Errorf("init helm: %w", err)
+	}
+	// The kube client would take the namespace from a kubeconfig; there is
+	// none when the config comes from the cluster, so set it.
+	if kc, ok := cfg.KubeClient.(*helmkube.Client); ok {
+		kc.Namespace = namespace
+	}
+	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, charts: map[string]*chart.Chart{}}, nil
+}
+
+// RESTGetter gives Helm-style clients for the same cluster and namespace.
+func (h *Helm) RESTGetter() genericclioptions.RESTClientGetter { return h.getter }
+
+// chart loads (and caches) a module's chart. A module with templates/ and
+// no Chart.yaml gets one made up from its name. The chart's own values.yaml
+// is dropped: the operator hands Helm the complete merged values, and
+// chart defaults would bring back keys that a hook's patch removed.
+func (h *Helm) chart(r Release) (*chart.Chart, error) {
+	key := r.ChartDir + "\x00" + r.ChartHash
+	h.mu.Lock()
+	c, ok := h.charts[key]
+	h.mu.Unlock()
+	if ok && r.ChartHash != "" {
+		return c, nil
+	}
+	var err error
+	if _, statErr := os.Stat(filepath.Join(r.ChartDir, "Chart.yaml")); statErr == nil {
+		c, err = chartloader.LoadDir(r.ChartDir)
+	} else {
+		c, err = loadTemplatesOnly(r.ChartDir, r.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load chart %s: %w", r.ChartDir, err)
+	}
+	c.Values = map[string]any{}
+	h.mu.Lock()
+	if len(h.charts) >= maxCachedCharts {
+		clear(h.charts) // charts of old trees go; the current ones reload once
+	}
+	h.charts[key] = c
+	h.mu.Unlock()
+	return c, nil
+}
+
+func loadTemplatesOnly(dir, name string) (*chart.Chart, error) {
+	files := []*chartloader.BufferedFile{{
+		Name: "Chart.yaml",
+		Data: fmt.Appendf(nil, "apiVersion: v2\nname: %s\nversion: 0.0.1\n", name),
+	}}
+	for _, sub := range []string{"templates", "charts", "crds"} {
+		root := filepath.Join(dir, sub)
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) && p == root {
+				return filepath.SkipDir
+			}
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, &chartloader.BufferedFile{Name: filepath.ToSlash(rel), Data: data})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return chartloader.LoadFiles(files)
+}
+
+// last returns the release's latest record, whether it exists, and
+// ErrNotOurs when it exists without our label.
+func (h *Helm) last(name string) (*release.Release, bool, error) {
+	rel, err := h.cfg.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read release %s: %w", name, err)
+	}
+	if rel.Labels[LabelManagedBy] != ManagedByValue {
+		return rel, true, fmt.Errorf("release %s/%s: %w", h.namespace, name, ErrNotOurs)
+	}
+	return rel, true, nil
+}
+
+// Checksum renders the chart with the values (client-side) and digests the
+// manifests and values.
+func (h *Helm) Checksum(ctx context.Context, r Release) (string, error) {
+	c, err := h.chart(r)
+	if err != nil {
+		return "", err
+	}
+	// ClientOnly replaces the configuration's kube client and release
+	// storage with fakes, so rendering gets a configuration of its own.
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = r.Name, h.namespace
+	inst.IncludeCRDs = true
+	rel, err := inst.RunWithContext(ctx, c, r.Values)
+	if err != nil {
+		return "", fmt.Errorf("render chart of %s: %w", r.Name, err)
+	}
+	vals, err := json.Marshal(r.Values)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.New()
+	sum.Write([]byte(rel.Manifest))
+	for _, hk := range rel.Hooks {
+		sum.Write([]byte(hk.Manifest))
+	}
+	sum.Write(vals)
+	// a label value holds 63 characters
+	return hex.EncodeToString(sum.Sum(nil))[:40], nil
+}
+
+// Upgrade installs or upgrades a module's release. It skips the upgrade
+// when the deployed release has the same checksum and none of its
+// resources is missing; it clears a release stuck in a pending state and
+// removes a failed first install before trying again.
+func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
+	sum, err := h.Checksum(ctx, r)
+	if err != nil {
+		return Result{}, err
+	}
+	last, exists, err := h.last(r.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	if exists {
+		if last, exists, err = h.repair(ctx, last); err != nil {
+			return Result{}, err
+		}
+	}
+	if exists && last.Info.Status == release.StatusDeployed && last.Labels[LabelChecksum] == sum {
+		absent, err := h.absent(last)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(absent) == 0 {
+			return Result{Reason: "unchanged", Revision: last.Version}, nil
+		}
+		h.logger.Info("release resources missing; upgrading", "module", r.Name, "absent", absent)
+	}
+	c, err := h.chart(r)
+	if err != nil {
+		return Result{}, err
+	}
+	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelChecksum: sum}
+	if r.Commit != "" {
+		labels[LabelCommit] = r.Commit
+	}
+	var rel *release.Release
+	reason := "changed"
+	if !exists {
+		inst := action.NewInstall(h.cfg)
+		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
+		rel, err = inst.RunWithContext(ctx, c, r.Values)
+		reason = "installed"
+	} else {
+		up := action.NewUpgrade(h.cfg)
+		up.Namespace, up.Labels, up.MaxHistory = h.namespace, labels, maxHistory
+		rel, err = up.RunWithContext(ctx, r.Name, c, r.Values)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
+	}
+	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
+}
+
+// repair clears what would make an upgrade fail: a pending revision (left
+// by a crash mid-operation) is deleted from storage; a release whose every
+// revision failed (a failed first install) is uninstalled.
+func (h *Helm) repair(ctx context.Context, last *release.Release) (*release.Release, bool, error) {
+	name := last.Name
+	if last.Info.Status.IsPending() {
+		h.logger.Warn("release stuck in a pending state; clearing that revision", "module", name, "status", last.Info.Status, "revision", last.Version)
+		if _, err := h.cfg.Releases.Delete(name, last.Version); err != nil {
+			return nil, false, fmt.Errorf("clear pending revision %d of %s: %w", last.Version, name, err)
+		}
+		next, exists, err := h.last(name)
+		if err != nil || !exists {
+			return nil, false, err
+		}
+		last = next
+	}
+	if last.Info.Status == release.StatusFailed {
+		if _, err := h.cfg.Releases.Deployed(name); errors.Is(err, driver.ErrNoDeployedReleases) {
+			h.logger.Warn("first install failed; removing it before trying again", "module", name)
+			if _, err := h.uninstall(ctx, name); err != nil {
+				return nil, false, err
+			}
+			return nil, false, nil
+		}
+	}
+	return last, true, nil
+}
+
+// absent lists the release's resources that are missing from the cluster.
+func (h *Helm) absent(rel *release.Release) ([]string, error) {
+	resources, err := h.cfg.KubeClient.Build(bytes.NewBufferString(rel.Manifest), false)
+	if err != nil {
+		return nil, fmt.Errorf("read resources of release %s: %w", rel.Name, err)
+	}
+	var missing []string
+	for _, info := range resources {
+		if err := info.Get(); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, info.Mapping.GroupVersionKind.Kind+"/"+info.Name)
+				continue
+			}
+			return nil, fmt.Errorf("get %s/%s of release %s: %w", info.Mapping.GroupVersionKind.Kind, info.Name, rel.Name, err)
+		}
+	}
+	return missing, nil
+}
+
+// AbsentResources lists the missing resources of a deployed release of ours
+// (none when it has no release).
+func (h *Helm) AbsentResources(name string) ([]string, error) {
+	rel, exists, err := h.last(name)
+	if err != nil || !exists || rel.Info.Status != release.StatusDeployed {
+		return nil, err
+	}
+	return h.absent(rel)
+}
+
+// Uninstall removes a release of ours. It reports whether there was one; a
+// release of that name that is not ours is an error and is left alone.
+func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
+	_, exists, err := h.last(name)
+	if err != nil || !exists {
+		return false, err
+	}
+	return h.uninstall(ctx, name)
+}
+
+func (h *Helm) uninstall(_ context.Context, name string) (bool, error) {
+	un := action.NewUninstall(h.cfg)
+	if _, err := un.Run(name); err != nil {
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("helm uninstall %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// Has reports whether a release of ours with that name exists.
+func (h *Helm) Has(name string) (bool, error) {
+	_, exists, err := h.last(name)
+	if errors.Is(err, ErrNotOurs) {
+		return false, nil
+	}
+	return exists, err
+}
+
+// Releases lists the names of the releases of ours in the namespace.
+func (h *Helm) Releases() ([]string, error) {
+	list := action.NewList(h.cfg)
+	list.All = true
+	list.StateMask = action.ListAll
+	list.Selector = LabelManagedBy + "=" + ManagedByValue
+	rels, err := list.Run()
+	if err != nil {
+		return nil, fmt.Errorf("list releases: %w", err)
+	}
+	names := make([]string, 0, len(rels))
+	for _, r := range rels {
+		names = append(names, r.Name)
+	}
+	return names, nil
+}
+
+// Commit is the commit recorded on a release of ours ("" when none).
+func (h *Helm) Commit(name string) (string, error) {
+	rel, exists, err := h.last(name)
+	if err != nil || !exists {
+		return "", err
+	}
+	return rel.Labels[LabelCommit], nil
+}
+
+// restGetter gives Helm clients for a rest.Config, with one discovery cache.
+type restGetter struct {
+	config    *rest.Config
+	namespace string
+	disc      discovery.CachedDiscoveryInterface
+	mapper    meta.RESTMapper
+}
+
+var _ genericclioptions.RESTClientGetter = (*restGetter)(nil)
+
+func newRESTGetter(cfg *rest.Config, namespace string) (*restGetter, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(disc), disc, nil)
+	return &restGetter{config: cfg, namespace: namespace, disc: disc, mapper: mapper}, nil
+}
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.config), nil }
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return g.disc, nil
+}
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.mapper, nil }
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), &clientcmd.ConfigOverrides{
+		Context: clientcmdapi.Context{Namespace: g.namespace},
+	})
+}

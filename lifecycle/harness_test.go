@@ -1,0 +1,349 @@
+package lifecycle
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/addonops/addon-operator/internal/testenv"
+	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/loader"
+)
+
+var (
+	restCfg *rest.Config
+	client  kubernetes.Interface
+	nsSeq   atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	cp, err := testenv.Start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restCfg = cp.Config
+	client = kubernetes.NewForConfigOrDie(restCfg)
+	code := m.Run()
+	cp.Stop()
+	os.Exit(code)
+}
+
+// tree writes files (path → content; a hook is made executable when its
+// content starts with #!) into a new directory.
+func tree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(c, "#!") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(full, []byte(c), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// recordingHook is a hook that prints config for --config and otherwise
+// appends {hook, ctx, values, config} to $RECORD_FILE, then runs extra.
+func recordingHook(name, config, extra string) string {
+	return fmt.Sprintf(`#!/usr/bin/env bash
+set -euo pipefail
+if [ "${1:-}" = "--config" ]; then echo '%s'; exit 0; fi
+jq -cn --arg hook %q --slurpfile ctx "$BINDING_CONTEXT_PATH" --slurpfile values "$VALUES_PATH" --slurpfile config "$CONFIG_VALUES_PATH" \
+  '{hook:$hook, ctx:$ctx[0], values:$values[0], config:$config[0]}' >> "$RECORD_FILE"
+%s
+`, config, name, extra)
+}
+
+// moduleChart is a module chart with one ConfigMap showing values.
+func moduleChart(name, key string) map[string]string {
+	return map[string]string{
+		"Chart.yaml":              fmt.Sprintf("apiVersion: v2\nname: %s\nversion: 0.1.0\n", name),
+		"templates/configmap.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-values\ndata:\n  values: {{ toJson .Values.%s | quote }}\n  global: {{ toJson .Values.global | quote }}\n", name, key),
+	}
+}
+
+func withPrefix(prefix string, files map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range files {
+		out[prefix+"/"+k] = v
+	}
+	return out
+}
+
+func merged(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+type record struct {
+	Hook   string           `json:"hook"`
+	Ctx    []map[string]any `json:"ctx"`
+	Values map[string]any   `json:"values"`
+	Config map[string]any   `json:"config"`
+}
+
+func (r record) binding() string {
+	if len(r.Ctx) == 0 {
+		return ""
+	}
+	b, _ := r.Ctx[0]["binding"].(string)
+	return b
+}
+
+// env is one operator under test in its own namespace.
+type env struct {
+	t        *testing.T
+	ns       string
+	dir      string
+	records  string
+	op       *Operator
+	reg      *prometheus.Registry
+	cancel   context.CancelFunc
+	done     chan error
+	helm     *kube.Helm
+	cmName   string
+	runError error
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := fmt.Sprintf("t%d-%s", nsSeq.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
+	if len(ns) > 60 {
+		ns = ns[:60]
+	}
+	ns = strings.TrimRight(strings.ReplaceAll(ns, "_", "-"), "-")
+	_, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+func (e *env) setConfigMap(data map[string]string) {
+	e.t.Helper()
+	cms := client.CoreV1().ConfigMaps(e.ns)
+	cm, err := cms.Get(context.Background(), e.cmName, metav1.GetOptions{})
+	if err != nil {
+		if _, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: e.cmName}, Data: data}, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+		return
+	}
+	cm.Data = data
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) configMap() map[string]string {
+	e.t.Helper()
+	cm, err := client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), e.cmName, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cm.Data
+}
+
+func quiet() *slog.Logger {
+	if os.Getenv("TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// setup prepares a namespace, an optional ConfigMap and a tree, without starting.
+func setup(t *testing.T, files map[string]string, cm map[string]string) *env {
+	t.Helper()
+	e := &env{t: t, ns: newNamespace(t), dir: tree(t, files), cmName: "addon-operator"}
+	e.records = filepath.Join(t.TempDir(), "records.jsonl")
+	t.Setenv("RECORD_FILE", e.records)
+	if cm != nil {
+		e.setConfigMap(cm)
+	}
+	h, err := kube.NewHelm(restCfg, e.ns, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.helm = h
+	return e
+}
+
+// start runs the operator; retries are fast so failure paths finish quickly.
+func (e *env) start() {
+	e.t.Helper()
+	e.reg = prometheus.NewRegistry()
+	e.op = New(Config{
+		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
+		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: 30 * time.Second,
+		Logger: quiet(), Registry: e.reg,
+	}, kube.NewConfigMap(client, e.ns, e.cmName), e.helm, loader.New(loader.WithLogger(quiet())))
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.done = make(chan error, 1)
+	go func() { e.done <- e.op.Run(ctx) }()
+	e.t.Cleanup(e.stop)
+}
+
+func (e *env) stop() {
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	select {
+	case err := <-e.done:
+		e.runError = err
+	case <-time.After(30 * time.Second):
+		e.t.Error("operator did not stop")
+	}
+	e.cancel = nil
+}
+
+// eventually polls cond until it holds or the bound passes.
+func (e *env) eventually(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s\nqueues: %+v\nstatus: %+v", what, e.op.queues.Dump(), e.op.Status().Modules)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *env) waitReady() {
+	e.t.Helper()
+	e.eventually("first convergence", func() bool { return e.op.Ready() })
+	e.idle()
+}
+
+// idle waits until the main queue is empty.
+func (e *env) idle() {
+	e.t.Helper()
+	e.eventually("main queue to drain", func() bool { return e.op.queues != nil && e.op.queues.Main().Len() == 0 })
+}
+
+func (e *env) readRecords() []record {
+	e.t.Helper()
+	f, err := os.Open(e.records)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
+	var out []record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			e.t.Fatalf("bad record %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// sequence is "hook:binding" for each record.
+func (e *env) sequence() []string {
+	var out []string
+	for _, r := range e.readRecords() {
+		out = append(out, r.Hook+":"+r.binding())
+	}
+	return out
+}
+
+func (e *env) upgrades(module string) float64 {
+	return testutil.ToFloat64(e.op.metrics.helmUpgrades.WithLabelValues(module))
+}
+
+func (e *env) releaseValues(module string) map[string]any {
+	e.t.Helper()
+	cm, err := client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), module+"-values", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatalf("release ConfigMap of %s: %v", module, err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(cm.Data["values"]), &v); err != nil {
+		e.t.Fatal(err)
+	}
+	return v
+}
+
+func (e *env) hasRelease(module string) bool {
+	ok, err := e.helm.Has(module)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ok
+}
+
+func assertJSON(t *testing.T, got any, want string) {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	var gv, wv any
+	_ = json.Unmarshal(g, &gv)
+	if err := json.Unmarshal([]byte(want), &wv); err != nil {
+		t.Fatalf("bad expectation %s: %v", want, err)
+	}
+	if !reflect.DeepEqual(gv, wv) {
+		t.Fatalf("got  %s\nwant %s", g, want)
+	}
+}
+
+// testutilCounter sums every series of a metric.
+func testutilCounter(e *env, name string) float64 {
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if c := m.GetCounter(); c != nil {
+				sum += c.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// releaseFor is a one-ConfigMap release for a module that need not exist.
+func releaseFor(t *testing.T, name string) kube.Release {
+	dir := tree(t, moduleChart(name, "x"))
+	return kube.Release{Name: name, ChartDir: dir, Values: map[string]any{"x": map[string]any{}, "global": map[string]any{}}}
+}

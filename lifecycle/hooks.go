@@ -1,0 +1,268 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/values"
+)
+
+// hookResult says what a hook run changed.
+type hookResult struct {
+	// ValuesChanged: the hook's values patch changed effective values.
+	ValuesChanged bool
+	// ConfigChanged: the hook's config patch changed the ConfigMap.
+	ConfigChanged bool
+	// EnabledChanged: a global hook changed an *Enabled flag.
+	EnabledChanged bool
+}
+
+// hookFiles are the temporary files of one hook run.
+type hookFiles struct {
+	dir                                     string
+	bindingContext, configValues, values    string
+	configPatch, valuesPatch, enabledResult string
+}
+
+func (o *Operator) newHookFiles() (*hookFiles, error) {
+	dir, err := os.MkdirTemp(o.cfg.TempDir, "addon-operator-hook-")
+	if err != nil {
+		return nil, fmt.Errorf("hook temp dir: %w", err)
+	}
+	f := &hookFiles{
+		dir:            dir,
+		bindingContext: filepath.Join(dir, "binding-context.json"),
+		configValues:   filepath.Join(dir, "config-values.json"),
+		values:         filepath.Join(dir, "values.json"),
+		configPatch:    filepath.Join(dir, "config-values-patch.json"),
+		valuesPatch:    filepath.Join(dir, "values-patch.json"),
+		enabledResult:  filepath.Join(dir, "enabled-result"),
+	}
+	return f, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// hookInputs returns CONFIG_VALUES_PATH and VALUES_PATH contents: global
+// sections for a global hook; global + module sections, with
+// global.enabledModules, for a module hook.
+func (o *Operator) hookInputs(store *values.Store, moduleKey string, enabledModules []string) (config, vals values.Values, err error) {
+	if moduleKey == "" {
+		vals, err = store.GlobalValues()
+		return store.GlobalConfigValues(), vals, err
+	}
+	vals, err = store.ModuleValues(moduleKey, enabledModules)
+	return store.ModuleConfigValues(moduleKey), vals, err
+}
+
+// runHook runs one hook for one binding with the documented files and
+// environment, then applies its config patch (written to the ConfigMap at
+// once) and its values patch (kept in memory).
+func (o *Operator) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any) (res hookResult, err error) {
+	model, store := o.current()
+	moduleKey := ""
+	if hook.Module != "" {
+		m := model.Module(hook.Module)
+		if m == nil {
+			return res, fmt.Errorf("module %q is not in the tree", hook.Module)
+		}
+		moduleKey = m.Key
+	}
+	logger := o.logger.With("hook", hook.Name, "binding", binding)
+	if hook.Module != "" {
+		logger = logger.With("module", hook.Module)
+	}
+	start := o.cfg.Now()
+	defer func() {
+		o.metrics.hookSeconds.WithLabelValues(hook.Name, binding).Observe(o.cfg.Now().Sub(start).Seconds())
+		if err != nil && !errors.Is(err, context.Canceled) {
+			o.metrics.hookErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
+		}
+	}()
+
+	files, err := o.newHookFiles()
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(files.dir)
+	config, vals, err := o.hookInputs(store, moduleKey, o.enabledList())
+	if err != nil {
+		return res, err
+	}
+	for path, v := range map[string]any{files.bindingContext: bindingContext, files.configValues: config, files.values: vals} {
+		if err := writeJSON(path, v); err != nil {
+			return res, err
+		}
+	}
+	for _, p := range []string{files.configPatch, files.valuesPatch} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			return res, err
+		}
+	}
+	logger.Debug("running hook")
+	_, err = executor.Run(ctx, executor.Command{
+		Path: hook.Path,
+		Dir:  filepath.Dir(hook.Path),
+		Env: []string{
+			"BINDING_CONTEXT_PATH=" + files.bindingContext,
+			"WORKING_DIR=" + hook.WorkingDir,
+			"CONFIG_VALUES_PATH=" + files.configValues,
+			"VALUES_PATH=" + files.values,
+			"CONFIG_VALUES_JSON_PATCH_PATH=" + files.configPatch,
+			"VALUES_JSON_PATCH_PATH=" + files.valuesPatch,
+		},
+		Timeout: o.cfg.HookTimeout,
+		Logger:  logger,
+	})
+	if err != nil {
+		return res, fmt.Errorf("hook %s (%s): %w", hook.Name, binding, err)
+	}
+	return o.applyPatches(ctx, hook.Name, moduleKey, store, files)
+}
+
+func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string, store *values.Store, files *hookFiles) (hookResult, error) {
+	var res hookResult
+	readPatch := func(path, what string) (values.Patch, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		p, err := values.ParsePatch(hookName+" "+what, b)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	cp, err := readPatch(files.configPatch, "CONFIG_VALUES_JSON_PATCH_PATH")
+	if err != nil {
+		return res, err
+	}
+	vp, err := readPatch(files.valuesPatch, "VALUES_JSON_PATCH_PATH")
+	if err != nil {
+		return res, err
+	}
+	if len(cp) > 0 {
+		data, err := o.backend.Update(ctx, func(cur map[string]string) (map[string]string, error) {
+			next, err := values.ApplyConfigPatch(hookName, moduleKey, cur, cp)
+			if err != nil {
+				return nil, err
+			}
+			if err := store.CheckConfig(next); err != nil {
+				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
+			}
+			return next, nil
+		})
+		if err != nil {
+			return res, err
+		}
+		// adopted now, so the ConfigMap event that echoes this write is a no-op
+		ch, err := store.SetConfig(data)
+		if err != nil {
+			return res, err
+		}
+		res.ConfigChanged = !ch.Empty()
+		res.EnabledChanged = ch.Enabled
+	}
+	if len(vp) > 0 {
+		before := o.flags(store)
+		pr, err := store.ApplyValuesPatch(hookName, moduleKey, vp)
+		if err != nil {
+			return res, err
+		}
+		res.ValuesChanged = pr.Changed
+		if !slices.Equal(before, o.flags(store)) {
+			res.EnabledChanged = true
+		}
+	}
+	return res, nil
+}
+
+// flags is the enabled flag of every module, for change detection.
+func (o *Operator) flags(store *values.Store) []bool {
+	keys := store.Modules()
+	out := make([]bool, len(keys))
+	for i, k := range keys {
+		out[i] = store.Enabled(k)
+	}
+	return out
+}
+
+// runEnabledScript runs a module's `enabled` script (LIFECYCLE-STEPS step
+// 4). It reads "true" or "false" from MODULE_ENABLED_RESULT; when the
+// script left that file empty, the last line it printed counts (the form
+// MODULES.md shows).
+func (o *Operator) runEnabledScript(ctx context.Context, m *loader.Module, enabledBefore []string) (bool, error) {
+	_, store := o.current()
+	files, err := o.newHookFiles()
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(files.dir)
+	config, vals, err := o.hookInputs(store, m.Key, enabledBefore)
+	if err != nil {
+		return false, err
+	}
+	if err := writeJSON(files.configValues, config); err != nil {
+		return false, err
+	}
+	if err := writeJSON(files.values, vals); err != nil {
+		return false, err
+	}
+	if err := os.WriteFile(files.enabledResult, nil, 0o600); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	out, err := executor.Run(ctx, executor.Command{
+		Path: m.EnabledScript,
+		Dir:  m.Dir,
+		Env: []string{
+			"CONFIG_VALUES_PATH=" + files.configValues,
+			"VALUES_PATH=" + files.values,
+			"MODULE_ENABLED_RESULT=" + files.enabledResult,
+		},
+		Timeout:       o.cfg.HookTimeout,
+		CaptureStdout: true,
+		Logger:        o.logger.With("module", m.Name, "hook", "enabled"),
+	})
+	o.metrics.hookSeconds.WithLabelValues(m.DirName+"/enabled", "enabled").Observe(time.Since(start).Seconds())
+	if err != nil {
+		return false, fmt.Errorf("module %s: enabled script: %w", m.Name, err)
+	}
+	result, err := os.ReadFile(files.enabledResult)
+	if err != nil {
+		return false, err
+	}
+	answer := strings.TrimSpace(string(result))
+	if answer == "" {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		answer = strings.TrimSpace(lines[len(lines)-1])
+	}
+	switch answer {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("module %s: enabled script: MODULE_ENABLED_RESULT: want true or false, got %q", m.Name, answer)
+}
+
+func (o *Operator) enabledList() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.enabledModules)
+}

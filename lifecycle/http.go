@@ -1,0 +1,81 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/addonops/addon-operator/queue"
+)
+
+// ModuleStatus is one module in /status.
+type ModuleStatus struct {
+	Name      string `json:"name"`
+	Enabled   bool   `json:"enabled"`
+	State     string `json:"state"`
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Status is what /status serves (besides the source, which the caller adds).
+type Status struct {
+	Ready   bool              `json:"ready"`
+	Modules []ModuleStatus    `json:"modules"`
+	Queues  []queue.QueueInfo `json:"queues"`
+}
+
+// Status reports modules in tree order and the queues.
+func (o *Operator) Status() Status {
+	model, _ := o.current()
+	o.mu.Lock()
+	st := Status{Ready: o.ready, Modules: []ModuleStatus{}}
+	if model != nil {
+		for _, m := range model.Modules {
+			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
+			if s := o.modules[m.Name]; s != nil {
+				ms.Enabled, ms.State, ms.LastError = s.enabled, s.state, s.lastError
+			}
+			st.Modules = append(st.Modules, ms)
+		}
+	}
+	o.mu.Unlock()
+	if o.queues != nil {
+		st.Queues = o.queues.Dump()
+	}
+	return st
+}
+
+// Handler serves /metrics, /healthz, /readyz, /queue and /status. extra, if
+// set, adds fields to /status (the git source).
+func (o *Operator) Handler(extra func() map[string]any) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(o.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !o.Ready() {
+			http.Error(w, "not converged yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/queue", func(w http.ResponseWriter, r *http.Request) {
+		if o.queues == nil {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		o.queues.Handler().ServeHTTP(w, r)
+	})
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		body := map[string]any{}
+		if extra != nil {
+			body = extra()
+		}
+		st := o.Status()
+		body["ready"], body["modules"], body["queues"] = st.Ready, st.Modules, st.Queues
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(body)
+	})
+	return mux
+}

@@ -1,0 +1,51 @@
+package lifecycle
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	moduleRunErrors   *prometheus.CounterVec
+	hookErrors        *prometheus.CounterVec
+	hookAllowedErrors *prometheus.CounterVec
+	queueLength       *prometheus.GaugeVec
+	hookSeconds       *prometheus.HistogramVec
+	helmSeconds       *prometheus.HistogramVec
+	helmUpgrades      *prometheus.CounterVec
+	convergence       prometheus.Histogram
+	configErrors      prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	buckets := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+	m := &metrics{
+		moduleRunErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "addon_operator_module_run_errors", Help: "Failed module runs and deletes.",
+		}, []string{"module"}),
+		hookErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "addon_operator_hook_errors", Help: "Failed hook runs.",
+		}, []string{"hook", "binding", "module"}),
+		hookAllowedErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "addon_operator_hook_allowed_errors", Help: "Failed hook runs dropped by allowFailure.",
+		}, []string{"hook", "binding", "module"}),
+		queueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "addon_operator_tasks_queue_length", Help: "Tasks in each queue, the running one included.",
+		}, []string{"queue"}),
+		hookSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "addon_operator_hook_run_seconds", Help: "Duration of hook runs.", Buckets: buckets,
+		}, []string{"hook", "binding"}),
+		helmSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "addon_operator_helm_seconds", Help: "Duration of the Helm step of module runs.", Buckets: buckets,
+		}, []string{"module"}),
+		helmUpgrades: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "addon_operator_helm_upgrades", Help: "Helm installs and upgrades (skipped unchanged releases not counted).",
+		}, []string{"module"}),
+		convergence: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "addon_operator_convergence_seconds", Help: "Duration of 'reload all modules' to convergence.", Buckets: buckets,
+		}),
+		configErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "addon_operator_config_errors", Help: "ConfigMap changes refused as invalid.",
+		}),
+	}
+	reg.MustRegister(m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
+		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors)
+	return m
+}

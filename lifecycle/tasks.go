@@ -1,0 +1,322 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/queue"
+)
+
+// Task kinds, as /queue shows them.
+const (
+	kindGlobalHook   = "GlobalHookRun"
+	kindReloadAll    = "ReloadAllModules"
+	kindDiscover     = "DiscoverModules"
+	kindModuleRun    = "ModuleRun"
+	kindModuleDelete = "ModuleDelete"
+	kindModulePurge  = "ModulePurge"
+	kindConverged    = "ConvergeDone"
+)
+
+// ordered returns the hooks with an ordered binding, by ORDER then name.
+func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
+	var out []*loader.Hook
+	for _, h := range hooks {
+		if _, ok := h.Config.Order(binding); ok {
+			out = append(out, h)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, _ := out[i].Config.Order(binding)
+		b, _ := out[j].Config.Order(binding)
+		if a != b {
+			return a < b
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func bindingContext(binding string) []map[string]any {
+	return []map[string]any{{"binding": binding}}
+}
+
+// globalHookTasks: one task per global hook with the binding, in order.
+func (o *Operator) globalHookTasks(binding string) []*queue.Task {
+	model, _ := o.current()
+	var tasks []*queue.Task
+	for _, h := range ordered(model.Global.Hooks, binding) {
+		tasks = append(tasks, &queue.Task{
+			Kind:        kindGlobalHook,
+			Description: fmt.Sprintf("%s: %s", binding, h.Name),
+			Do: func(ctx context.Context) error {
+				res, err := o.runHook(ctx, h, binding, bindingContext(binding))
+				if err != nil {
+					return err
+				}
+				if binding == loader.AfterAll && (res.ValuesChanged || res.ConfigChanged) {
+					o.mu.Lock()
+					o.globalChanged = true
+					o.mu.Unlock()
+				}
+				return nil
+			},
+		})
+	}
+	return tasks
+}
+
+// reloadAllTask is 'reload all modules' (LIFECYCLE-STEPS steps 3–8): it
+// queues beforeAll hooks and discovery right after itself.
+func (o *Operator) reloadAllTask() *queue.Task {
+	return &queue.Task{
+		Kind:        kindReloadAll,
+		Description: "reload all modules",
+		Do: func(ctx context.Context) error {
+			o.mu.Lock()
+			o.reloadStart = o.cfg.Now()
+			o.globalChanged = false
+			o.mu.Unlock()
+			tasks := append(o.globalHookTasks(loader.BeforeAll), o.discoverTask())
+			o.queues.Main().AddAfterCurrent(tasks...)
+			return nil
+		},
+	}
+}
+
+// discoverTask is 'discover modules' (step 4): it resolves every module's
+// enabled state and queues module runs, deletes and purges, afterAll hooks
+// and the end of the reload, right after itself.
+func (o *Operator) discoverTask() *queue.Task {
+	return &queue.Task{
+		Kind:        kindDiscover,
+		Description: "discover modules",
+		Do: func(ctx context.Context) error {
+			model, store := o.current()
+			releases, err := o.helm.Releases()
+			if err != nil {
+				return err
+			}
+			var enabled []string
+			for _, m := range model.Modules {
+				on := store.Enabled(m.Key)
+				if on && m.EnabledScript != "" {
+					if on, err = o.runEnabledScript(ctx, m, slices.Clone(enabled)); err != nil {
+						return err
+					}
+				}
+				if on {
+					enabled = append(enabled, m.Name)
+				}
+			}
+			o.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
+
+			var tasks []*queue.Task
+			o.mu.Lock()
+			o.enabledModules = enabled
+			for _, m := range model.Modules {
+				st := o.modules[m.Name]
+				if st == nil {
+					st = &moduleState{state: StateDisabled}
+					o.modules[m.Name] = st
+				}
+				if slices.Contains(enabled, m.Name) {
+					if !st.enabled {
+						st.startupDone = false
+					}
+					st.enabled = true
+					st.state = StatePending
+					tasks = append(tasks, o.moduleRunTask(m.Name, !st.startupDone))
+					continue
+				}
+				if st.enabled || slices.Contains(releases, m.Name) {
+					tasks = append(tasks, o.moduleDeleteTask(m.Name))
+				}
+				st.enabled = false
+			}
+			for name := range o.modules {
+				if model.Module(name) == nil {
+					delete(o.modules, name)
+				}
+			}
+			o.mu.Unlock()
+			for _, r := range releases {
+				if model.Module(r) == nil {
+					tasks = append(tasks, o.modulePurgeTask(r))
+				}
+			}
+			tasks = append(tasks, o.globalHookTasks(loader.AfterAll)...)
+			tasks = append(tasks, o.convergedTask())
+			o.queues.Main().AddAfterCurrent(tasks...)
+			return nil
+		},
+	}
+}
+
+// convergedTask ends a reload: the operator is ready after the first one,
+// and if afterAll hooks changed global values, everything reloads (step 8).
+func (o *Operator) convergedTask() *queue.Task {
+	return &queue.Task{
+		Kind:        kindConverged,
+		Description: "all modules converged",
+		Do: func(context.Context) error {
+			o.mu.Lock()
+			took := o.cfg.Now().Sub(o.reloadStart)
+			first := !o.ready
+			o.ready = true
+			again := o.globalChanged
+			o.mu.Unlock()
+			o.metrics.convergence.Observe(took.Seconds())
+			o.logger.Info("converged", "seconds", took.Seconds(), "first", first)
+			if again {
+				o.logger.Info("afterAll hooks changed global values; reloading all modules")
+				o.queues.Main().AddAfterCurrent(o.reloadAllTask())
+			}
+			return nil
+		},
+	}
+}
+
+// moduleRunTask is 'module run' (step 5). A failure retries the whole run;
+// a run that started with onStartup keeps it until it succeeds (LIFECYCLE.md).
+func (o *Operator) moduleRunTask(name string, startup bool) *queue.Task {
+	desc := name
+	if startup {
+		desc += " (with onStartup)"
+	}
+	t := &queue.Task{
+		Kind:        kindModuleRun,
+		Description: desc,
+		OnFailure: func(err error, _ int) {
+			o.metrics.moduleRunErrors.WithLabelValues(name).Inc()
+			o.setState(name, StateFailed, err)
+		},
+		Do: func(ctx context.Context) error { return o.runModule(ctx, name, startup) },
+	}
+	if !startup {
+		// a queued run of the same module covers a later request for one
+		t.MergeKey, t.Merge = kindModuleRun+"/"+name, func(*queue.Task) {}
+	}
+	return t
+}
+
+func (o *Operator) runModule(ctx context.Context, name string, startup bool) error {
+	model, store := o.current()
+	m := model.Module(name)
+	if m == nil {
+		return nil // removed from the tree since the task was queued
+	}
+	o.setState(name, StateRunning, nil)
+	logger := o.logger.With("module", name)
+	run := func(binding string) (bool, error) {
+		changed := false
+		for _, h := range ordered(m.Hooks, binding) {
+			res, err := o.runHook(ctx, h, binding, bindingContext(binding))
+			if err != nil {
+				return false, err
+			}
+			changed = changed || res.ValuesChanged || res.ConfigChanged
+		}
+		return changed, nil
+	}
+	if startup {
+		if _, err := run(loader.OnStartup); err != nil {
+			return err
+		}
+	}
+	if _, err := run(loader.BeforeHelm); err != nil {
+		return err
+	}
+	if m.HasChart {
+		if err := store.CheckHelmValues(m.Key); err != nil {
+			return fmt.Errorf("module %s: values for Helm: %w", name, err)
+		}
+		vals, err := store.HelmValues(m.Key)
+		if err != nil {
+			return err
+		}
+		start := o.cfg.Now()
+		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: o.cfg.Commit})
+		o.metrics.helmSeconds.WithLabelValues(name).Observe(o.cfg.Now().Sub(start).Seconds())
+		if err != nil {
+			return err
+		}
+		if res.Upgraded {
+			o.metrics.helmUpgrades.WithLabelValues(name).Inc()
+			logger.Info("helm release applied", "reason", res.Reason, "revision", res.Revision)
+		} else {
+			logger.Debug("helm release unchanged", "revision", res.Revision)
+		}
+	}
+	changed, err := run(loader.AfterHelm)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	if st := o.modules[name]; st != nil {
+		st.startupDone = true
+	}
+	o.mu.Unlock()
+	o.setState(name, StateReady, nil)
+	if changed {
+		logger.Info("afterHelm hooks changed module values; running module again")
+		o.queues.Main().AddAfterCurrent(o.moduleRunTask(name, false))
+	}
+	return nil
+}
+
+// moduleDeleteTask is 'module delete' (step 6): uninstall, then afterDeleteHelm.
+func (o *Operator) moduleDeleteTask(name string) *queue.Task {
+	return &queue.Task{
+		Kind:        kindModuleDelete,
+		Description: name,
+		OnFailure: func(err error, _ int) {
+			o.metrics.moduleRunErrors.WithLabelValues(name).Inc()
+			o.setState(name, StateFailed, err)
+		},
+		Do: func(ctx context.Context) error {
+			model, _ := o.current()
+			m := model.Module(name)
+			removed, err := o.helm.Uninstall(ctx, name)
+			if err != nil {
+				return err
+			}
+			if removed {
+				o.logger.Info("helm release deleted", "module", name)
+			}
+			if m != nil {
+				for _, h := range ordered(m.Hooks, loader.AfterDeleteHelm) {
+					if _, err := o.runHook(ctx, h, loader.AfterDeleteHelm, bindingContext(loader.AfterDeleteHelm)); err != nil {
+						return err
+					}
+				}
+			}
+			o.setState(name, StateDisabled, nil)
+			return nil
+		},
+	}
+}
+
+// modulePurgeTask is 'module purge' (step 7): a release of ours whose module
+// directory is gone is uninstalled; no hooks run.
+func (o *Operator) modulePurgeTask(name string) *queue.Task {
+	return &queue.Task{
+		Kind:        kindModulePurge,
+		Description: name,
+		Do: func(ctx context.Context) error {
+			removed, err := o.helm.Uninstall(ctx, name)
+			if err != nil {
+				return err
+			}
+			if removed {
+				o.logger.Info("helm release purged: its module is gone", "module", name)
+			}
+			return nil
+		},
+	}
+}

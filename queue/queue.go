@@ -1,0 +1,292 @@
+package queue
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MainQueue is the queue every task goes to unless a binding names another.
+const MainQueue = "main"
+
+// Task is one unit of work.
+type Task struct {
+	// Kind and Description are shown in the dump.
+	Kind        string
+	Description string
+	// Do runs the task; an error sends it back to the head of its queue.
+	Do func(ctx context.Context) error
+	// AllowFailure drops the task after a failure instead of retrying it.
+	AllowFailure bool
+	// OnFailure is told of every failed attempt (for metrics and logs).
+	OnFailure func(err error, attempts int)
+	// MergeKey, when set, lets Merge fold a new task into a queued one.
+	MergeKey string
+	// Merge folds a later task with the same MergeKey into this one.
+	Merge func(later *Task)
+
+	id        uint64
+	attempts  int
+	lastError string
+	queuedAt  time.Time
+	running   bool
+}
+
+// Options configure a Set.
+type Options struct {
+	RetryMin, RetryMax time.Duration
+	Logger             *slog.Logger
+	// After is the clock (default time.After): tests make backoff instant.
+	After func(time.Duration) <-chan time.Time
+	Now   func() time.Time
+	// OnLength is told the length of a queue whenever it changes.
+	OnLength func(queue string, length int)
+}
+
+// Set is the named queues, each with one worker.
+type Set struct {
+	opts   Options
+	ctx    context.Context
+	mu     sync.Mutex
+	queues map[string]*Queue
+	nextID atomic.Uint64
+	wg     sync.WaitGroup
+}
+
+// NewSet creates the queues; workers run until ctx is done.
+func NewSet(ctx context.Context, opts Options) *Set {
+	if opts.RetryMin <= 0 {
+		opts.RetryMin = 5 * time.Second
+	}
+	if opts.RetryMax < opts.RetryMin {
+		opts.RetryMax = opts.RetryMin
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Set{opts: opts, ctx: ctx, queues: map[string]*Queue{}}
+}
+
+// Queue returns the named queue, starting its worker on first use.
+func (s *Set) Queue(name string) *Queue {
+	if name == "" {
+		name = MainQueue
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q, ok := s.queues[name]; ok {
+		return q
+	}
+	q := &Queue{name: name, set: s, wake: make(chan struct{}, 1), logger: s.opts.Logger.With("queue", name)}
+	s.queues[name] = q
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		q.work(s.ctx)
+	}()
+	return q
+}
+
+// Main is the "main" queue.
+func (s *Set) Main() *Queue { return s.Queue(MainQueue) }
+
+// Wait blocks until every worker has stopped (after ctx is done).
+func (s *Set) Wait() { s.wg.Wait() }
+
+// Queue is a FIFO of tasks with one worker.
+type Queue struct {
+	name   string
+	set    *Set
+	logger *slog.Logger
+	wake   chan struct{}
+
+	mu    sync.Mutex
+	tasks []*Task
+	idle  []chan struct{}
+}
+
+func (q *Queue) prepare(t *Task) {
+	t.id = q.set.nextID.Add(1)
+	t.queuedAt = q.set.opts.Now()
+}
+
+// Add appends tasks. A task whose MergeKey equals the last queued (not
+// running) task's is merged into it.
+func (q *Queue) Add(tasks ...*Task) {
+	q.mu.Lock()
+	for _, t := range tasks {
+		if n := len(q.tasks); n > 0 && t.MergeKey != "" {
+			last := q.tasks[n-1]
+			if !last.running && last.MergeKey == t.MergeKey && last.Merge != nil {
+				last.Merge(t)
+				continue
+			}
+		}
+		q.prepare(t)
+		q.tasks = append(q.tasks, t)
+	}
+	q.changed()
+	q.mu.Unlock()
+}
+
+// AddAfterCurrent inserts tasks right after the running task (at the head
+// when none runs), so a task's follow-up work runs before later events.
+func (q *Queue) AddAfterCurrent(tasks ...*Task) {
+	q.mu.Lock()
+	pos := 0
+	if len(q.tasks) > 0 && q.tasks[0].running {
+		pos = 1
+	}
+	for _, t := range tasks {
+		q.prepare(t)
+	}
+	q.tasks = slices.Insert(q.tasks, pos, tasks...)
+	q.changed()
+	q.mu.Unlock()
+}
+
+// HasQueued reports whether a task of this kind waits (not running).
+func (q *Queue) HasQueued(kind string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, t := range q.tasks {
+		if !t.running && t.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// Remove drops queued (not running) tasks that match.
+func (q *Queue) Remove(match func(*Task) bool) {
+	q.mu.Lock()
+	q.tasks = slices.DeleteFunc(q.tasks, func(t *Task) bool { return !t.running && match(t) })
+	q.changed()
+	q.mu.Unlock()
+}
+
+// Len is the number of tasks, the running one included.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.tasks)
+}
+
+// Idle returns a channel closed when the queue is next empty.
+func (q *Queue) Idle() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ch := make(chan struct{})
+	if len(q.tasks) == 0 {
+		close(ch)
+		return ch
+	}
+	q.idle = append(q.idle, ch)
+	return ch
+}
+
+// changed runs with mu held.
+func (q *Queue) changed() {
+	if f := q.set.opts.OnLength; f != nil {
+		f(q.name, len(q.tasks))
+	}
+	if len(q.tasks) == 0 {
+		for _, ch := range q.idle {
+			close(ch)
+		}
+		q.idle = nil
+	}
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *Queue) work(ctx context.Context) {
+	for {
+		q.mu.Lock()
+		var t *Task
+		if len(q.tasks) > 0 {
+			t = q.tasks[0]
+			t.running = true
+		}
+		q.mu.Unlock()
+		if t == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.wake:
+				continue
+			}
+		}
+		err := q.run(ctx, t)
+		if ctx.Err() != nil {
+			return
+		}
+		q.mu.Lock()
+		t.running = false
+		if err == nil || t.AllowFailure {
+			q.tasks = slices.DeleteFunc(q.tasks, func(x *Task) bool { return x == t })
+			q.changed()
+			q.mu.Unlock()
+			continue
+		}
+		t.attempts++
+		t.lastError = err.Error()
+		attempts := t.attempts
+		q.mu.Unlock()
+		delay := Backoff(q.set.opts.RetryMin, q.set.opts.RetryMax, attempts)
+		q.logger.Error("task failed; retrying", "task", t.Description, "attempt", attempts, "retry_in", delay, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.set.opts.After(delay):
+		}
+	}
+}
+
+func (q *Queue) run(ctx context.Context, t *Task) (err error) {
+	defer func() {
+		// a bug in one task must not stop the queue; it is retried like a failure
+		if r := recover(); r != nil {
+			q.logger.Error("task panicked", "task", t.Description, "panic", r)
+			err = &panicError{r}
+		}
+	}()
+	err = t.Do(ctx)
+	if err != nil && t.OnFailure != nil {
+		t.OnFailure(err, t.attempts+1)
+	}
+	if err != nil && t.AllowFailure {
+		q.logger.Warn("task failed; allowFailure drops it", "task", t.Description, "err", err)
+	}
+	return err
+}
+
+type panicError struct{ v any }
+
+func (p *panicError) Error() string { return "panic: " + slogValue(p.v) }
+
+func slogValue(v any) string { return slog.AnyValue(v).String() }
+
+// Backoff is the delay before retry number attempts (1-based): min, doubling,
+// capped at max.
+func Backoff(min, max time.Duration, attempts int) time.Duration {
+	d := min
+	for i := 1; i < attempts && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}

@@ -1,0 +1,174 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// instant makes every backoff wait return at once and records the delays.
+type instant struct {
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func (c *instant) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.delays = append(c.delays, d)
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- time.Now()
+	return ch
+}
+
+func newSet(t *testing.T) (*Set, *instant) {
+	clock := &instant{}
+	ctx, cancel := context.WithCancel(t.Context())
+	s := NewSet(ctx, Options{RetryMin: 5 * time.Second, RetryMax: 30 * time.Second, After: clock.After})
+	t.Cleanup(func() { cancel(); s.Wait() })
+	return s, clock
+}
+
+func waitIdle(t *testing.T, q *Queue) {
+	t.Helper()
+	select {
+	case <-q.Idle():
+	case <-time.After(10 * time.Second):
+		t.Fatal("queue did not drain")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	want := []time.Duration{5, 10, 20, 30, 30}
+	for i, w := range want {
+		if got := Backoff(5*time.Second, 30*time.Second, i+1); got != w*time.Second {
+			t.Errorf("attempt %d: %s, want %s", i+1, got, w*time.Second)
+		}
+	}
+}
+
+func TestFIFORetryAtHead(t *testing.T) {
+	s, clock := newSet(t)
+	var mu sync.Mutex
+	var order []string
+	record := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	fails := 3
+	q := s.Main()
+	block := make(chan struct{})
+	q.Add(&Task{Kind: "gate", Do: func(context.Context) error { <-block; return nil }})
+	q.Add(
+		&Task{Kind: "a", Do: func(context.Context) error {
+			record("a")
+			if fails > 0 {
+				fails--
+				return errors.New("boom")
+			}
+			return nil
+		}},
+		&Task{Kind: "b", Do: func(context.Context) error { record("b"); return nil }},
+	)
+	close(block)
+	waitIdle(t, q)
+	if got := strings.Join(order, ","); got != "a,a,a,a,b" {
+		t.Fatalf("order = %s: a failed task must stay at the head", got)
+	}
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	if len(clock.delays) != 3 || clock.delays[0] != 5*time.Second || clock.delays[2] != 20*time.Second {
+		t.Fatalf("delays = %v", clock.delays)
+	}
+}
+
+func TestAllowFailureAndAfterCurrent(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Main()
+	var mu sync.Mutex
+	var order []string
+	record := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	var failures int
+	q.Add(
+		&Task{Kind: "parent", Do: func(context.Context) error {
+			record("parent")
+			q.AddAfterCurrent(&Task{Kind: "child", Do: func(context.Context) error { record("child"); return nil }})
+			return nil
+		}},
+		&Task{Kind: "flaky", AllowFailure: true, OnFailure: func(error, int) { failures++ }, Do: func(context.Context) error {
+			record("flaky")
+			return errors.New("nope")
+		}},
+		&Task{Kind: "last", Do: func(context.Context) error { record("last"); return nil }},
+	)
+	waitIdle(t, q)
+	if got := strings.Join(order, ","); got != "parent,child,flaky,last" || failures != 1 {
+		t.Fatalf("order = %s, failures = %d", got, failures)
+	}
+}
+
+func TestNamedQueuesRunIndependently(t *testing.T) {
+	s, _ := newSet(t)
+	blocked := make(chan struct{})
+	defer close(blocked)
+	s.Main().Add(&Task{Kind: "stuck", Do: func(ctx context.Context) error {
+		select {
+		case <-blocked:
+		case <-ctx.Done():
+		}
+		return nil
+	}})
+	done := make(chan struct{})
+	s.Queue("other").Add(&Task{Kind: "free", Do: func(context.Context) error { close(done); return nil }})
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a named queue waited for main")
+	}
+}
+
+func TestMergeAndDump(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Main()
+	block := make(chan struct{})
+	q.Add(&Task{Kind: "gate", Description: "gate", Do: func(context.Context) error { <-block; return nil }})
+	events := 1
+	merge := func(*Task) { events++ }
+	q.Add(&Task{Kind: "hook", Description: "h: pods", MergeKey: "h/pods", Merge: merge, Do: func(context.Context) error { return nil }})
+	q.Add(&Task{Kind: "hook", Description: "h: pods", MergeKey: "h/pods", Merge: merge, Do: func(context.Context) error { return nil }})
+	if q.Len() != 2 || events != 2 {
+		t.Fatalf("len = %d, events = %d: consecutive tasks were not merged", q.Len(), events)
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/queue", nil))
+	if !strings.Contains(rec.Body.String(), `Queue "main": 2 task(s)`) || !strings.Contains(rec.Body.String(), "[running] gate") {
+		t.Fatalf("text dump:\n%s", rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/queue?format=json", nil))
+	var dump struct{ Queues []QueueInfo }
+	if err := json.Unmarshal(rec.Body.Bytes(), &dump); err != nil || len(dump.Queues) != 1 || len(dump.Queues[0].Tasks) != 2 {
+		t.Fatalf("json dump %s: %v", rec.Body.String(), err)
+	}
+	close(block)
+	waitIdle(t, q)
+}
+
+func TestPanicIsRetried(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Main()
+	n := 0
+	q.Add(&Task{Kind: "p", Do: func(context.Context) error {
+		n++
+		if n == 1 {
+			panic("bug")
+		}
+		return nil
+	}})
+	waitIdle(t, q)
+	if n != 2 {
+		t.Fatalf("runs = %d", n)
+	}
+}
