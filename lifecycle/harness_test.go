@@ -82,7 +82,7 @@ jq -cn --arg hook %q --slurpfile ctx "$BINDING_CONTEXT_PATH" --slurpfile values 
 // moduleChart is a module chart with one ConfigMap showing values.
 func moduleChart(name, key string) map[string]string {
 	return map[string]string{
-		"Chart.yaml":              fmt.Sprintf("apiVersion: v2\nname: %s\nversion: 0.1.0\n", name),
+		"Chart.yaml":               fmt.Sprintf("apiVersion: v2\nname: %s\nversion: 0.1.0\n", name),
 		"templates/configmap.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-values\ndata:\n  values: {{ toJson .Values.%s | quote }}\n  global: {{ toJson .Values.global | quote }}\n", name, key),
 	}
 }

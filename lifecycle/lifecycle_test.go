@@ -22,11 +22,11 @@ func TestStartupSequence(t *testing.T) {
 			"global-hooks/g.sh":   recordingHook("g", `{"onStartup": 1, "beforeAll": 1, "afterAll": 1}`, ""),
 			"global-hooks/h.sh": recordingHook("h", `{"onStartup": 0, "afterAll": 2}`,
 				`[ "$(jq -r '.[0].binding' "$BINDING_CONTEXT_PATH")" = onStartup ] && echo '[{"op":"add","path":"/global/discovered","value":"yes"}]' > "$VALUES_JSON_PATCH_PATH"; true`),
-			"modules/001-alpha/values.yaml":  "alpha:\n  a: 1\n",
+			"modules/001-alpha/values.yaml": "alpha:\n  a: 1\n",
 			"modules/001-alpha/hooks/m.sh": recordingHook("alpha", `{"onStartup": 1, "beforeHelm": 1, "afterHelm": 1}`,
 				`[ "$(jq -r '.[0].binding' "$BINDING_CONTEXT_PATH")" = beforeHelm ] && echo '[{"op":"add","path":"/alpha/computed","value":"c"}]' > "$VALUES_JSON_PATCH_PATH"; true`),
-			"modules/002-beta/enabled": "#!/usr/bin/env bash\njq -c '{hook:\"beta-enabled\", ctx:[{binding:\"enabled\"}], values:.}' \"$VALUES_PATH\" >> \"$RECORD_FILE\"\necho true > \"$MODULE_ENABLED_RESULT\"\n",
-			"modules/002-beta/hooks/b.sh": recordingHook("beta", `{"beforeHelm": 1}`, ""),
+			"modules/002-beta/enabled":     "#!/usr/bin/env bash\njq -c '{hook:\"beta-enabled\", ctx:[{binding:\"enabled\"}], values:.}' \"$VALUES_PATH\" >> \"$RECORD_FILE\"\necho true > \"$MODULE_ENABLED_RESULT\"\n",
+			"modules/002-beta/hooks/b.sh":  recordingHook("beta", `{"beforeHelm": 1}`, ""),
 			"modules/003-gamma/hooks/c.sh": recordingHook("gamma", `{"onStartup": 1, "beforeHelm": 1}`, ""),
 		},
 		withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")),
@@ -39,11 +39,11 @@ func TestStartupSequence(t *testing.T) {
 
 	want := []string{
 		"h:onStartup", "g:onStartup", // step 1, by ORDER
-		"g:beforeAll",                                                 // step 3
-		"beta-enabled:enabled",                                        // step 4
-		"alpha:onStartup", "alpha:beforeHelm", "alpha:afterHelm",      // step 5
-		"beta:beforeHelm",                                             // step 5
-		"g:afterAll", "h:afterAll",                                    // step 8
+		"g:beforeAll",                                            // step 3
+		"beta-enabled:enabled",                                   // step 4
+		"alpha:onStartup", "alpha:beforeHelm", "alpha:afterHelm", // step 5
+		"beta:beforeHelm",          // step 5
+		"g:afterAll", "h:afterAll", // step 8
 	}
 	if got := e.sequence(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("sequence:\n got %v\nwant %v", got, want)
@@ -76,11 +76,11 @@ func TestStartupSequence(t *testing.T) {
 func TestLifecycleExamples(t *testing.T) {
 	files := merged(
 		map[string]string{
-			"modules/values.yaml":                       "global:\n  param1: 100\nsomeModuleEnabled: false\nnginxIngressEnabled: true\n",
-			"modules/001-nginx-ingress/values.yaml":     "nginxIngressEnabled: false\n",
-			"modules/01-some-module/values.yaml":        "someModule:\n  param1: \"String\"\n",
-			"modules/01-some-module/enabled":            "#!/bin/bash\n\necho false > $MODULE_ENABLED_RESULT\n",
-			"modules/01-some-module/hooks/h.sh":         recordingHook("some", `{"onStartup": 1}`, ""),
+			"modules/values.yaml":                   "global:\n  param1: 100\nsomeModuleEnabled: false\nnginxIngressEnabled: true\n",
+			"modules/001-nginx-ingress/values.yaml": "nginxIngressEnabled: false\n",
+			"modules/01-some-module/values.yaml":    "someModule:\n  param1: \"String\"\n",
+			"modules/01-some-module/enabled":        "#!/bin/bash\n\necho false > $MODULE_ENABLED_RESULT\n",
+			"modules/01-some-module/hooks/h.sh":     recordingHook("some", `{"onStartup": 1}`, ""),
 		},
 		withPrefix("modules/001-nginx-ingress", moduleChart("nginx-ingress", "nginxIngress")),
 		withPrefix("modules/01-some-module", moduleChart("some-module", "someModule")),
@@ -137,8 +137,8 @@ EOF`),
 
 func twoModules() map[string]string {
 	return merged(map[string]string{
-		"modules/values.yaml":       "global:\n  g: 1\nalphaEnabled: true\nbetaEnabled: true\n",
-		"global-hooks/g.sh":         recordingHook("g", `{"beforeAll": 1, "afterAll": 1}`, ""),
+		"modules/values.yaml":          "global:\n  g: 1\nalphaEnabled: true\nbetaEnabled: true\n",
+		"global-hooks/g.sh":            recordingHook("g", `{"beforeAll": 1, "afterAll": 1}`, ""),
 		"modules/001-alpha/hooks/a.sh": recordingHook("alpha", `{"onStartup": 1, "beforeHelm": 1, "afterDeleteHelm": 1}`, ""),
 		"modules/002-beta/hooks/b.sh":  recordingHook("beta", `{"beforeHelm": 1}`, ""),
 	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")), withPrefix("modules/002-beta", moduleChart("beta", "beta")))

@@ -34,6 +34,30 @@ func newSet(t *testing.T) (*Set, *instant) {
 	return s, clock
 }
 
+// gate is a task that runs until release is closed or the queue stops.
+func gate(release <-chan struct{}) func(context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+}
+
+// waitRunning waits until the queue's head task runs.
+func waitRunning(t *testing.T, s *Set) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if d := s.Dump(); len(d) > 0 && len(d[0].Tasks) > 0 && d[0].Tasks[0].Running {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("head task never ran")
+}
+
 func waitIdle(t *testing.T, q *Queue) {
 	t.Helper()
 	select {
@@ -60,7 +84,7 @@ func TestFIFORetryAtHead(t *testing.T) {
 	fails := 3
 	q := s.Main()
 	block := make(chan struct{})
-	q.Add(&Task{Kind: "gate", Do: func(context.Context) error { <-block; return nil }})
+	q.Add(&Task{Kind: "gate", Do: gate(block)})
 	q.Add(
 		&Task{Kind: "a", Do: func(context.Context) error {
 			record("a")
@@ -113,13 +137,7 @@ func TestNamedQueuesRunIndependently(t *testing.T) {
 	s, _ := newSet(t)
 	blocked := make(chan struct{})
 	defer close(blocked)
-	s.Main().Add(&Task{Kind: "stuck", Do: func(ctx context.Context) error {
-		select {
-		case <-blocked:
-		case <-ctx.Done():
-		}
-		return nil
-	}})
+	s.Main().Add(&Task{Kind: "stuck", Do: gate(blocked)})
 	done := make(chan struct{})
 	s.Queue("other").Add(&Task{Kind: "free", Do: func(context.Context) error { close(done); return nil }})
 	select {
@@ -133,7 +151,8 @@ func TestMergeAndDump(t *testing.T) {
 	s, _ := newSet(t)
 	q := s.Main()
 	block := make(chan struct{})
-	q.Add(&Task{Kind: "gate", Description: "gate", Do: func(context.Context) error { <-block; return nil }})
+	q.Add(&Task{Kind: "gate", Description: "gate", Do: gate(block)})
+	waitRunning(t, s)
 	events := 1
 	merge := func(*Task) { events++ }
 	q.Add(&Task{Kind: "hook", Description: "h: pods", MergeKey: "h/pods", Merge: merge, Do: func(context.Context) error { return nil }})
