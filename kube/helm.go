@@ -5,13 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -37,7 +37,7 @@ const (
 	// are ever upgraded, uninstalled or purged.
 	LabelManagedBy = "addonops.io/managed-by"
 	ManagedByValue = "addon-operator"
-	// LabelChecksum is a digest of the rendered manifests and values.
+	// LabelChecksum is a digest of the rendered manifests.
 	LabelChecksum = "addonops.io/checksum"
 	// LabelCommit is the git commit the release was deployed from.
 	LabelCommit = "addonops.io/commit"
@@ -82,6 +82,11 @@ type Helm struct {
 
 	mu     sync.Mutex
 	charts map[string]*chart.Chart // by ChartDir + ChartHash
+	// latest is the newest record of every release in the namespace, read in
+	// one list by Releases and kept current by this client's own writes;
+	// valid while fresh. Any failed write drops it.
+	latest map[string]*release.Release
+	fresh  bool
 }
 
 // NewHelm returns a Helm client for the namespace.
@@ -100,7 +105,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger) (*H
 	if kc, ok := cfg.KubeClient.(*helmkube.Client); ok {
 		kc.Namespace = namespace
 	}
-	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, charts: map[string]*chart.Chart{}}, nil
+	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, charts: map[string]*chart.Chart{}, latest: map[string]*release.Release{}}, nil
 }
 
 // RESTGetter gives Helm-style clients for the same cluster and namespace.
@@ -169,12 +174,21 @@ func loadTemplatesOnly(dir, name string) (*chart.Chart, error) {
 // last returns the release's latest record, whether it exists, and
 // ErrNotOurs when it exists without our label.
 func (h *Helm) last(name string) (*release.Release, bool, error) {
-	rel, err := h.cfg.Releases.Last(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
+	h.mu.Lock()
+	rel, cached := h.latest[name]
+	fresh := h.fresh
+	h.mu.Unlock()
+	if !fresh {
+		var err error
+		rel, err = h.cfg.Releases.Last(name)
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read release %s: %w", name, err)
+		}
+	} else if !cached {
 		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read release %s: %w", name, err)
 	}
 	if rel.Labels[LabelManagedBy] != ManagedByValue {
 		return rel, true, fmt.Errorf("release %s/%s: %w", h.namespace, name, ErrNotOurs)
@@ -183,7 +197,9 @@ func (h *Helm) last(name string) (*release.Release, bool, error) {
 }
 
 // Checksum renders the chart with the values (client-side) and digests the
-// manifests and values.
+// rendered manifests (hooks included). The values themselves are left out:
+// every chart gets the global values, so a change to a value no template
+// uses would otherwise upgrade every release without changing anything.
 func (h *Helm) Checksum(ctx context.Context, r Release) (string, error) {
 	c, err := h.chart(r)
 	if err != nil {
@@ -199,16 +215,12 @@ func (h *Helm) Checksum(ctx context.Context, r Release) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("render chart of %s: %w", r.Name, err)
 	}
-	vals, err := json.Marshal(r.Values)
-	if err != nil {
-		return "", err
-	}
 	sum := sha256.New()
 	sum.Write([]byte(rel.Manifest))
 	for _, hk := range rel.Hooks {
+		sum.Write([]byte(hk.Path))
 		sum.Write([]byte(hk.Manifest))
 	}
-	sum.Write(vals)
 	// a label value holds 63 characters
 	return hex.EncodeToString(sum.Sum(nil))[:40], nil
 }
@@ -254,16 +266,23 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if !exists {
 		inst := action.NewInstall(h.cfg)
 		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
+		// Helm's client-side validation fetches and parses the API server's
+		// whole OpenAPI document on every install and upgrade (most of the
+		// operator's CPU in a converge); the API server validates anyway.
+		inst.DisableOpenAPIValidation = true
 		rel, err = inst.RunWithContext(ctx, c, r.Values)
 		reason = "installed"
 	} else {
 		up := action.NewUpgrade(h.cfg)
 		up.Namespace, up.Labels, up.MaxHistory = h.namespace, labels, maxHistory
+		up.DisableOpenAPIValidation = true // as for install
 		rel, err = up.RunWithContext(ctx, r.Name, c, r.Values)
 	}
 	if err != nil {
+		h.invalidate()
 		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
 	}
+	h.record(rel.Name, rel)
 	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
 }
 
@@ -274,6 +293,7 @@ func (h *Helm) repair(ctx context.Context, last *release.Release) (*release.Rele
 	name := last.Name
 	if last.Info.Status.IsPending() {
 		h.logger.Warn("release stuck in a pending state; clearing that revision", "module", name, "status", last.Info.Status, "revision", last.Version)
+		h.invalidate()
 		if _, err := h.cfg.Releases.Delete(name, last.Version); err != nil {
 			return nil, false, fmt.Errorf("clear pending revision %d of %s: %w", last.Version, name, err)
 		}
@@ -336,13 +356,33 @@ func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
 
 func (h *Helm) uninstall(_ context.Context, name string) (bool, error) {
 	un := action.NewUninstall(h.cfg)
-	if _, err := un.Run(name); err != nil {
+	_, err := un.Run(name)
+	h.record(name, nil)
+	if err != nil {
 		if errors.Is(err, driver.ErrReleaseNotFound) {
 			return false, nil
 		}
+		h.invalidate()
 		return false, fmt.Errorf("helm uninstall %s: %w", name, err)
 	}
 	return true, nil
+}
+
+// record notes this client's own write in the snapshot (nil: removed).
+func (h *Helm) record(name string, rel *release.Release) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if rel == nil {
+		delete(h.latest, name)
+	} else {
+		h.latest[name] = rel
+	}
+}
+
+func (h *Helm) invalidate() {
+	h.mu.Lock()
+	h.fresh = false
+	h.mu.Unlock()
 }
 
 // Has reports whether a release of ours with that name exists.
@@ -354,20 +394,31 @@ func (h *Helm) Has(name string) (bool, error) {
 	return exists, err
 }
 
-// Releases lists the names of the releases of ours in the namespace.
+// Releases lists the names of the releases of ours in the namespace. It
+// reads every release record in one list and keeps the newest of each as
+// the snapshot later calls use, so a module run costs no further reads.
 func (h *Helm) Releases() ([]string, error) {
-	list := action.NewList(h.cfg)
-	list.All = true
-	list.StateMask = action.ListAll
-	list.Selector = LabelManagedBy + "=" + ManagedByValue
-	rels, err := list.Run()
+	all, err := h.cfg.Releases.ListReleases()
 	if err != nil {
+		h.invalidate()
 		return nil, fmt.Errorf("list releases: %w", err)
 	}
-	names := make([]string, 0, len(rels))
-	for _, r := range rels {
-		names = append(names, r.Name)
+	latest := map[string]*release.Release{}
+	for _, r := range all {
+		if prev, ok := latest[r.Name]; !ok || r.Version > prev.Version {
+			latest[r.Name] = r
+		}
 	}
+	var names []string
+	for name, r := range latest {
+		if r.Labels[LabelManagedBy] == ManagedByValue {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	h.mu.Lock()
+	h.latest, h.fresh = latest, true
+	h.mu.Unlock()
 	return names, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -94,7 +95,15 @@ func start(args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", op.ListenAddress, err)
 	}
-	srv := &http.Server{Handler: operator.Handler(nil), ReadHeaderTimeout: 10 * time.Second}
+	handler := operator.Handler(nil)
+	if op.Pprof {
+		mux := http.NewServeMux()
+		mux.Handle("/", handler)
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		handler = mux
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
