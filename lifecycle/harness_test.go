@@ -234,7 +234,7 @@ func (e *env) eventually(what string, cond func() bool) {
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s\nqueues: %+v\nstatus: %+v", what, e.op.queues.Dump(), e.op.Status().Modules)
+			e.t.Fatalf("timed out waiting for %s\nqueues: %+v\nstatus: %+v", what, e.op.Status().Queues, e.op.Status().Modules)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -249,7 +249,7 @@ func (e *env) waitReady() {
 // idle waits until the main queue is empty.
 func (e *env) idle() {
 	e.t.Helper()
-	e.eventually("main queue to drain", func() bool { return e.op.queues != nil && e.op.queues.Main().Len() == 0 })
+	e.eventually("main queue to drain", func() bool { q := e.op.Queues(); return q != nil && q.Main().Len() == 0 })
 }
 
 func (e *env) readRecords() []record {

@@ -175,6 +175,9 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 		if err != nil {
 			return res, err
 		}
+		o.mu.Lock()
+		o.configData = data
+		o.mu.Unlock()
 		res.ConfigChanged = !ch.Empty()
 		res.EnabledChanged = ch.Enabled
 	}

@@ -19,16 +19,20 @@ type ModuleStatus struct {
 
 // Status is what /status serves (besides the source, which the caller adds).
 type Status struct {
-	Ready   bool              `json:"ready"`
-	Modules []ModuleStatus    `json:"modules"`
-	Queues  []queue.QueueInfo `json:"queues"`
+	Ready bool `json:"ready"`
+	// Revision is the commit the modules were loaded from ("" without git).
+	Revision string `json:"revision,omitempty"`
+	// TreeError says why the last changed tree was refused.
+	TreeError string            `json:"treeError,omitempty"`
+	Modules   []ModuleStatus    `json:"modules"`
+	Queues    []queue.QueueInfo `json:"queues"`
 }
 
 // Status reports modules in tree order and the queues.
 func (o *Operator) Status() Status {
 	model, _ := o.current()
 	o.mu.Lock()
-	st := Status{Ready: o.ready, Modules: []ModuleStatus{}}
+	st := Status{Ready: o.ready, Revision: o.commit, TreeError: o.treeError, Modules: []ModuleStatus{}}
 	if model != nil {
 		for _, m := range model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
@@ -39,8 +43,8 @@ func (o *Operator) Status() Status {
 		}
 	}
 	o.mu.Unlock()
-	if o.queues != nil {
-		st.Queues = o.queues.Dump()
+	if queues := o.Queues(); queues != nil {
+		st.Queues = queues.Dump()
 	}
 	return st
 }
@@ -59,11 +63,12 @@ func (o *Operator) Handler(extra func() map[string]any) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/queue", func(w http.ResponseWriter, r *http.Request) {
-		if o.queues == nil {
+		queues := o.Queues()
+		if queues == nil {
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 			return
 		}
-		o.queues.Handler().ServeHTTP(w, r)
+		queues.Handler().ServeHTTP(w, r)
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 		body := map[string]any{}
@@ -72,6 +77,7 @@ func (o *Operator) Handler(extra func() map[string]any) http.Handler {
 		}
 		st := o.Status()
 		body["ready"], body["modules"], body["queues"] = st.Ready, st.Modules, st.Queues
+		body["revision"], body["treeError"] = st.Revision, st.TreeError
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -12,6 +12,7 @@ type metrics struct {
 	helmUpgrades      *prometheus.CounterVec
 	convergence       prometheus.Histogram
 	configErrors      prometheus.Counter
+	treeErrors        prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,8 +45,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		configErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "addon_operator_config_errors", Help: "ConfigMap changes refused as invalid.",
 		}),
+		treeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "addon_operator_tree_errors", Help: "Changed trees refused (failed to load or to validate).",
+		}),
 	}
 	reg.MustRegister(m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
-		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors)
+		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors, m.treeErrors)
 	return m
 }

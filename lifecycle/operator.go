@@ -50,7 +50,8 @@ type Config struct {
 	TempDir  string
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
-	// Commit is recorded on releases (the git commit of the tree), if any.
+	// Commit is the git commit of the tree at start-up, recorded on
+	// releases; TreeChanged brings later ones.
 	Commit string
 	// After is the queues' clock (tests make retries instant).
 	After func(time.Duration) <-chan time.Time
@@ -90,7 +91,10 @@ type Operator struct {
 	enabledModules []string
 	ready          bool
 	reloadStart    time.Time
-	globalChanged  bool // an afterAll hook changed global values in this reload
+	globalChanged  bool              // an afterAll hook changed global values in this reload
+	configData     map[string]string // the ConfigMap data the store holds
+	commit         string            // the revision the model was loaded from
+	treeError      string            // why the last changed tree was refused
 }
 
 // New prepares an Operator; Run starts it.
@@ -124,7 +128,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 // configuration or a tree that does not load at start-up is an error: the
 // operator stops (VALUES.md "Validation").
 func (o *Operator) Run(ctx context.Context) error {
-	model, err := o.loader.Load(ctx, o.cfg.Root, o.cfg.ModulesDir, o.cfg.GlobalHooksDir)
+	model, err := o.load(ctx)
 	if err != nil {
 		return fmt.Errorf("load modules: %w", err)
 	}
@@ -140,17 +144,20 @@ func (o *Operator) Run(ctx context.Context) error {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
 	o.mu.Lock()
-	o.model, o.store = model, store
+	o.model, o.store, o.configData, o.commit = model, store, data, o.cfg.Commit
 	for _, m := range model.Modules {
 		o.modules[m.Name] = &moduleState{state: StateDisabled}
 	}
 	o.mu.Unlock()
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks))
 
-	o.queues = queue.NewSet(ctx, queue.Options{
+	queues := queue.NewSet(ctx, queue.Options{
 		RetryMin: o.cfg.RetryMin, RetryMax: o.cfg.RetryMax, Logger: o.logger, After: o.cfg.After, Now: o.cfg.Now,
 		OnLength: func(q string, n int) { o.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
 	})
+	o.mu.Lock()
+	o.queues = queues
+	o.mu.Unlock()
 	main := o.queues.Main()
 	main.Add(o.globalHookTasks(loader.OnStartup)...)
 	main.Add(o.reloadAllTask())
@@ -173,8 +180,12 @@ func (o *Operator) Ready() bool {
 	return o.ready
 }
 
-// Queues exposes the task queues (for /queue and tests); nil before Run.
-func (o *Operator) Queues() *queue.Set { return o.queues }
+// Queues exposes the task queues; nil until Run has created them.
+func (o *Operator) Queues() *queue.Set {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.queues
+}
 
 func (o *Operator) current() (*loader.Model, *values.Store) {
 	o.mu.Lock()
@@ -210,6 +221,9 @@ func (o *Operator) onConfigChange(data map[string]string) {
 		o.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
 		return
 	}
+	o.mu.Lock()
+	o.configData = data
+	o.mu.Unlock()
 	if ch.Empty() {
 		return
 	}

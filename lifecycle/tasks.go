@@ -241,7 +241,10 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 			return err
 		}
 		start := o.cfg.Now()
-		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: o.cfg.Commit})
+		o.mu.Lock()
+		commit := o.commit
+		o.mu.Unlock()
+		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit})
 		o.metrics.helmSeconds.WithLabelValues(name).Observe(o.cfg.Now().Sub(start).Seconds())
 		if err != nil {
 			return err

@@ -591,3 +591,49 @@ func ApplyConfigPatch(hook, moduleKey string, data map[string]string, p Patch) (
 
 // Modules lists module keys in tree order.
 func (s *Store) Modules() []string { return slices.Clone(s.order) }
+
+// Patches returns the temporary patches by section, for carrying them to
+// the store of a newly loaded tree.
+func (s *Store) Patches() map[string]Patch {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]Patch, len(s.patches))
+	for k, p := range s.patches {
+		out[k] = slices.Clone(p)
+	}
+	return out
+}
+
+// RestorePatches adopts temporary patches from a previous store. A
+// section that no longer exists, or whose patch no longer applies or
+// validates, is dropped; the dropped sections are returned.
+func (s *Store) RestorePatches(patches map[string]Patch) []string {
+	var dropped []string
+	keys := make([]string, 0, len(patches))
+	for k := range patches {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		sch, err := s.schemasOf(key)
+		if err != nil {
+			dropped = append(dropped, key)
+			continue
+		}
+		s.mu.Lock()
+		next := maps.Clone(s.patches)
+		next[key] = patches[key]
+		v, err := s.effective(s.config, next, key, sch)
+		if err == nil {
+			err = sch.Values.Validate(key, v)
+		}
+		if err == nil {
+			s.patches = next
+			clear(s.cache)
+		} else {
+			dropped = append(dropped, key)
+		}
+		s.mu.Unlock()
+	}
+	return dropped
+}

@@ -574,3 +574,17 @@ func TestConfigPatchFlagsAndNewSection(t *testing.T) {
 		t.Fatalf("out = %q", out)
 	}
 }
+
+func TestRestorePatches(t *testing.T) {
+	src := Source{Modules: []ModuleSource{{Name: "one"}, {Name: "two"}}}
+	old, _, _ := NewStore(src)
+	_, _ = old.ApplyValuesPatch("g", "", Patch{{Op: "add", Path: "/global/x", Value: "y"}})
+	_, _ = old.ApplyValuesPatch("h", "two", Patch{{Op: "add", Path: "/two/a", Value: 1.0}})
+	next, _, _ := NewStore(Source{Modules: []ModuleSource{{Name: "one"}}})
+	dropped := next.RestorePatches(old.Patches())
+	if !reflect.DeepEqual(dropped, []string{"two"}) {
+		t.Fatalf("dropped = %v", dropped)
+	}
+	gv, _ := next.GlobalValues()
+	assertJSON(t, gv, `{"global":{"x":"y"}}`)
+}

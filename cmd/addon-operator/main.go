@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle"
 	"github.com/addonops/addon-operator/loader"
@@ -45,6 +46,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// watchDebounce is how long the tree must be quiet before a change counts.
+const watchDebounce = 200 * time.Millisecond
 
 func start(args []string) error {
 	fs := flag.NewFlagSet("start", flag.ContinueOnError)
@@ -112,6 +116,13 @@ func start(args []string) error {
 	}()
 	logger.Info("addon-operator starting", "modules_dir", op.ModulesDir, "global_hooks_dir", op.GlobalHooksDir,
 		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String())
+	// no-git mode: every save under the directories reloads the tree
+	watcher := gitsync.NewWatcher(logger, watchDebounce, op.ModulesDir, op.GlobalHooksDir)
+	go func() {
+		if err := watcher.Run(ctx, func() { operator.TreeChanged("") }); err != nil {
+			logger.Error("tree watcher stopped; edits will not be picked up", "err", err)
+		}
+	}()
 	return operator.Run(ctx)
 }
 
