@@ -48,6 +48,28 @@ func (o *Operator) TreeChanged(commit string) {
 	})
 }
 
+// CheckTree loads the tree under root (modulesDir and globalHooksDir are
+// relative to it) and checks the current configuration against its
+// schemas, without adopting it: the git syncer's check before it publishes
+// a revision.
+func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksDir string) error {
+	model, err := o.loader.Load(ctx, root, filepath.Join(root, modulesDir), filepath.Join(root, globalHooksDir))
+	if err != nil {
+		return err
+	}
+	store, _, err := values.NewStore(model.Values)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	data := maps.Clone(o.configData)
+	o.mu.Unlock()
+	if err := store.CheckConfig(data); err != nil {
+		return fmt.Errorf("its schemas refuse the current ConfigMap: %w", err)
+	}
+	return nil
+}
+
 // TreeError is the last refused tree's error ("" when the last load worked).
 func (o *Operator) TreeError() string {
 	o.mu.Lock()

@@ -88,7 +88,7 @@ type Loader struct {
 	logger        *slog.Logger
 
 	mu    sync.Mutex
-	cache map[string]*HookConfig // by path + content hash
+	cache map[string]*HookConfig // by module, name in the tree and content hash
 	runs  int
 }
 
@@ -354,7 +354,9 @@ func (l *Loader) configureHooks(ctx context.Context, m *Model) error {
 }
 
 func (l *Loader) hookConfig(ctx context.Context, h *Hook) (*HookConfig, error) {
-	cacheKey := h.Path + "\x00" + h.Hash + "\x00" + h.WorkingDir
+	// by the name inside the tree, not the absolute path, so a new git
+	// revision (a new directory) reuses the configs of unchanged hooks
+	cacheKey := h.Module + "\x00" + h.Name + "\x00" + h.Hash
 	l.mu.Lock()
 	cfg, ok := l.cache[cacheKey]
 	if !ok {

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/addonops/addon-operator/internal/benchtree"
-	"github.com/addonops/addon-operator/internal/testenv"
 )
 
 // BenchmarkConverge runs the real binary on the reference tree of
@@ -29,16 +28,7 @@ import (
 // touched in the ConfigMap) with the Helm upgrades it caused. Run with
 // -benchtime=1x; each iteration is a fresh namespace and process.
 func BenchmarkConverge(b *testing.B) {
-	cp, err := testenv.Start(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cp.Stop()
-	client := kubernetes.NewForConfigOrDie(cp.Config)
-	bin := filepath.Join(b.TempDir(), "addon-operator")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := binPath
 	for _, n := range []int{10, 50, 100} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			tree := b.TempDir()

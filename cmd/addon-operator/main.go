@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -55,8 +56,10 @@ func start(args []string) error {
 	e := &env{}
 	var op operatorOptions
 	var lg logOptions
+	var gt gitOptions
 	op.bind(fs, e)
 	lg.bind(fs, e)
+	gt.bind(fs, e)
 	if err := parse(fs, e, args); err != nil {
 		return err
 	}
@@ -65,15 +68,22 @@ func start(args []string) error {
 		return err
 	}
 	slog.SetDefault(logger)
-	if op.ModulesDir == "" {
-		op.ModulesDir = "/modules"
-	}
-	if op.GlobalHooksDir == "" {
-		op.GlobalHooksDir = "/global-hooks"
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	var src *source
+	if gt.URL != "" {
+		if src, err = newSource(ctx, gt, &op, logger); err != nil {
+			return err
+		}
+	} else {
+		if op.ModulesDir == "" {
+			op.ModulesDir = "/modules"
+		}
+		if op.GlobalHooksDir == "" {
+			op.GlobalHooksDir = "/global-hooks"
+		}
+	}
 
 	restConfig, err := restConfig(op.Kubeconfig)
 	if err != nil {
@@ -89,17 +99,27 @@ func start(args []string) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	operator := lifecycle.New(lifecycle.Config{
+	cfg := lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax,
 		Logger: logger, Registry: reg,
-	}, kube.NewConfigMap(client, op.Namespace, op.ConfigMap), helm, loader.New(loader.WithLogger(logger)))
+	}
+	if src != nil {
+		cfg.Root, cfg.Commit = src.syncer.CurrentDir(), src.first.Commit
+		cfg.ModulesDir = filepath.Join(cfg.Root, src.modulesDir)
+		cfg.GlobalHooksDir = filepath.Join(cfg.Root, src.globalHooksDir)
+	}
+	operator := lifecycle.New(cfg, kube.NewConfigMap(client, op.Namespace, op.ConfigMap), helm, loader.New(loader.WithLogger(logger)))
 
 	ln, err := net.Listen("tcp", op.ListenAddress)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", op.ListenAddress, err)
 	}
-	handler := operator.Handler(nil)
+	var extra func() map[string]any
+	if src != nil {
+		extra = func() map[string]any { return map[string]any{"source": src.syncer.Status()} }
+	}
+	handler := operator.Handler(extra)
 	if op.Pprof {
 		mux := http.NewServeMux()
 		mux.Handle("/", handler)
@@ -116,14 +136,69 @@ func start(args []string) error {
 	}()
 	logger.Info("addon-operator starting", "modules_dir", op.ModulesDir, "global_hooks_dir", op.GlobalHooksDir,
 		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String())
-	// no-git mode: every save under the directories reloads the tree
-	watcher := gitsync.NewWatcher(logger, watchDebounce, op.ModulesDir, op.GlobalHooksDir)
-	go func() {
-		if err := watcher.Run(ctx, func() { operator.TreeChanged("") }); err != nil {
-			logger.Error("tree watcher stopped; edits will not be picked up", "err", err)
-		}
-	}()
+	if src != nil {
+		src.syncer.SetValidate(func(ctx context.Context, dir string) error {
+			return operator.CheckTree(ctx, dir, src.modulesDir, src.globalHooksDir)
+		})
+		go src.syncer.Run(ctx, gt.PollInterval, func(rev *gitsync.Revision) { operator.TreeChanged(rev.Commit) })
+	} else {
+		// no-git mode: every save under the directories reloads the tree
+		watcher := gitsync.NewWatcher(logger, watchDebounce, op.ModulesDir, op.GlobalHooksDir)
+		go func() {
+			if err := watcher.Run(ctx, func() { operator.TreeChanged("") }); err != nil {
+				logger.Error("tree watcher stopped; edits will not be picked up", "err", err)
+			}
+		}()
+	}
 	return operator.Run(ctx)
+}
+
+// source is git mode: the syncer and where the tree is inside the repository.
+type source struct {
+	syncer                     *gitsync.Syncer
+	first                      *gitsync.Revision
+	modulesDir, globalHooksDir string
+}
+
+// newSource makes the first checkout, retrying with backoff while the
+// remote cannot be reached: the operator starts on a published revision.
+func newSource(ctx context.Context, gt gitOptions, op *operatorOptions, logger *slog.Logger) (*source, error) {
+	src := &source{modulesDir: "modules", globalHooksDir: "global-hooks"}
+	var err error
+	if op.ModulesDir != "" {
+		if src.modulesDir, err = inRepo("MODULES_DIR", op.ModulesDir); err != nil {
+			return nil, err
+		}
+	}
+	if op.GlobalHooksDir != "" {
+		if src.globalHooksDir, err = inRepo("GLOBAL_HOOKS_DIR", op.GlobalHooksDir); err != nil {
+			return nil, err
+		}
+	}
+	src.syncer, err = gitsync.New(gitsync.Options{
+		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout,
+		Require: []string{src.modulesDir}, Logger: logger,
+		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
+			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},
+	})
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		rev, _, err := src.syncer.Sync(ctx)
+		if err == nil {
+			src.first = rev
+			logger.Info("git source ready", "url", gitsync.Scrub(gt.URL), "ref", gt.Ref, "revision", rev.Commit)
+			return src, nil
+		}
+		wait := min(time.Second<<min(attempt, 5), gt.PollInterval)
+		logger.Error("first sync failed; retrying", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // restConfig loads a kubeconfig, or the in-cluster config when none is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -99,4 +100,40 @@ func parse(fs *flag.FlagSet, e *env, args []string) error {
 		return err
 	}
 	return errors.Join(e.errs...)
+}
+
+// gitOptions are the git source's settings (design.md, GIT_*).
+type gitOptions struct {
+	URL, Ref       string
+	PollInterval   time.Duration
+	CheckoutDir    string
+	Timeout        time.Duration
+	Username       string
+	PasswordFile   string
+	TokenFile      string
+	SSHKeyFile     string
+	KnownHostsFile string
+}
+
+func (o *gitOptions) bind(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&o.URL, "git-url", e.str([]string{"GIT_URL"}, ""), "git repository URL: https, ssh, git@host:path, file:// or a local path (env GIT_URL; empty: no-git mode)")
+	fs.StringVar(&o.Ref, "git-ref", e.str([]string{"GIT_REF"}, ""), "branch, tag, full ref or commit SHA (env GIT_REF; default: the remote's HEAD)")
+	fs.DurationVar(&o.PollInterval, "git-poll-interval", e.duration("GIT_POLL_INTERVAL", time.Minute), "poll interval (env GIT_POLL_INTERVAL)")
+	fs.StringVar(&o.CheckoutDir, "git-checkout-dir", e.str([]string{"GIT_CHECKOUT_DIR"}, "/var/lib/addon-operator/git"), "where revisions are checked out (env GIT_CHECKOUT_DIR)")
+	fs.DurationVar(&o.Timeout, "git-timeout", e.duration("GIT_TIMEOUT", time.Minute), "timeout of each network operation (env GIT_TIMEOUT)")
+	fs.StringVar(&o.Username, "git-username", e.str([]string{"GIT_USERNAME"}, ""), "user name for https (env GIT_USERNAME)")
+	fs.StringVar(&o.PasswordFile, "git-password-file", e.str([]string{"GIT_PASSWORD_FILE"}, ""), "file with the https password (env GIT_PASSWORD_FILE)")
+	fs.StringVar(&o.TokenFile, "git-token-file", e.str([]string{"GIT_TOKEN_FILE"}, ""), "file with an https token (env GIT_TOKEN_FILE)")
+	fs.StringVar(&o.SSHKeyFile, "git-ssh-key-file", e.str([]string{"GIT_SSH_KEY_FILE"}, ""), "ssh private key file (env GIT_SSH_KEY_FILE)")
+	fs.StringVar(&o.KnownHostsFile, "git-known-hosts-file", e.str([]string{"GIT_KNOWN_HOSTS_FILE"}, ""), "known_hosts file (env GIT_KNOWN_HOSTS_FILE; default ~/.ssh/known_hosts)")
+}
+
+// inRepo checks that a directory setting is a relative path inside the
+// repository.
+func inRepo(what, p string) (string, error) {
+	clean := filepath.Clean(p)
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("%s %q: with GIT_URL it is a path inside the repository", what, p)
+	}
+	return clean, nil
 }

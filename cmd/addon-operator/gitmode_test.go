@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/addonops/addon-operator/internal/gitserver"
+	"github.com/addonops/addon-operator/internal/testenv"
+	"github.com/addonops/addon-operator/kube"
+)
+
+var (
+	cp      *testenv.ControlPlane
+	client  kubernetes.Interface
+	binPath string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if cp, err = testenv.Start(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	client = kubernetes.NewForConfigOrDie(cp.Config)
+	dir, _ := os.MkdirTemp("", "addon-operator-bin-")
+	binPath = filepath.Join(dir, "addon-operator")
+	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		cp.Stop()
+		os.Exit(1)
+	}
+	code := m.Run()
+	cp.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func moduleFiles(name, key, value string) map[string]string {
+	return map[string]string{
+		"modules/" + name + "/Chart.yaml":               "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n",
+		"modules/" + name + "/values.yaml":              key + ":\n  v: \"" + value + "\"\n",
+		"modules/" + name + "/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-cm\ndata:\n  v: {{ .Values." + key + ".v | quote }}\n",
+	}
+}
+
+// operator runs the binary until the test ends; it returns the HTTP address
+// and the log file.
+func operator(t *testing.T, env ...string) (string, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logPath := filepath.Join(t.TempDir(), "operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binPath, "start", "--listen-address", addr)
+	cmd.Env = append(os.Environ(), append([]string{"KUBECONFIG=" + cp.KubeconfigPath, "LOG_TYPE=text", "ADDON_OPERATOR_RETRY_MIN=100ms", "ADDON_OPERATOR_RETRY_MAX=500ms"}, env...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("operator log:\n%s", b)
+		}
+	})
+	return addr, logPath
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func status(t *testing.T, addr string) map[string]any {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var st map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	return st
+}
+
+func cmValue(ns, name string) string {
+	cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return cm.Data["v"]
+}
+
+func namespace(t *testing.T, name string) string {
+	t.Helper()
+	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func TestGitMode(t *testing.T) {
+	ns := namespace(t, "git-mode")
+	root := t.TempDir()
+	repo, err := gitserver.NewRepo(root, "addons", filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(msg string, files map[string]string, remove ...string) string {
+		t.Helper()
+		for p, c := range files {
+			if err := repo.WriteFile(p, c, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range remove {
+			if err := repo.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sha, err := repo.Commit(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.Push(); err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	files := moduleFiles("001-alpha", "alpha", "1")
+	files["modules/values.yaml"] = "alphaEnabled: true\nbetaEnabled: true\n"
+	c1 := commit("alpha v1", files)
+
+	srv, err := gitserver.StartHTTP(root, gitserver.WithBasicAuth("deployer", "pa55-word"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	pw := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pw, []byte("pa55-word"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr, logPath := operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL="+srv.URL("addons"), "GIT_REF=main",
+		"GIT_USERNAME=deployer", "GIT_PASSWORD_FILE="+pw, "GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))
+	eventually(t, "alpha v1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
+
+	helm, err := kube.NewHelm(cp.Config, ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := helm.Commit("alpha"); got != c1 {
+		t.Fatalf("release commit = %q, want %s", got, c1)
+	}
+
+	// a pushed commit that changes values upgrades the release
+	c2 := commit("alpha v2", moduleFiles("001-alpha", "alpha", "2"))
+	eventually(t, "alpha v2", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
+	eventually(t, "the commit recorded", func() bool { c, _ := helm.Commit("alpha"); return c == c2 })
+
+	// bad YAML: refused, the previous revision keeps running, the error is reported
+	commit("broken", map[string]string{"modules/001-alpha/values.yaml": "alpha: [\n"})
+	eventually(t, "the bad revision reported", func() bool {
+		src, _ := status(t, addr)["source"].(map[string]any)
+		e, _ := src["lastError"].(string)
+		return strings.Contains(e, "modules/001-alpha/values.yaml")
+	})
+	if cur := status(t, addr)["revision"]; cur != c2 {
+		t.Fatalf("running revision = %v, want %s", cur, c2)
+	}
+
+	// fixed, and a new module added
+	commit("fix and add beta", merged(moduleFiles("001-alpha", "alpha", "3"), moduleFiles("002-beta", "beta", "b")))
+	eventually(t, "beta installed", func() bool { return cmValue(ns, "002-beta-cm") == "b" })
+	eventually(t, "alpha v3", func() bool { return cmValue(ns, "001-alpha-cm") == "3" })
+
+	// a removed module directory is purged
+	commit("remove alpha", nil, "modules/001-alpha")
+	eventually(t, "alpha purged", func() bool { ok, _ := helm.Has("alpha"); return !ok && cmValue(ns, "001-alpha-cm") == "" })
+
+	// the server down: reported, the cluster keeps running; back up: picked up
+	srv.Stop()
+	eventually(t, "the outage reported", func() bool {
+		src, _ := status(t, addr)["source"].(map[string]any)
+		e, _ := src["lastError"].(string)
+		return e != ""
+	})
+	commit("beta c", moduleFiles("002-beta", "beta", "c"))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "beta c after the outage", func() bool { return cmValue(ns, "002-beta-cm") == "c" })
+
+	st, _ := json.Marshal(status(t, addr))
+	logs, _ := os.ReadFile(logPath)
+	if strings.Contains(string(st), "pa55-word") || strings.Contains(string(logs), "pa55-word") {
+		t.Fatal("the password leaked into /status or the log")
+	}
+	src, _ := status(t, addr)["source"].(map[string]any)
+	if h, _ := src["history"].([]any); len(h) < 4 {
+		t.Fatalf("history = %v", src["history"])
+	}
+}
+
+func merged(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,530 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// Options configure a Syncer.
+type Options struct {
+	URL string
+	// Ref is a branch, a tag, a full ref (refs/pull/42/head) or a commit
+	// SHA; empty means the remote's HEAD.
+	Ref string
+	// CheckoutDir holds the object store, the revisions and the current link.
+	CheckoutDir string
+	Auth        Auth
+	// Timeout bounds every network operation (default 60s).
+	Timeout time.Duration
+	// Require lists paths (relative to the repository root) every revision
+	// must have, such as the modules directory.
+	Require []string
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Revision is one checked-out commit.
+type Revision struct {
+	Commit    string    `json:"commit"`
+	Ref       string    `json:"ref"`
+	Subject   string    `json:"subject"`
+	Author    string    `json:"author"`
+	Time      time.Time `json:"time"`
+	AppliedAt time.Time `json:"appliedAt,omitzero"`
+	// Dir is the revision's checkout.
+	Dir string `json:"-"`
+}
+
+// Status is what `source status` and /status show.
+type Status struct {
+	URL        string     `json:"url"`
+	DesiredRef string     `json:"desiredRef"`
+	Current    *Revision  `json:"current,omitempty"`
+	LastSync   time.Time  `json:"lastSync,omitzero"`
+	LastError  string     `json:"lastError,omitempty"`
+	History    []Revision `json:"history"`
+}
+
+const (
+	historySize = 10
+	currentLink = "current"
+)
+
+// Syncer keeps a checkout of one ref of a remote repository.
+type Syncer struct {
+	opts     Options
+	logger   *slog.Logger
+	repo     *git.Repository
+	validate func(ctx context.Context, dir string) error
+
+	mu      sync.Mutex
+	ref     string
+	current *Revision
+	// resolved is the remote hash the current revision came from (a tag
+	// object for an annotated tag), compared on every poll.
+	resolved string
+	status   Status
+	trigger  chan struct{}
+}
+
+var shaRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// New opens (or creates) the object store under CheckoutDir.
+func New(opts Options) (*Syncer, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Join(opts.CheckoutDir, "revisions"), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(opts.CheckoutDir, 0o700); err != nil {
+		return nil, err
+	}
+	storeDir := filepath.Join(opts.CheckoutDir, "repo.git")
+	repo, err := git.PlainOpen(storeDir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		repo, err = git.PlainInit(storeDir, true)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", storeDir, err)
+	}
+	_ = repo.DeleteRemote("origin")
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{opts.URL}}); err != nil {
+		return nil, fmt.Errorf("remote %s: %w", Scrub(opts.URL), err)
+	}
+	s := &Syncer{
+		opts: opts, logger: opts.Logger.With("source", Scrub(opts.URL)), repo: repo, ref: opts.Ref,
+		trigger: make(chan struct{}, 1),
+	}
+	s.status = Status{URL: Scrub(opts.URL), DesiredRef: opts.Ref, History: []Revision{}}
+	return s, nil
+}
+
+// SetValidate sets the check a revision must pass before it is published
+// (the operator loads the tree); a refused revision is never current.
+func (s *Syncer) SetValidate(fn func(ctx context.Context, dir string) error) {
+	s.mu.Lock()
+	s.validate = fn
+	s.mu.Unlock()
+}
+
+// SetRef changes the desired ref and triggers a sync.
+func (s *Syncer) SetRef(ref string) {
+	s.mu.Lock()
+	changed := s.ref != ref
+	s.ref = ref
+	s.status.DesiredRef = ref
+	if changed {
+		s.resolved = ""
+	}
+	s.mu.Unlock()
+	s.Trigger()
+}
+
+// Trigger asks the poll loop to sync now.
+func (s *Syncer) Trigger() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Status reports the source.
+func (s *Syncer) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.status
+	st.History = slices.Clone(s.status.History)
+	if s.current != nil {
+		c := *s.current
+		st.Current = &c
+	}
+	return st
+}
+
+// Current is the published revision (nil before the first sync).
+func (s *Syncer) Current() *Revision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == nil {
+		return nil
+	}
+	c := *s.current
+	return &c
+}
+
+// CurrentDir is the stable path of the published revision (a symlink).
+func (s *Syncer) CurrentDir() string { return filepath.Join(s.opts.CheckoutDir, currentLink) }
+
+// Sync resolves the desired ref and, when it moved, fetches, checks out,
+// validates and publishes the new revision. It reports whether a new
+// revision was published. On error the current revision stays.
+func (s *Syncer) Sync(ctx context.Context) (*Revision, bool, error) {
+	rev, changed, err := s.sync(ctx)
+	s.mu.Lock()
+	s.status.LastSync = s.opts.Now()
+	s.status.LastError = ""
+	if err != nil {
+		s.status.LastError = Scrub(err.Error())
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, false, fmt.Errorf("sync %s: %w", Scrub(s.opts.URL), scrubErr(err))
+	}
+	return rev, changed, nil
+}
+
+func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
+	s.mu.Lock()
+	ref, resolvedBefore, cur := s.ref, s.resolved, s.current
+	s.mu.Unlock()
+	auth, err := s.opts.Auth.method(s.opts.URL)
+	if err != nil {
+		return nil, false, err
+	}
+	remoteRef, hash, err := s.resolve(ctx, ref, auth)
+	if err != nil {
+		return nil, false, err
+	}
+	if cur != nil && hash == resolvedBefore {
+		return cur, false, nil // one round trip, no objects
+	}
+	if err := s.fetch(ctx, remoteRef, hash, auth); err != nil {
+		return nil, false, err
+	}
+	commit, err := s.peel(plumbing.NewHash(hash))
+	if err != nil {
+		return nil, false, err
+	}
+	if cur != nil && commit.Hash.String() == cur.Commit {
+		s.mu.Lock()
+		s.resolved = hash
+		s.mu.Unlock()
+		return cur, false, nil
+	}
+	rev := &Revision{
+		Commit: commit.Hash.String(), Ref: ref, Subject: firstLine(commit.Message),
+		Author: commit.Author.Name + " <" + commit.Author.Email + ">", Time: commit.Author.When,
+	}
+	dir, err := s.checkout(commit)
+	if err != nil {
+		return nil, false, err
+	}
+	rev.Dir = dir
+	for _, p := range s.opts.Require {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			return nil, false, fmt.Errorf("revision %s has no %s", short(rev.Commit), p)
+		}
+	}
+	s.mu.Lock()
+	validate := s.validate
+	s.mu.Unlock()
+	if validate != nil {
+		if err := validate(ctx, dir); err != nil {
+			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
+		}
+	}
+	if err := s.publish(dir); err != nil {
+		return nil, false, err
+	}
+	rev.AppliedAt = s.opts.Now()
+	s.mu.Lock()
+	s.current, s.resolved = rev, hash
+	s.status.History = append([]Revision{*rev}, s.status.History...)
+	if len(s.status.History) > historySize {
+		s.status.History = s.status.History[:historySize]
+	}
+	s.mu.Unlock()
+	s.cleanup()
+	s.logger.Info("revision published", "revision", rev.Commit, "ref", ref, "subject", rev.Subject)
+	return rev, true, nil
+}
+
+// resolve lists the remote's refs (one round trip) and finds the desired
+// one: the remote name and the hash it points at.
+func (s *Syncer) resolve(ctx context.Context, ref string, auth transport.AuthMethod) (string, string, error) {
+	if shaRe.MatchString(ref) {
+		return "", ref, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	remote, err := s.repo.Remote("origin")
+	if err != nil {
+		return "", "", err
+	}
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return "", "", fmt.Errorf("list remote refs: %w", err)
+	}
+	byName := map[string]*plumbing.Reference{}
+	for _, r := range refs {
+		byName[r.Name().String()] = r
+	}
+	candidates := []string{ref, "refs/heads/" + ref, "refs/tags/" + ref}
+	if ref == "" {
+		head := byName["HEAD"]
+		if head == nil {
+			return "", "", errors.New("the remote has no HEAD; set GIT_REF")
+		}
+		if head.Type() == plumbing.SymbolicReference {
+			candidates = []string{head.Target().String()}
+		} else {
+			return "HEAD", head.Hash().String(), nil
+		}
+	}
+	for _, c := range candidates {
+		if r, ok := byName[c]; ok && r.Type() == plumbing.HashReference {
+			return c, r.Hash().String(), nil
+		}
+	}
+	return "", "", fmt.Errorf("ref %q not found on the remote", ref)
+}
+
+// fetch brings the objects of remoteRef into the object store (only what
+// is missing; forced, so a force-pushed ref is followed).
+func (s *Syncer) fetch(ctx context.Context, remoteRef, hash string, auth transport.AuthMethod) error {
+	if _, err := s.repo.Object(plumbing.AnyObject, plumbing.NewHash(hash)); err == nil {
+		return nil // already here (a ref moved back, or a pinned SHA we have)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	specs := []config.RefSpec{config.RefSpec("+" + remoteRef + ":refs/sync/target")}
+	if remoteRef == "" {
+		// a commit SHA: fetch branches and tags, then look for it
+		specs = []config.RefSpec{"+refs/heads/*:refs/sync/heads/*", "+refs/tags/*:refs/sync/tags/*"}
+	}
+	err := s.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: auth, Force: true, Tags: git.NoTags})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return fmt.Errorf("fetch %s: %w", orHash(remoteRef, hash), err)
+	}
+	if _, err := s.repo.Object(plumbing.AnyObject, plumbing.NewHash(hash)); err != nil {
+		return fmt.Errorf("commit %s not found on the remote", hash)
+	}
+	return nil
+}
+
+func orHash(ref, hash string) string {
+	if ref != "" {
+		return ref
+	}
+	return hash
+}
+
+// peel follows annotated tags to their commit.
+func (s *Syncer) peel(h plumbing.Hash) (*object.Commit, error) {
+	for range 10 {
+		if tag, err := s.repo.TagObject(h); err == nil {
+			h = tag.Target
+			continue
+		}
+		c, err := s.repo.CommitObject(h)
+		if err != nil {
+			return nil, fmt.Errorf("%s is not a commit: %w", h, err)
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("%s: tag chain too long", h)
+}
+
+// checkout writes a commit's tree into revisions/<sha> (0700), through a
+// temporary directory renamed into place, so no reader sees half a tree.
+func (s *Syncer) checkout(c *object.Commit) (string, error) {
+	final := filepath.Join(s.opts.CheckoutDir, "revisions", c.Hash.String())
+	if _, err := os.Stat(final); err == nil {
+		return final, nil
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(s.opts.CheckoutDir, "revisions"), ".tmp-")
+	if err != nil {
+		return "", err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	tree, err := c.Tree()
+	if err != nil {
+		return "", err
+	}
+	err = tree.Files().ForEach(func(f *object.File) error { return writeEntry(tmp, f) })
+	if err != nil {
+		return "", fmt.Errorf("check out %s: %w", short(c.Hash.String()), err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return "", err
+	}
+	ok = true
+	return final, nil
+}
+
+func writeEntry(root string, f *object.File) error {
+	target := filepath.Join(root, filepath.FromSlash(f.Name))
+	if !within(root, target) {
+		return fmt.Errorf("%s: path leads out of the checkout", f.Name)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+		return err
+	}
+	switch f.Mode {
+	case filemode.Symlink:
+		link, err := f.Contents()
+		if err != nil {
+			return err
+		}
+		resolved := link
+		if !filepath.IsAbs(link) {
+			resolved = filepath.Join(filepath.Dir(target), link)
+		}
+		if filepath.IsAbs(link) || !within(root, resolved) {
+			return fmt.Errorf("%s: symlink to %q leads out of the checkout", f.Name, link)
+		}
+		return os.Symlink(link, target)
+	case filemode.Submodule:
+		return nil
+	}
+	mode := os.FileMode(0o644)
+	if f.Mode == filemode.Executable {
+		mode = 0o755
+	}
+	r, err := f.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, filepath.Clean(p))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// publish points the current link at dir with one rename.
+func (s *Syncer) publish(dir string) error {
+	rel, err := filepath.Rel(s.opts.CheckoutDir, dir)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.opts.CheckoutDir, ".current.tmp")
+	_ = os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.CurrentDir())
+}
+
+// cleanup removes revisions other than the current and the previous one
+// (a running model may still read the previous one's files).
+func (s *Syncer) cleanup() {
+	s.mu.Lock()
+	keep := map[string]bool{}
+	for i, r := range s.status.History {
+		if i < 2 {
+			keep[r.Commit] = true
+		}
+	}
+	s.mu.Unlock()
+	dir := filepath.Join(s.opts.CheckoutDir, "revisions")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !keep[e.Name()] {
+			_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// Run syncs every interval (and at once on Trigger) until ctx is done,
+// calling onPublish for each new revision. Failures back off exponentially
+// up to the interval; the current revision keeps running meanwhile.
+func (s *Syncer) Run(ctx context.Context, interval time.Duration, onPublish func(*Revision)) {
+	failures := 0
+	for {
+		wait := interval
+		if rev, changed, err := s.Sync(ctx); err != nil {
+			failures++
+			wait = min(interval, time.Second<<min(failures, 6))
+			s.logger.Error("sync failed; the current revision keeps running", "err", err, "retry_in", wait)
+		} else {
+			failures = 0
+			if changed {
+				onPublish(rev)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.trigger:
+		case <-time.After(wait):
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// Scrub removes credentials from URLs in a string.
+func Scrub(s string) string {
+	return userinfoRe.ReplaceAllStringFunc(s, func(m string) string {
+		u, err := url.Parse(strings.TrimRight(m, ".,;:)\"'"))
+		// an ssh login name is not a secret; anything in an http URL may be a token
+		if err != nil || u.User == nil || !strings.HasPrefix(u.Scheme, "http") {
+			return m
+		}
+		u.User = nil
+		return u.String() + m[len(strings.TrimRight(m, ".,;:)\"'")):]
+	})
+}
+
+var userinfoRe = regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^\s/@]+@[^\s]*`)
+
+type scrubbed struct{ error }
+
+func (e scrubbed) Error() string { return Scrub(e.error.Error()) }
+func (e scrubbed) Unwrap() error { return e.error }
+
+func scrubErr(err error) error { return scrubbed{err} }

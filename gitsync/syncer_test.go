@@ -1,0 +1,302 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/addonops/addon-operator/internal/gitserver"
+)
+
+type fixture struct {
+	root        string
+	repo        *gitserver.Repo
+	http        *gitserver.HTTPServer
+	ssh         *gitserver.SSHServer
+	sshKey      string
+	knownHosts  string
+	passFile    string
+	c1, c2, c3  string // main: c1 (tag v1, annotated), c2 (tag light); feature: c3 (refs/pull/7/head)
+	credentials Auth
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{root: t.TempDir()}
+	r, err := gitserver.NewRepo(f.root, "addons", filepath.Join(t.TempDir(), "work"))
+	must(t, err)
+	f.repo = r
+	must(t, r.WriteFile("modules/values.yaml", "global: {v: 1}\n", 0))
+	must(t, r.WriteFile("modules/001-one/hooks/h.sh", "#!/bin/sh\necho '{}'\n", 0o755))
+	f.c1, err = r.Commit("first")
+	must(t, err)
+	must(t, r.AnnotatedTag("v1", "release v1"))
+	must(t, r.WriteFile("modules/values.yaml", "global: {v: 2}\n", 0))
+	f.c2, err = r.Commit("second")
+	must(t, err)
+	must(t, r.Tag("light"))
+	must(t, r.Branch("feature"))
+	must(t, r.WriteFile("modules/values.yaml", "global: {v: 3}\n", 0))
+	f.c3, err = r.Commit("feature work")
+	must(t, err)
+	must(t, r.PullRef(7, f.c3))
+	must(t, r.Checkout("main"))
+	must(t, r.Push())
+
+	f.http, err = gitserver.StartHTTP(f.root, gitserver.WithBasicAuth("alice", "s3cret"))
+	must(t, err)
+	t.Cleanup(f.http.Stop)
+	f.passFile = filepath.Join(t.TempDir(), "password")
+	must(t, os.WriteFile(f.passFile, []byte("s3cret\n"), 0o600))
+	f.sshKey = filepath.Join(t.TempDir(), "id")
+	pub, err := gitserver.NewClientKey(f.sshKey)
+	must(t, err)
+	f.ssh, err = gitserver.StartSSH(f.root, pub)
+	must(t, err)
+	t.Cleanup(f.ssh.Stop)
+	f.knownHosts = filepath.Join(t.TempDir(), "known_hosts")
+	must(t, f.ssh.WriteKnownHosts(f.knownHosts))
+	return f
+}
+
+func (f *fixture) syncer(t *testing.T, url, ref string, auth Auth) *Syncer {
+	t.Helper()
+	s, err := New(Options{URL: url, Ref: ref, CheckoutDir: filepath.Join(t.TempDir(), "checkout"), Auth: auth,
+		Require: []string{"modules"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	return s
+}
+
+func TestSyncTransportsAndRefs(t *testing.T) {
+	f := newFixture(t)
+	httpAuth := Auth{Username: "alice", PasswordFile: f.passFile}
+	sshAuth := Auth{SSHKeyFile: f.sshKey, KnownHostsFile: f.knownHosts}
+	tests := []struct {
+		name, url, ref string
+		auth           Auth
+		want           string
+	}{
+		{name: "http, remote HEAD", url: f.http.URL("addons"), auth: httpAuth, want: f.c2},
+		{name: "http, branch", url: f.http.URL("addons"), ref: "feature", auth: httpAuth, want: f.c3},
+		{name: "ssh, annotated tag", url: f.ssh.URL("addons"), ref: "v1", auth: sshAuth, want: f.c1},
+		{name: "http, lightweight tag", url: f.http.URL("addons"), ref: "light", auth: httpAuth, want: f.c2},
+		{name: "file URL, pull request ref", url: "file://" + f.repo.Bare, ref: "refs/pull/7/head", want: f.c3},
+		{name: "plain path, commit SHA", url: f.repo.Bare, ref: f.c1, want: f.c1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := f.syncer(t, tt.url, tt.ref, tt.auth)
+			rev, changed, err := s.Sync(t.Context())
+			must(t, err)
+			if !changed || rev.Commit != tt.want {
+				t.Fatalf("rev = %+v, changed = %v; want %s", rev, changed, tt.want)
+			}
+			b, err := os.ReadFile(filepath.Join(s.CurrentDir(), "modules/001-one/hooks/h.sh"))
+			if err != nil || !strings.HasPrefix(string(b), "#!/bin/sh") {
+				t.Fatalf("checkout: %q, %v", b, err)
+			}
+			st, _ := os.Stat(filepath.Join(s.CurrentDir(), "modules/001-one/hooks/h.sh"))
+			if st.Mode()&0o111 == 0 {
+				t.Fatal("executable bit lost")
+			}
+		})
+	}
+	t.Run("wrong password", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "pw")
+		must(t, os.WriteFile(bad, []byte("nope"), 0o600))
+		s := f.syncer(t, f.http.URL("addons"), "", Auth{Username: "alice", PasswordFile: bad})
+		_, _, err := s.Sync(t.Context())
+		if err == nil || strings.Contains(err.Error(), "nope") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("unknown host key is refused", func(t *testing.T) {
+		other := filepath.Join(t.TempDir(), "known_hosts")
+		must(t, os.WriteFile(other, []byte("[127.0.0.1]:1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"), 0o600))
+		s := f.syncer(t, f.ssh.URL("addons"), "", Auth{SSHKeyFile: f.sshKey, KnownHostsFile: other})
+		if _, _, err := s.Sync(t.Context()); err == nil {
+			t.Fatal("synced from a host whose key is not known")
+		}
+	})
+}
+
+func TestPollFollowsBranch(t *testing.T) {
+	f := newFixture(t)
+	s := f.syncer(t, f.http.URL("addons"), "main", Auth{Username: "alice", PasswordFile: f.passFile})
+	_, _, err := s.Sync(t.Context())
+	must(t, err)
+	st, _ := os.Stat(filepath.Dir(s.CurrentDir()))
+	if st.Mode().Perm() != 0o700 {
+		t.Fatalf("checkout dir mode = %v", st.Mode().Perm())
+	}
+
+	// an unchanged remote: no new revision and no objects fetched
+	uploads := f.http.UploadPackRequests()
+	_, changed, err := s.Sync(t.Context())
+	must(t, err)
+	if changed || f.http.UploadPackRequests() != uploads {
+		t.Fatalf("unchanged poll: changed = %v, upload-pack requests %d → %d", changed, uploads, f.http.UploadPackRequests())
+	}
+
+	// a new commit on the branch
+	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 4}\n", 0))
+	c4, err := f.repo.Commit("fourth")
+	must(t, err)
+	must(t, f.repo.Push())
+	rev, changed, err := s.Sync(t.Context())
+	must(t, err)
+	if !changed || rev.Commit != c4 || rev.Subject != "fourth" || !strings.Contains(rev.Author, "Fixture Author") {
+		t.Fatalf("rev = %+v", rev)
+	}
+
+	// a force-push back to c1
+	_, err = f.repo.Git("reset", "--hard", f.c1)
+	must(t, err)
+	must(t, f.repo.Push())
+	rev, changed, err = s.Sync(t.Context())
+	must(t, err)
+	if !changed || rev.Commit != f.c1 {
+		t.Fatalf("after force-push: %+v", rev)
+	}
+	// only the current and previous revisions stay on disk
+	entries, _ := os.ReadDir(filepath.Join(filepath.Dir(s.CurrentDir()), "revisions"))
+	if len(entries) != 2 {
+		t.Fatalf("revisions kept: %d", len(entries))
+	}
+	if h := s.Status().History; len(h) != 3 || h[0].Commit != f.c1 {
+		t.Fatalf("history = %+v", h)
+	}
+
+	// set-ref rolls back to a tag
+	s.SetRef("light")
+	rev, _, err = s.Sync(t.Context())
+	must(t, err)
+	if rev.Commit != f.c2 {
+		t.Fatalf("set-ref light: %s, want %s", rev.Commit, f.c2)
+	}
+}
+
+func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
+	f := newFixture(t)
+	s := f.syncer(t, "file://"+f.repo.Bare, "main", Auth{})
+	first, _, err := s.Sync(t.Context())
+	must(t, err)
+
+	refuse := func(name string, change func(), want string) {
+		t.Helper()
+		change()
+		_, err := f.repo.Commit(name)
+		must(t, err)
+		must(t, f.repo.Push())
+		_, changed, err := s.Sync(t.Context())
+		if err == nil || changed || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: changed = %v, err = %v; want %q", name, changed, err, want)
+		}
+		if cur := s.Current(); cur.Commit != first.Commit {
+			t.Fatalf("%s: current moved to %s", name, cur.Commit)
+		}
+		if target, _ := os.Readlink(s.CurrentDir()); !strings.HasSuffix(target, first.Commit) {
+			t.Fatalf("%s: current link = %s", name, target)
+		}
+		if s.Status().LastError == "" {
+			t.Fatalf("%s: error not reported", name)
+		}
+	}
+	refuse("symlink out", func() {
+		must(t, os.Symlink("../../../../etc/passwd", filepath.Join(f.repo.Dir, "modules/passwd")))
+	}, "leads out of the checkout")
+	must(t, f.repo.Remove("modules/passwd"))
+
+	s.SetValidate(func(_ context.Context, dir string) error {
+		b, _ := os.ReadFile(filepath.Join(dir, "modules/values.yaml"))
+		if strings.Contains(string(b), "[") {
+			return errors.New("modules/values.yaml: bad YAML")
+		}
+		return nil
+	})
+	refuse("bad yaml", func() { must(t, f.repo.WriteFile("modules/values.yaml", "global: [\n", 0)) }, "bad YAML")
+	refuse("no modules dir", func() { must(t, f.repo.Remove("modules")) }, "has no modules")
+
+	// the next good commit is picked up
+	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 9}\n", 0))
+	good, err := f.repo.Commit("fixed")
+	must(t, err)
+	must(t, f.repo.Push())
+	rev, changed, err := s.Sync(t.Context())
+	if err != nil || !changed || rev.Commit != good {
+		t.Fatalf("fixed: %+v, %v, %v", rev, changed, err)
+	}
+}
+
+func TestServerDownThenUp(t *testing.T) {
+	f := newFixture(t)
+	s := f.syncer(t, f.http.URL("addons"), "main", Auth{Username: "alice", PasswordFile: f.passFile})
+	first, _, err := s.Sync(t.Context())
+	must(t, err)
+	f.http.Stop()
+	if _, _, err := s.Sync(t.Context()); err == nil {
+		t.Fatal("sync with the server down succeeded")
+	}
+	st := s.Status()
+	if st.LastError == "" || st.Current.Commit != first.Commit || strings.Contains(st.LastError, "s3cret") {
+		t.Fatalf("status while down = %+v", st)
+	}
+	must(t, f.http.Start())
+	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 5}\n", 0))
+	c, err := f.repo.Commit("while down")
+	must(t, err)
+	must(t, f.repo.Push())
+	rev, _, err := s.Sync(t.Context())
+	if err != nil || rev.Commit != c || s.Status().LastError != "" {
+		t.Fatalf("after the server came back: %+v, %v", rev, err)
+	}
+}
+
+// scp-like URLs (git@host:path) cannot name a port, so the test server
+// cannot be reached with one; that they are read as ssh is checked here.
+func TestAuthForURL(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "id")
+	_, err := gitserver.NewClientKey(key)
+	must(t, err)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	must(t, os.WriteFile(kh, nil, 0o600))
+	m, err := Auth{SSHKeyFile: key, KnownHostsFile: kh}.method("git@github.com:org/addons.git")
+	if err != nil || m == nil || m.Name() != "ssh-public-keys" {
+		t.Fatalf("scp-like: %v, %v", m, err)
+	}
+	if _, err := (Auth{}).method("git@github.com:org/addons.git"); err == nil || !strings.Contains(err.Error(), "GIT_SSH_KEY_FILE") {
+		t.Fatalf("ssh without a key: %v", err)
+	}
+	tok := filepath.Join(t.TempDir(), "token")
+	must(t, os.WriteFile(tok, []byte("t0k\n"), 0o600))
+	m, err = Auth{TokenFile: tok}.method("https://git.example.com/x.git")
+	if err != nil || m.String() != "http-basic-auth - git:*******" {
+		t.Fatalf("token: %v, %v", m, err)
+	}
+}
+
+func TestScrub(t *testing.T) {
+	tests := map[string]string{
+		"fetch https://alice:s3cret@git.example.com/x.git: 401": "fetch https://git.example.com/x.git: 401",
+		"https://tok3n@host/r.git":                              "https://host/r.git",
+		"ssh://git@host:22/r.git":                               "ssh://git@host:22/r.git",
+		"no url here":                                           "no url here",
+	}
+	for in, want := range tests {
+		if got := Scrub(in); got != want {
+			t.Errorf("Scrub(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
