@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/gitserver"
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/kube"
@@ -249,4 +250,93 @@ func merged(maps ...map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+func TestGitWebhookAndRollback(t *testing.T) {
+	ns := namespace(t, "git-webhook")
+	root := t.TempDir()
+	repo, err := gitserver.NewRepo(root, "addons", filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(v string) string {
+		t.Helper()
+		files := moduleFiles("001-alpha", "alpha", v)
+		files["modules/values.yaml"] = "alphaEnabled: true\n"
+		for p, c := range files {
+			if err := repo.WriteFile(p, c, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sha, err := repo.Commit("alpha " + v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.Push(); err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	c1 := push("1")
+	if err := repo.AnnotatedTag("v1", "first release"); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cr3t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// polling is off in practice (1h): only the webhook can bring a change
+	addr, _ := operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL=file://"+repo.Bare, "GIT_REF=main",
+		"GIT_POLL_INTERVAL=1h", "GIT_WEBHOOK_SECRET_FILE="+secretFile, "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))
+	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
+
+	push("2")
+	post := func(sig string) int {
+		body := `{"ref":"refs/heads/main"}`
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/git", strings.NewReader(body))
+		if sig != "" {
+			req.Header.Set("X-Hub-Signature-256", sig)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(""); code != http.StatusUnauthorized {
+		t.Fatalf("unsigned webhook: %d", code)
+	}
+	if code := post(gitsync.Sign([]byte("wrong"), []byte(`{"ref":"refs/heads/main"}`))); code != http.StatusUnauthorized {
+		t.Fatalf("badly signed webhook: %d", code)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if v := cmValue(ns, "001-alpha-cm"); v != "1" {
+		t.Fatalf("a refused webhook changed the cluster: %s", v)
+	}
+	start := time.Now()
+	if code := post(gitsync.Sign([]byte("s3cr3t"), []byte(`{"ref":"refs/heads/main"}`))); code != http.StatusAccepted {
+		t.Fatalf("signed webhook: %d", code)
+	}
+	eventually(t, "alpha 2 after the webhook", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
+	t.Logf("push + webhook to release upgraded: %s", time.Since(start).Round(time.Millisecond))
+
+	// roll back by pinning the tag
+	cmd := exec.Command(binPath, "source", "set-ref", "v1")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath, "ADDON_OPERATOR_NAMESPACE="+ns)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ref = v1") {
+		t.Fatalf("set-ref: %v\n%s", err, out)
+	}
+	eventually(t, "rolled back to v1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
+	eventually(t, "status shows v1", func() bool {
+		var out strings.Builder
+		if err := sourceStatus([]string{"--address", "http://" + addr}, &out); err != nil {
+			return false
+		}
+		s := out.String()
+		return strings.Contains(s, "desired ref:  v1") && strings.Contains(s, "commit:       "+c1) && strings.Contains(s, "alpha 1")
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strings"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -39,8 +40,10 @@ func main() {
 	switch cmd {
 	case "start":
 		err = start(args)
+	case "source":
+		err = sourceCommand(args)
 	default:
-		err = fmt.Errorf("unknown command %q (commands: start)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: start, source)", cmd)
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "addon-operator:", err)
@@ -71,8 +74,24 @@ func start(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	restConfig, err := restConfig(op.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	sourceCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
+
 	var src *source
 	if gt.URL != "" {
+		// the live ref in the source ConfigMap wins over GIT_REF
+		if data, err := sourceCM.Get(ctx); err != nil {
+			return err
+		} else if data[sourceRefKey] != "" {
+			gt.Ref = data[sourceRefKey]
+		}
 		if src, err = newSource(ctx, gt, &op, logger); err != nil {
 			return err
 		}
@@ -85,14 +104,6 @@ func start(args []string) error {
 		}
 	}
 
-	restConfig, err := restConfig(op.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return err
-	}
 	helm, err := kube.NewHelm(restConfig, op.Namespace, logger)
 	if err != nil {
 		return err
@@ -119,15 +130,20 @@ func start(args []string) error {
 	if src != nil {
 		extra = func() map[string]any { return map[string]any{"source": src.syncer.Status()} }
 	}
-	handler := operator.Handler(extra)
+	mux := http.NewServeMux()
+	mux.Handle("/", operator.Handler(extra))
 	if op.Pprof {
-		mux := http.NewServeMux()
-		mux.Handle("/", handler)
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		handler = mux
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	if src != nil && gt.WebhookSecret != "" {
+		secret, err := os.ReadFile(gt.WebhookSecret)
+		if err != nil {
+			return fmt.Errorf("webhook secret: %w", err)
+		}
+		mux.Handle("/hooks/git", gitsync.WebhookHandler([]byte(strings.TrimSpace(string(secret))), src.syncer.Trigger))
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -141,6 +157,15 @@ func start(args []string) error {
 			return operator.CheckTree(ctx, dir, src.modulesDir, src.globalHooksDir)
 		})
 		go src.syncer.Run(ctx, gt.PollInterval, func(rev *gitsync.Revision) { operator.TreeChanged(rev.Commit) })
+		// live ref changes: `source set-ref` or an edit of the source ConfigMap
+		defaultRef := gt.Ref
+		go sourceCM.Watch(ctx, func(data map[string]string) {
+			ref := data[sourceRefKey]
+			if ref == "" {
+				ref = defaultRef
+			}
+			src.syncer.SetRef(ref)
+		})
 	} else {
 		// no-git mode: every save under the directories reloads the tree
 		watcher := gitsync.NewWatcher(logger, watchDebounce, op.ModulesDir, op.GlobalHooksDir)

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/kube"
+)
+
+// The source ConfigMap, <config-map>-source, holds the live ref:
+//
+//	data:
+//	  ref: v1.2.0   # a branch, tag, full ref or commit SHA; absent: GIT_REF
+const (
+	sourceSuffix = "-source"
+	sourceRefKey = "ref"
+)
+
+const sourceUsage = `usage:
+  addon-operator source set-ref REF   set the ref the operator follows (write '' to go back to GIT_REF)
+  addon-operator source status        show the desired ref, the running revision and recent revisions`
+
+func sourceCommand(args []string) error {
+	if len(args) == 0 {
+		return errors.New(sourceUsage)
+	}
+	switch args[0] {
+	case "set-ref":
+		return setRef(args[1:])
+	case "status":
+		return sourceStatus(args[1:], os.Stdout)
+	}
+	return fmt.Errorf("unknown source command %q\n%s", args[0], sourceUsage)
+}
+
+func setRef(args []string) error {
+	fs := flag.NewFlagSet("source set-ref", flag.ContinueOnError)
+	e := &env{}
+	var op operatorOptions
+	op.bind(fs, e)
+	if err := parse(fs, e, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("usage: addon-operator source set-ref REF")
+	}
+	ref := fs.Arg(0)
+	cfg, err := restConfig(op.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	cm := kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
+		if ref == "" {
+			delete(d, sourceRefKey)
+		} else {
+			d[sourceRefKey] = ref
+		}
+		return d, nil
+	}); err != nil {
+		return err
+	}
+	if ref == "" {
+		fmt.Printf("ConfigMap %s: ref removed; the operator follows GIT_REF again\n", cm.Name())
+	} else {
+		fmt.Printf("ConfigMap %s: ref = %s; the operator syncs to it now\n", cm.Name(), ref)
+	}
+	return nil
+}
+
+func sourceStatus(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("source status", flag.ContinueOnError)
+	addr := fs.String("address", "http://127.0.0.1:9115", "the operator's HTTP address (kubectl port-forward to reach a pod)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(strings.TrimRight(*addr, "/") + "/status")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Source   *gitsync.Status `json:"source"`
+		Revision string          `json:"revision"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return fmt.Errorf("read /status: %w", err)
+	}
+	if st.Source == nil {
+		return errors.New("the operator runs without git (no GIT_URL)")
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st.Source)
+	}
+	s := st.Source
+	ref := s.DesiredRef
+	if ref == "" {
+		ref = "(the remote's HEAD)"
+	}
+	fmt.Fprintf(out, "source:       %s\ndesired ref:  %s\n", s.URL, ref)
+	if c := s.Current; c != nil {
+		fmt.Fprintf(out, "commit:       %s\n  subject:    %s\n  author:     %s\n  time:       %s\n", c.Commit, c.Subject, c.Author, c.Time.Format(time.RFC3339))
+	}
+	if st.Revision != "" && (s.Current == nil || st.Revision != s.Current.Commit) {
+		fmt.Fprintf(out, "running:      %s (the operator has not adopted the newest commit yet)\n", st.Revision)
+	}
+	if !s.LastSync.IsZero() {
+		fmt.Fprintf(out, "last sync:    %s\n", s.LastSync.Format(time.RFC3339))
+	}
+	if s.LastError != "" {
+		fmt.Fprintf(out, "last error:   %s\n", s.LastError)
+	}
+	fmt.Fprintln(out, "revisions (newest first):")
+	for _, r := range s.History {
+		fmt.Fprintf(out, "  %s  %s  %-12s %s\n", r.AppliedAt.Format(time.RFC3339), r.Commit[:12], r.Ref, r.Subject)
+	}
+	return nil
+}
