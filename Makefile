@@ -15,7 +15,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 
 GO_TEST_FLAGS ?= -race -timeout 30m
 
-.PHONY: all build run test bench lint testcluster deps clean
+.PHONY: all build run run-local test bench lint testcluster deps clean
 
 all: build
 
@@ -56,6 +56,9 @@ $(STATICCHECK):
 
 run: deps testcluster build
 	@hack/run.sh
+
+run-local: deps testcluster build
+	@RUN_MODE=local hack/run.sh
 
 clean:
 	rm -rf $(BIN)

@@ -37,6 +37,9 @@ type Options struct {
 	// Require lists paths (relative to the repository root) every revision
 	// must have, such as the modules directory.
 	Require []string
+	// Paths limits the checkout to these subtrees (empty: the whole tree):
+	// the operator needs only the modules and global hooks directories.
+	Paths []string
 	Logger  *slog.Logger
 	Now     func() time.Time
 }
@@ -371,7 +374,12 @@ func (s *Syncer) checkout(c *object.Commit) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = tree.Files().ForEach(func(f *object.File) error { return writeEntry(tmp, f) })
+	err = tree.Files().ForEach(func(f *object.File) error {
+		if !s.wanted(f.Name) {
+			return nil
+		}
+		return writeEntry(tmp, f)
+	})
 	if err != nil {
 		return "", fmt.Errorf("check out %s: %w", short(c.Hash.String()), err)
 	}
@@ -380,6 +388,20 @@ func (s *Syncer) checkout(c *object.Commit) (string, error) {
 	}
 	ok = true
 	return final, nil
+}
+
+// wanted: the file is under one of the checked-out subtrees.
+func (s *Syncer) wanted(name string) bool {
+	if len(s.opts.Paths) == 0 {
+		return true
+	}
+	for _, p := range s.opts.Paths {
+		p = strings.Trim(filepath.ToSlash(filepath.Clean(p)), "/")
+		if p == "." || p == "" || name == p || strings.HasPrefix(name, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func writeEntry(root string, f *object.File) error {

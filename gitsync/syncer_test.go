@@ -229,6 +229,23 @@ func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
 	refuse("bad yaml", func() { must(t, f.repo.WriteFile("modules/values.yaml", "global: [\n", 0)) }, "bad YAML")
 	refuse("no modules dir", func() { must(t, f.repo.Remove("modules")) }, "has no modules")
 
+	// with the checkout limited to modules/, an escaping link elsewhere is not checked out
+	limited, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
+		Paths: []string{"modules"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	must(t, os.Symlink("/etc/passwd", filepath.Join(f.repo.Dir, "outside-link")))
+	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 8}\n", 0))
+	_, err = f.repo.Commit("link outside modules/")
+	must(t, err)
+	must(t, f.repo.Push())
+	if _, _, err := limited.Sync(t.Context()); err != nil {
+		t.Fatalf("a link outside the checked-out paths refused the revision: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(limited.CurrentDir(), "outside-link")); err == nil {
+		t.Fatal("a path outside Paths was checked out")
+	}
+	must(t, f.repo.Remove("outside-link"))
+
 	// the next good commit is picked up
 	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 9}\n", 0))
 	good, err := f.repo.Commit("fixed")

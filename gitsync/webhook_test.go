@@ -14,7 +14,7 @@ func TestWebhook(t *testing.T) {
 	body := `{"ref":"refs/heads/main"}`
 	tests := []struct {
 		name, method, sig string
-		want               int
+		want              int
 	}{
 		{name: "signed", method: "POST", sig: Sign(secret, []byte(body)), want: http.StatusAccepted},
 		{name: "missing signature", method: "POST", want: http.StatusUnauthorized},

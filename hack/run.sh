@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # make run: the operator on examples/ against the local control plane, or
 # against the cluster $KUBECONFIG names. Ctrl-C stops everything.
+# Git mode by default: it follows this repository (file:// of the clone,
+# examples/ paths). RUN_MODE=local (make run-local) watches the working
+# copy instead, so unsaved-to-git edits are picked up on every save.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN_DIR=bin/run
@@ -27,10 +30,20 @@ export KUBECONFIG
 
 ADDR=${ADDON_OPERATOR_LISTEN_ADDRESS:-127.0.0.1:9115}
 export ADDON_OPERATOR_NAMESPACE=${ADDON_OPERATOR_NAMESPACE:-default}
-export MODULES_DIR=${MODULES_DIR:-$PWD/examples/modules}
-export GLOBAL_HOOKS_DIR=${GLOBAL_HOOKS_DIR:-$PWD/examples/global-hooks}
 export LOG_TYPE=${LOG_TYPE:-text}
-echo "starting addon-operator on $MODULES_DIR (logs: $RUN_DIR/operator.log)"
+if [ "${RUN_MODE:-git}" = local ]; then
+  export MODULES_DIR=${MODULES_DIR:-$PWD/examples/modules}
+  export GLOBAL_HOOKS_DIR=${GLOBAL_HOOKS_DIR:-$PWD/examples/global-hooks}
+  echo "starting addon-operator on the working copy $MODULES_DIR (logs: $RUN_DIR/operator.log)"
+else
+  export GIT_URL=${GIT_URL:-file://$PWD}
+  export GIT_REF=${GIT_REF:-$(git rev-parse --abbrev-ref HEAD 2>/dev/null || echo main)}
+  export MODULES_DIR=${MODULES_DIR:-examples/modules}
+  export GLOBAL_HOOKS_DIR=${GLOBAL_HOOKS_DIR:-examples/global-hooks}
+  export GIT_CHECKOUT_DIR=${GIT_CHECKOUT_DIR:-$PWD/$RUN_DIR/git}
+  export GIT_POLL_INTERVAL=${GIT_POLL_INTERVAL:-5s}
+  echo "starting addon-operator on $(echo "$GIT_URL" | sed -E 's#(https?://)[^/@]*@#\1#') ref $GIT_REF, $MODULES_DIR (logs: $RUN_DIR/operator.log)"
+fi
 bin/addon-operator start --listen-address "$ADDR" > "$RUN_DIR/operator.log" 2>&1 &
 op=$!
 pids+=($op)
@@ -52,4 +65,11 @@ The operator keeps running and reacts to changes:
   tail -f $RUN_DIR/operator.log
 examples/README.md has more to try. Press Ctrl-C to stop.
 MSG
+if [ "${RUN_MODE:-git}" != local ]; then
+  cat <<MSG
+Git mode: commit a change under examples/ and it is applied within ${GIT_POLL_INTERVAL};
+  bin/addon-operator source status --address http://$ADDR
+make run-local follows the working copy instead (every save).
+MSG
+fi
 wait "$op"
