@@ -39,9 +39,9 @@ type Options struct {
 	Require []string
 	// Paths limits the checkout to these subtrees (empty: the whole tree):
 	// the operator needs only the modules and global hooks directories.
-	Paths []string
-	Logger  *slog.Logger
-	Now     func() time.Time
+	Paths  []string
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Revision is one checked-out commit.
