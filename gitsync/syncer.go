@@ -37,6 +37,10 @@ type Options struct {
 	// Require lists paths (relative to the repository root) every revision
 	// must have, such as the modules directory.
 	Require []string
+	// VerifyKeysDir holds trusted OpenPGP public keys (armored, one or more
+	// files); when set, a revision whose commit is unsigned or signed by
+	// another key is refused.
+	VerifyKeysDir string
 	// Paths limits the checkout to these subtrees (empty: the whole tree):
 	// the operator needs only the modules and global hooks directories.
 	Paths  []string
@@ -229,6 +233,9 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 		s.mu.Unlock()
 		return cur, false, nil
 	}
+	if err := s.verify(commit); err != nil {
+		return nil, false, err
+	}
 	rev := &Revision{
 		Commit: commit.Hash.String(), Ref: ref, Subject: firstLine(commit.Message),
 		Author: commit.Author.Name + " <" + commit.Author.Email + ">", Time: commit.Author.When,
@@ -335,6 +342,40 @@ func orHash(ref, hash string) string {
 		return ref
 	}
 	return hash
+}
+
+// verify checks the commit's signature against the trusted keys.
+func (s *Syncer) verify(c *object.Commit) error {
+	if s.opts.VerifyKeysDir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(s.opts.VerifyKeysDir)
+	if err != nil {
+		return fmt.Errorf("trusted keys: %w", err)
+	}
+	var keys []string
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.opts.VerifyKeysDir, e.Name()))
+		if err != nil {
+			return fmt.Errorf("trusted keys: %w", err)
+		}
+		keys = append(keys, string(b))
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("trusted keys: no key files in %s", s.opts.VerifyKeysDir)
+	}
+	if strings.TrimSpace(c.PGPSignature) == "" {
+		return fmt.Errorf("commit %s (%s) is not signed, and signature verification is on", short(c.Hash.String()), firstLine(c.Message))
+	}
+	for _, k := range keys {
+		if _, err := c.Verify(k); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("commit %s (%s) is not signed by a trusted key", short(c.Hash.String()), firstLine(c.Message))
 }
 
 // peel follows annotated tags to their commit.

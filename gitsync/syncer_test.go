@@ -317,3 +317,46 @@ func TestScrub(t *testing.T) {
 		}
 	}
 }
+
+func TestSignatureVerification(t *testing.T) {
+	f := newFixture(t)
+	keys := t.TempDir()
+	trusted := filepath.Join(keys, "release.asc")
+	home, fpr, err := gitserver.NewSigningKey(t.TempDir(), "release@example.com", trusted)
+	must(t, err)
+	otherHome, otherFpr, err := gitserver.NewSigningKey(t.TempDir(), "someone@example.com", filepath.Join(t.TempDir(), "other.asc"))
+	must(t, err)
+
+	f.repo.SignWith(home, fpr)
+	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: signed}\n", 0))
+	signed, err := f.repo.Commit("signed release")
+	must(t, err)
+	must(t, f.repo.Push())
+	s, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
+		VerifyKeysDir: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	rev, _, err := s.Sync(t.Context())
+	if err != nil || rev.Commit != signed {
+		t.Fatalf("signed by a trusted key: %v, %v", rev, err)
+	}
+
+	for _, tc := range []struct {
+		name, home, key, want string
+	}{
+		{name: "unsigned", want: "is not signed"},
+		{name: "unknown key", home: otherHome, key: otherFpr, want: "not signed by a trusted key"},
+	} {
+		f.repo.SignWith(tc.home, tc.key)
+		must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: "+strings.ReplaceAll(tc.name, " ", "-")+"}\n", 0))
+		_, err := f.repo.Commit(tc.name)
+		must(t, err)
+		must(t, f.repo.Push())
+		_, changed, err := s.Sync(t.Context())
+		if err == nil || changed || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s: changed = %v, err = %v", tc.name, changed, err)
+		}
+		if s.Current().Commit != signed {
+			t.Fatalf("%s: the current revision moved", tc.name)
+		}
+	}
+}

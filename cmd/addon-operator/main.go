@@ -201,7 +201,7 @@ func newSource(ctx context.Context, gt gitOptions, op *operatorOptions, logger *
 		}
 	}
 	src.syncer, err = gitsync.New(gitsync.Options{
-		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout,
+		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout, VerifyKeysDir: gt.VerifyKeysDir,
 		Require: []string{src.modulesDir}, Paths: []string{src.modulesDir, src.globalHooksDir}, Logger: logger,
 		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
 			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},

@@ -114,6 +114,7 @@ type gitOptions struct {
 	SSHKeyFile     string
 	KnownHostsFile string
 	WebhookSecret  string
+	VerifyKeysDir  string
 }
 
 func (o *gitOptions) bind(fs *flag.FlagSet, e *env) {
@@ -127,6 +128,7 @@ func (o *gitOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&o.TokenFile, "git-token-file", e.str([]string{"GIT_TOKEN_FILE"}, ""), "file with an https token (env GIT_TOKEN_FILE)")
 	fs.StringVar(&o.SSHKeyFile, "git-ssh-key-file", e.str([]string{"GIT_SSH_KEY_FILE"}, ""), "ssh private key file (env GIT_SSH_KEY_FILE)")
 	fs.StringVar(&o.WebhookSecret, "git-webhook-secret-file", e.str([]string{"GIT_WEBHOOK_SECRET_FILE"}, ""), "file with the webhook secret; enables POST /hooks/git (env GIT_WEBHOOK_SECRET_FILE)")
+	fs.StringVar(&o.VerifyKeysDir, "git-verify-keys-dir", e.str([]string{"GIT_VERIFY_KEYS_DIR"}, ""), "directory of trusted OpenPGP public keys; enables commit signature verification (env GIT_VERIFY_KEYS_DIR)")
 	fs.StringVar(&o.KnownHostsFile, "git-known-hosts-file", e.str([]string{"GIT_KNOWN_HOSTS_FILE"}, ""), "known_hosts file (env GIT_KNOWN_HOSTS_FILE; default ~/.ssh/known_hosts)")
 }
 

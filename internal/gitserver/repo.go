@@ -21,7 +21,13 @@ type Repo struct {
 	Bare string
 
 	clock time.Time
+	// signing: GNUPGHOME and key for signed commits (SignWith)
+	gnupgHome, signingKey string
 }
+
+// SignWith makes later commits signed with the key in gnupgHome; an empty
+// key goes back to unsigned commits.
+func (r *Repo) SignWith(gnupgHome, key string) { r.gnupgHome, r.signingKey = gnupgHome, key }
 
 // NewRepo creates an empty work tree in workDir and a bare repository
 // <root>/<name>.git, with "main" as the initial branch.
@@ -87,7 +93,11 @@ func (r *Repo) Commit(msg string) (string, error) {
 	}
 	r.clock = r.clock.Add(time.Second)
 	date := strconv.FormatInt(r.clock.Unix(), 10) + " +0000"
-	cmd := exec.Command("git", "commit", "--quiet", "--allow-empty", "-m", msg)
+	args := []string{"commit", "--quiet", "--allow-empty", "-m", msg}
+	if r.signingKey != "" {
+		args = append(args, "--gpg-sign="+r.signingKey)
+	}
+	cmd := exec.Command("git", args...)
 	cmd.Dir = r.Dir
 	cmd.Env = append(os.Environ(),
 		"GIT_AUTHOR_NAME=Fixture Author", "GIT_AUTHOR_EMAIL=author@example.com",
@@ -95,6 +105,9 @@ func (r *Repo) Commit(msg string) (string, error) {
 		"GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date,
 		"GIT_CONFIG_NOSYSTEM=1", "HOME="+os.TempDir(),
 	)
+	if r.gnupgHome != "" {
+		cmd.Env = append(cmd.Env, "GNUPGHOME="+r.gnupgHome)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("git commit: %w: %s", err, out)
 	}
@@ -132,6 +145,43 @@ func (r *Repo) AnnotatedTag(name, msg string) error {
 func (r *Repo) PullRef(n int, sha string) error {
 	_, err := r.Git("update-ref", fmt.Sprintf("refs/pull/%d/head", n), sha)
 	return err
+}
+
+// NewSigningKey creates an OpenPGP key in a new GNUPGHOME under dir and
+// writes its armored public key to pubFile; it returns the GNUPGHOME and
+// the key's fingerprint.
+func NewSigningKey(dir, email, pubFile string) (gnupgHome, fingerprint string, err error) {
+	gnupgHome = filepath.Join(dir, "gnupg")
+	if err := os.MkdirAll(gnupgHome, 0o700); err != nil {
+		return "", "", err
+	}
+	gpg := func(args ...string) (string, error) {
+		cmd := exec.Command("gpg", append([]string{"--batch", "--homedir", gnupgHome}, args...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("gpg %s: %w: %s", strings.Join(args, " "), err, errb.String())
+		}
+		return out.String(), nil
+	}
+	if _, err := gpg("--passphrase", "", "--quick-gen-key", "Fixture Signer <"+email+">", "ed25519", "sign", "never"); err != nil {
+		return "", "", err
+	}
+	out, err := gpg("--with-colons", "--list-secret-keys", email)
+	if err != nil {
+		return "", "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Split(line, ":"); len(f) > 9 && f[0] == "fpr" {
+			fingerprint = f[9]
+			break
+		}
+	}
+	pub, err := gpg("--armor", "--export", fingerprint)
+	if err != nil {
+		return "", "", err
+	}
+	return gnupgHome, fingerprint, os.WriteFile(pubFile, []byte(pub), 0o644)
 }
 
 // Push mirrors every ref of the work repository into the bare repository
