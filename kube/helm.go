@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -123,6 +124,21 @@ func (h *Helm) chart(r Release) (*chart.Chart, error) {
 	if ok && r.ChartHash != "" {
 		return c, nil
 	}
+	c, err := loadChart(r)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if len(h.charts) >= maxCachedCharts {
+		clear(h.charts) // charts of old trees go; the current ones reload once
+	}
+	h.charts[key] = c
+	h.mu.Unlock()
+	return c, nil
+}
+
+func loadChart(r Release) (*chart.Chart, error) {
+	var c *chart.Chart
 	var err error
 	if _, statErr := os.Stat(filepath.Join(r.ChartDir, "Chart.yaml")); statErr == nil {
 		c, err = chartloader.LoadDir(r.ChartDir)
@@ -133,12 +149,6 @@ func (h *Helm) chart(r Release) (*chart.Chart, error) {
 		return nil, fmt.Errorf("load chart %s: %w", r.ChartDir, err)
 	}
 	c.Values = map[string]any{}
-	h.mu.Lock()
-	if len(h.charts) >= maxCachedCharts {
-		clear(h.charts) // charts of old trees go; the current ones reload once
-	}
-	h.charts[key] = c
-	h.mu.Unlock()
 	return c, nil
 }
 
@@ -205,24 +215,42 @@ func (h *Helm) Checksum(ctx context.Context, r Release) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	manifest, err := render(ctx, c, r, h.namespace)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(manifest))
+	// a label value holds 63 characters
+	return hex.EncodeToString(sum[:])[:40], nil
+}
+
+// Render renders a module's chart with the values without a cluster: the
+// manifests, then each Helm hook's, as Helm would apply them.
+func Render(ctx context.Context, r Release, namespace string) (string, error) {
+	c, err := loadChart(r)
+	if err != nil {
+		return "", err
+	}
+	return render(ctx, c, r, namespace)
+}
+
+func render(ctx context.Context, c *chart.Chart, r Release, namespace string) (string, error) {
 	// ClientOnly replaces the configuration's kube client and release
 	// storage with fakes, so rendering gets a configuration of its own.
 	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = r.Name, h.namespace
+	inst.ReleaseName, inst.Namespace = r.Name, namespace
 	inst.IncludeCRDs = true
 	rel, err := inst.RunWithContext(ctx, c, r.Values)
 	if err != nil {
 		return "", fmt.Errorf("render chart of %s: %w", r.Name, err)
 	}
-	sum := sha256.New()
-	sum.Write([]byte(rel.Manifest))
+	var b strings.Builder
+	b.WriteString(rel.Manifest)
 	for _, hk := range rel.Hooks {
-		sum.Write([]byte(hk.Path))
-		sum.Write([]byte(hk.Manifest))
+		fmt.Fprintf(&b, "\n---\n# Source: %s\n%s", hk.Path, hk.Manifest)
 	}
-	// a label value holds 63 characters
-	return hex.EncodeToString(sum.Sum(nil))[:40], nil
+	return b.String(), nil
 }
 
 // Upgrade installs or upgrades a module's release. It skips the upgrade

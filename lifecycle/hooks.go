@@ -209,8 +209,7 @@ func (o *Operator) flags(store *values.Store) []bool {
 // 4). It reads "true" or "false" from MODULE_ENABLED_RESULT; when the
 // script left that file empty, the last line it printed counts (the form
 // MODULES.md shows).
-func (o *Operator) runEnabledScript(ctx context.Context, m *loader.Module, enabledBefore []string) (bool, error) {
-	_, store := o.current()
+func (o *Operator) runEnabledScript(ctx context.Context, store *values.Store, m *loader.Module, enabledBefore []string) (bool, error) {
 	files, err := o.newHookFiles()
 	if err != nil {
 		return false, err

@@ -10,6 +10,7 @@ import (
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
+	"github.com/addonops/addon-operator/values"
 )
 
 // Task kinds, as /queue shows them.
@@ -102,17 +103,9 @@ func (o *Operator) discoverTask() *queue.Task {
 			if err != nil {
 				return err
 			}
-			var enabled []string
-			for _, m := range model.Modules {
-				on := store.Enabled(m.Key)
-				if on && m.EnabledScript != "" {
-					if on, err = o.runEnabledScript(ctx, m, slices.Clone(enabled)); err != nil {
-						return err
-					}
-				}
-				if on {
-					enabled = append(enabled, m.Name)
-				}
+			enabled, err := o.resolveEnabled(ctx, model, store)
+			if err != nil {
+				return err
 			}
 			o.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
 
@@ -156,6 +149,25 @@ func (o *Operator) discoverTask() *queue.Task {
 			return nil
 		},
 	}
+}
+
+// resolveEnabled is step 4's decision: the merged enabled flag, then the
+// enabled script, which sees the modules enabled before it.
+func (o *Operator) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store) ([]string, error) {
+	var enabled []string
+	for _, m := range model.Modules {
+		on := store.Enabled(m.Key)
+		if on && m.EnabledScript != "" {
+			var err error
+			if on, err = o.runEnabledScript(ctx, store, m, slices.Clone(enabled)); err != nil {
+				return nil, err
+			}
+		}
+		if on {
+			enabled = append(enabled, m.Name)
+		}
+	}
+	return enabled, nil
 }
 
 // convergedTask ends a reload: the operator is ready after the first one,

@@ -42,8 +42,15 @@ func main() {
 		err = start(args)
 	case "source":
 		err = sourceCommand(args)
+	case "render":
+		err = renderCommand(args, os.Stdout)
+	case "diff":
+		err = diffCommand(args, os.Stdout)
 	default:
-		err = fmt.Errorf("unknown command %q (commands: start, source)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: start, source, render, diff)", cmd)
+	}
+	if errors.Is(err, errDiffFound) {
+		os.Exit(1)
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "addon-operator:", err)

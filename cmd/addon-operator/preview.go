@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"sigs.k8s.io/yaml"
+
+	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/lifecycle"
+	"github.com/addonops/addon-operator/loader"
+)
+
+// errDiffFound makes `diff` exit 1 without an error message, as diff(1) does.
+var errDiffFound = errors.New("differences found")
+
+// previewOptions choose the tree and values of render and diff.
+type previewOptions struct {
+	Repo           string
+	WorkTree       string
+	ModulesDir     string
+	GlobalHooksDir string
+	ValuesFile     string
+	Namespace      string
+	Auth           gitsync.Auth
+}
+
+func (o *previewOptions) bind(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&o.Repo, "repo", e.str([]string{"GIT_URL"}, "."), "repository to read refs from (env GIT_URL; default: the current directory)")
+	fs.StringVar(&o.WorkTree, "work-tree", "", "the working copy rendered when no ref is given (default: --repo when it is a local directory, else the current directory)")
+	fs.StringVar(&o.ModulesDir, "modules-dir", e.str([]string{"MODULES_DIR"}, "modules"), "modules directory inside the repository (env MODULES_DIR)")
+	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR"}, "global-hooks"), "global hooks directory inside the repository (env GLOBAL_HOOKS_DIR)")
+	fs.StringVar(&o.ValuesFile, "values", "", "ConfigMap values: a ConfigMap manifest, or a map of sections (global: {...}, someModule: {...})")
+	fs.StringVar(&o.Namespace, "namespace", e.str([]string{"ADDON_OPERATOR_NAMESPACE"}, "default"), "namespace the manifests are rendered for")
+	fs.StringVar(&o.Auth.Username, "git-username", e.str([]string{"GIT_USERNAME"}, ""), "user name for https (env GIT_USERNAME)")
+	fs.StringVar(&o.Auth.PasswordFile, "git-password-file", e.str([]string{"GIT_PASSWORD_FILE"}, ""), "https password file (env GIT_PASSWORD_FILE)")
+	fs.StringVar(&o.Auth.TokenFile, "git-token-file", e.str([]string{"GIT_TOKEN_FILE"}, ""), "https token file (env GIT_TOKEN_FILE)")
+	fs.StringVar(&o.Auth.SSHKeyFile, "git-ssh-key-file", e.str([]string{"GIT_SSH_KEY_FILE"}, ""), "ssh key file (env GIT_SSH_KEY_FILE)")
+	fs.StringVar(&o.Auth.KnownHostsFile, "git-known-hosts-file", e.str([]string{"GIT_KNOWN_HOSTS_FILE"}, ""), "known_hosts file (env GIT_KNOWN_HOSTS_FILE)")
+}
+
+// configData reads --values.
+func (o *previewOptions) configData() (map[string]string, error) {
+	if o.ValuesFile == "" {
+		return map[string]string{}, nil
+	}
+	b, err := os.ReadFile(o.ValuesFile)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.ValuesFile, err)
+	}
+	if d, ok := doc["data"].(map[string]any); ok && doc["kind"] == "ConfigMap" {
+		doc = d
+	}
+	out := map[string]string{}
+	for k, v := range doc {
+		if s, ok := v.(string); ok {
+			out[k] = s
+			continue
+		}
+		y, err := yaml.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = string(y)
+	}
+	return out, nil
+}
+
+// render renders the tree at ref (checked out from the repository) or, with
+// an empty ref, the working copy.
+func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Preview, error) {
+	config, err := o.configData()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []*string{&o.ModulesDir, &o.GlobalHooksDir} {
+		if *p, err = inRepo("directory", *p); err != nil {
+			return nil, err
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ld := loader.New(loader.WithLogger(logger))
+	if ref == "" {
+		wt := o.WorkTree
+		if wt == "" {
+			wt = "."
+			if st, err := os.Stat(o.Repo); err == nil && st.IsDir() {
+				wt = o.Repo
+			}
+		}
+		return lifecycle.RenderPreview(ctx, ld, wt, filepath.Join(wt, o.ModulesDir), filepath.Join(wt, o.GlobalHooksDir), config, o.Namespace, logger)
+	}
+	repo := o.Repo
+	if !strings.Contains(repo, "://") && !strings.Contains(repo, "@") {
+		if repo, err = filepath.Abs(repo); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "addon-operator-preview-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	s, err := gitsync.New(gitsync.Options{URL: repo, Ref: ref, CheckoutDir: dir, Auth: o.Auth, Logger: logger,
+		Require: []string{o.ModulesDir}, Paths: []string{o.ModulesDir, o.GlobalHooksDir}})
+	if err != nil {
+		return nil, err
+	}
+	rev, _, err := s.Sync(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lifecycle.RenderPreview(ctx, ld, rev.Dir, filepath.Join(rev.Dir, o.ModulesDir), filepath.Join(rev.Dir, o.GlobalHooksDir), config, o.Namespace, logger)
+}
+
+func renderCommand(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	e := &env{}
+	var po previewOptions
+	po.bind(fs, e)
+	ref := fs.String("ref", "", "branch, tag, full ref or commit to render (default: the working copy, see --work-tree)")
+	if err := parse(fs, e, args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	p, err := po.render(ctx, *ref)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "# enabled modules: %s\n", strings.Join(p.Enabled, ", "))
+	for _, name := range p.Enabled {
+		if m, ok := p.Manifests[name]; ok {
+			fmt.Fprintf(out, "---\n# module: %s\n%s\n", name, strings.TrimSpace(m))
+		}
+	}
+	return nil
+}
+
+func diffCommand(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	e := &env{}
+	var po previewOptions
+	po.bind(fs, e)
+	from := fs.String("from", "", "the ref before (required)")
+	to := fs.String("to", "", "the ref after (default: the working copy, see --work-tree)")
+	if err := parse(fs, e, args); err != nil {
+		return err
+	}
+	if *from == "" {
+		return errors.New("usage: addon-operator diff --from REF [--to REF]")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	toOpts := po
+	before, err := po.render(ctx, *from)
+	if err != nil {
+		return fmt.Errorf("--from %s: %w", *from, err)
+	}
+	after, err := toOpts.render(ctx, *to)
+	if err != nil {
+		return fmt.Errorf("--to %s: %w", *to, err)
+	}
+	toName := *to
+	if toName == "" {
+		toName = "working copy"
+	}
+	var added, removed, changed []string
+	for _, m := range after.Enabled {
+		if !slices.Contains(before.Enabled, m) {
+			added = append(added, m)
+		} else if before.Manifests[m] != after.Manifests[m] {
+			changed = append(changed, m)
+		}
+	}
+	for _, m := range before.Enabled {
+		if !slices.Contains(after.Enabled, m) {
+			removed = append(removed, m)
+		}
+	}
+	if len(added)+len(removed)+len(changed) == 0 {
+		fmt.Fprintf(out, "no differences between %s and %s\n", *from, toName)
+		return nil
+	}
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"added", added}, {"removed", removed}, {"changed", changed}} {
+		if len(l.names) > 0 {
+			fmt.Fprintf(out, "%s: %s\n", l.what, strings.Join(l.names, ", "))
+		}
+	}
+	for _, m := range append(append(slices.Clone(added), removed...), changed...) {
+		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(before.Manifests[m]), B: difflib.SplitLines(after.Manifests[m]),
+			FromFile: m + "@" + *from, ToFile: m + "@" + toName, Context: 3,
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(out, text)
+	}
+	return errDiffFound
+}
