@@ -34,16 +34,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	cp, err := testenv.Start(context.Background())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	restCfg = cp.Config
-	client = kubernetes.NewForConfigOrDie(restCfg)
-	code := m.Run()
-	cp.Stop()
-	os.Exit(code)
+	os.Exit(testenv.Main(m, func(cp *testenv.ControlPlane) {
+		restCfg = cp.Config
+		client = kubernetes.NewForConfigOrDie(restCfg)
+	}))
 }
 
 // tree writes files (path → content; a hook is made executable when its

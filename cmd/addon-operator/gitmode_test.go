@@ -33,23 +33,41 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if cp, err = testenv.Start(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	client = kubernetes.NewForConfigOrDie(cp.Config)
 	dir, _ := os.MkdirTemp("", "addon-operator-bin-")
 	binPath = filepath.Join(dir, "addon-operator")
 	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		cp.Stop()
 		os.Exit(1)
 	}
-	code := m.Run()
-	cp.Stop()
+	code := testenv.Main(m, func(c *testenv.ControlPlane) {
+		cp, client = c, kubernetes.NewForConfigOrDie(c.Config)
+	})
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// commitFiles writes and removes files in a fixture repository, commits
+// and pushes; it returns the commit.
+func commitFiles(t *testing.T, repo *gitserver.Repo, msg string, files map[string]string, remove ...string) string {
+	t.Helper()
+	for p, c := range files {
+		if err := repo.WriteFile(p, c, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range remove {
+		if err := repo.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sha, err := repo.Commit(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(); err != nil {
+		t.Fatal(err)
+	}
+	return sha
 }
 
 func moduleFiles(name, key, value string) map[string]string {
@@ -149,24 +167,7 @@ func TestGitMode(t *testing.T) {
 	}
 	commit := func(msg string, files map[string]string, remove ...string) string {
 		t.Helper()
-		for p, c := range files {
-			if err := repo.WriteFile(p, c, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, p := range remove {
-			if err := repo.Remove(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		sha, err := repo.Commit(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := repo.Push(); err != nil {
-			t.Fatal(err)
-		}
-		return sha
+		return commitFiles(t, repo, msg, files, remove...)
 	}
 	files := moduleFiles("001-alpha", "alpha", "1")
 	files["modules/values.yaml"] = "alphaEnabled: true\nbetaEnabled: true\n"
@@ -263,19 +264,7 @@ func TestGitWebhookAndRollback(t *testing.T) {
 		t.Helper()
 		files := moduleFiles("001-alpha", "alpha", v)
 		files["modules/values.yaml"] = "alphaEnabled: true\n"
-		for p, c := range files {
-			if err := repo.WriteFile(p, c, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		sha, err := repo.Commit("alpha " + v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := repo.Push(); err != nil {
-			t.Fatal(err)
-		}
-		return sha
+		return commitFiles(t, repo, "alpha "+v, files)
 	}
 	c1 := push("1")
 	if err := repo.AnnotatedTag("v1", "first release"); err != nil {

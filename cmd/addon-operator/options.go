@@ -45,7 +45,6 @@ type operatorOptions struct {
 	Kubeconfig                 string
 	HookTimeout                time.Duration
 	RetryMin, RetryMax         time.Duration
-	ResourcesCheckInterval     time.Duration
 	Pprof                      bool
 }
 
@@ -60,7 +59,6 @@ func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&o.RetryMin, "retry-min", e.duration("ADDON_OPERATOR_RETRY_MIN", 5*time.Second), "first retry delay of a failed task (env ADDON_OPERATOR_RETRY_MIN)")
 	fs.DurationVar(&o.RetryMax, "retry-max", e.duration("ADDON_OPERATOR_RETRY_MAX", 30*time.Second), "longest retry delay (env ADDON_OPERATOR_RETRY_MAX)")
 	fs.BoolVar(&o.Pprof, "pprof", e.str([]string{"ADDON_OPERATOR_PPROF"}, "") == "true", "serve /debug/pprof on the listen address (env ADDON_OPERATOR_PPROF=true)")
-	fs.DurationVar(&o.ResourcesCheckInterval, "resources-check-interval", e.duration("ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL", 5*time.Minute), "period of the absent-resources check (env ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL)")
 }
 
 // podNamespace is the pod's namespace when running in a cluster, else "default".

@@ -19,22 +19,7 @@ func TestRenderAndDiff(t *testing.T) {
 	}
 	commit := func(msg string, files map[string]string, remove ...string) string {
 		t.Helper()
-		for p, c := range files {
-			if err := repo.WriteFile(p, c, 0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, p := range remove {
-			_ = repo.Remove(p)
-		}
-		sha, err := repo.Commit(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := repo.Push(); err != nil {
-			t.Fatal(err)
-		}
-		return sha
+		return commitFiles(t, repo, msg, files, remove...)
 	}
 	base := merged(moduleFiles("001-alpha", "alpha", "1"), moduleFiles("002-gone", "gone", "g"),
 		map[string]string{"modules/values.yaml": "alphaEnabled: true\ngoneEnabled: true\nbetaEnabled: true\n"})

@@ -345,3 +345,16 @@ func stopProcess(cmd *exec.Cmd, exited <-chan struct{}) {
 		<-exited
 	}
 }
+
+// Main is a package's TestMain: it starts one control plane, hands it to
+// setup, runs the tests and stops it. It returns the exit code.
+func Main(m interface{ Run() int }, setup func(*ControlPlane)) int {
+	cp, err := Start(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cp.Stop()
+	setup(cp)
+	return m.Run()
+}

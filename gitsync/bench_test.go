@@ -1,0 +1,199 @@
+package gitsync
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/addonops/addon-operator/internal/gitserver"
+)
+
+// bigRepo builds, with git fast-import, a bare repository of 2000 files and
+// 1000 commits (the first adds every file, each later one changes one).
+func bigRepo(b *testing.B, root string) string {
+	b.Helper()
+	bare := filepath.Join(root, "big.git")
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", "--initial-branch=main", bare).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	var in bytes.Buffer
+	mark := 0
+	blob := func(content string) int {
+		mark++
+		fmt.Fprintf(&in, "blob\nmark :%d\ndata %d\n%s\n", mark, len(content), content)
+		return mark
+	}
+	when := int64(1767225600)
+	for c := range 1000 {
+		type change struct {
+			path string
+			mark int
+		}
+		var changes []change
+		if c == 0 {
+			for f := range 2000 {
+				changes = append(changes, change{fmt.Sprintf("modules/%03d-mod/templates/file-%04d.yaml", f%100, f), blob(strings.Repeat(fmt.Sprintf("line %d of file %d\n", f, f), 20))})
+			}
+		} else {
+			f := c % 2000
+			changes = append(changes, change{fmt.Sprintf("modules/%03d-mod/templates/file-%04d.yaml", f%100, f), blob(fmt.Sprintf("changed in commit %d\n", c))})
+		}
+		mark++
+		msg := fmt.Sprintf("commit %d", c)
+		fmt.Fprintf(&in, "commit refs/heads/main\nmark :%d\ncommitter Bench <b@example.com> %d +0000\ndata %d\n%s\n", mark, when+int64(c), len(msg), msg)
+		if c > 0 {
+			fmt.Fprintf(&in, "from :%d\n", mark-2)
+		}
+		for _, ch := range changes {
+			fmt.Fprintf(&in, "M 100644 :%d %s\n", ch.mark, ch.path)
+		}
+		in.WriteString("\n")
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir, cmd.Stdin = bare, &in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("fast-import: %v: %s", err, out)
+	}
+	return bare
+}
+
+// pushCommit adds one commit to main of the bare repository.
+func pushCommit(b *testing.B, bare string, n int) {
+	b.Helper()
+	work := b.TempDir()
+	run := func(dir string, args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@e", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@e")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	run(work, "clone", "--quiet", "--depth", "1", "file://"+bare, "w")
+	w := filepath.Join(work, "w")
+	if err := os.WriteFile(filepath.Join(w, "modules/000-mod/templates/file-0000.yaml"), []byte(fmt.Sprintf("new %d\n", n)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	run(w, "commit", "--quiet", "-am", fmt.Sprintf("new %d", n))
+	run(w, "push", "--quiet", "origin", "main")
+}
+
+// measure runs a command and returns its wall time and peak RSS (bytes).
+func measure(b *testing.B, cmd *exec.Cmd) (time.Duration, int64) {
+	b.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%v: %v\n%s", cmd.Args, err, out.String())
+	}
+	return time.Since(start), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+}
+
+// ours runs one Syncer.Sync in a child process (this test binary), so its
+// time and peak RSS are measured like git's.
+func ours(url, checkout string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSync$")
+	cmd.Env = append(os.Environ(), "HELPER_SYNC_URL="+url, "HELPER_SYNC_DIR="+checkout)
+	return cmd
+}
+
+// TestHelperSync is the child process of BenchmarkGitSideBySide.
+func TestHelperSync(t *testing.T) {
+	url := os.Getenv("HELPER_SYNC_URL")
+	if url == "" {
+		return // not a child: nothing to do
+	}
+	s, err := New(Options{URL: url, Ref: "main", CheckoutDir: os.Getenv("HELPER_SYNC_DIR"), Paths: []string{"modules"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a child starts without the previous run's in-memory state: sync once
+	// from the kept object store and revision, as a restarted operator does
+	if _, _, err := s.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkGitSideBySide compares the syncer with the git CLI on the same
+// loopback HTTP server and repository (2000 files, 1000 commits): the
+// initial checkout (git clone --depth 1), fetching one new commit (git
+// fetch) and a no-change poll (git ls-remote). Each is run 5 times,
+// alternating; medians and their ratio are reported. Run with -benchtime 1x.
+func BenchmarkGitSideBySide(b *testing.B) {
+	root := b.TempDir()
+	bare := bigRepo(b, root)
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	url := srv.URL("big")
+	const rounds = 5
+	report := func(name string, o, g []time.Duration, oRSS, gRSS int64) {
+		b.ReportMetric(float64(median(o).Microseconds())/1000, name+"-ours-ms")
+		b.ReportMetric(float64(median(g).Microseconds())/1000, name+"-git-ms")
+		b.ReportMetric(float64(median(o))/float64(median(g)), name+"-ratio")
+		b.ReportMetric(float64(oRSS)/(1<<20), name+"-ours-MiB")
+		b.ReportMetric(float64(gRSS)/(1<<20), name+"-git-MiB")
+	}
+	for range b.N {
+		var o, g []time.Duration
+		var oRSS, gRSS int64
+		for i := range rounds {
+			d, rss := measure(b, ours(url, filepath.Join(b.TempDir(), "c")))
+			o, oRSS = append(o, d), max(oRSS, rss)
+			d, rss = measure(b, exec.Command("git", "clone", "--quiet", "--depth", "1", "--branch", "main", url, filepath.Join(b.TempDir(), fmt.Sprint("g", i))))
+			g, gRSS = append(g, d), max(gRSS, rss)
+		}
+		report("clone", o, g, oRSS, gRSS)
+
+		// fetching one new commit into a kept store
+		oursDir := filepath.Join(b.TempDir(), "kept")
+		measure(b, ours(url, oursDir))
+		gitDir := filepath.Join(b.TempDir(), "gitkept")
+		measure(b, exec.Command("git", "clone", "--quiet", "--bare", url, gitDir))
+		o, g, oRSS, gRSS = nil, nil, 0, 0
+		for i := range rounds {
+			pushCommit(b, bare, i)
+			d, rss := measure(b, ours(url, oursDir))
+			o, oRSS = append(o, d), max(oRSS, rss)
+			cmd := exec.Command("git", "fetch", "--quiet", "origin", "+refs/heads/main:refs/heads/main")
+			cmd.Dir = gitDir
+			d, rss = measure(b, cmd)
+			g, gRSS = append(g, d), max(gRSS, rss)
+		}
+		report("fetch", o, g, oRSS, gRSS)
+
+		// a poll when nothing changed: no objects may move
+		o, g, oRSS, gRSS = nil, nil, 0, 0
+		for range rounds {
+			uploads := srv.UploadPackRequests()
+			d, rss := measure(b, ours(url, oursDir))
+			if n := srv.UploadPackRequests() - uploads; n != 0 {
+				b.Fatalf("a no-change poll made %d object-transferring requests", n)
+			}
+			o, oRSS = append(o, d), max(oRSS, rss)
+			// (git's protocol v2 lists refs with a POST to git-upload-pack, so it is not counted)
+			d, rss = measure(b, exec.Command("git", "ls-remote", url, "refs/heads/main"))
+			g, gRSS = append(g, d), max(gRSS, rss)
+		}
+		report("poll", o, g, oRSS, gRSS)
+	}
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The git syncer side by side with the git CLI on one loopback server.
+set -euo pipefail
+cmd="go test -run '^\$' -bench GitSideBySide -benchtime 1x ./gitsync/"
+echo "## Git: the syncer against the git CLI"
+echo
+echo "\`$cmd\`"
+echo
+echo '```'
+eval "$cmd" 2>/dev/null | grep -E '^Benchmark' | tr '\t' '\n' | sed -e 's/^ *//' -e '/^$/d'
+echo '```'
+cat <<'TXT'
+
+One repository of 2000 files and 1000 commits behind `git http-backend` on loopback; each operation
+5 times, alternating, medians. `clone`: our first sync (full history into the kept object store,
+then the tree written as a revision) against `git clone --depth 1`. `fetch`: one new commit,
+ours (fetch into the kept store and write the new revision's 2000 files) against `git fetch` into a
+bare clone (no checkout). `poll`: nothing changed, ours against `git ls-remote`; the benchmark fails
+if a poll of ours sends a single object-transferring request. Ours runs in a child process so both
+sides pay a process start and report peak RSS (`-MiB`) the same way.
+TXT
