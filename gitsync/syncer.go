@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -128,7 +129,33 @@ func New(opts Options) (*Syncer, error) {
 		trigger: make(chan struct{}, 1),
 	}
 	s.status = Status{URL: Scrub(opts.URL), DesiredRef: opts.Ref, History: []Revision{}}
+	s.restore()
 	return s, nil
+}
+
+// restore adopts the revision the current link points at, left by an
+// earlier run, so a restarted operator resumes from it and the next new
+// revision is written incrementally.
+func (s *Syncer) restore() {
+	target, err := os.Readlink(s.CurrentDir())
+	if err != nil {
+		return
+	}
+	sha := filepath.Base(target)
+	dir := filepath.Join(s.opts.CheckoutDir, "revisions", sha)
+	if !shaRe.MatchString(sha) {
+		return
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return
+	}
+	c, err := s.repo.CommitObject(plumbing.NewHash(sha))
+	if err != nil {
+		return
+	}
+	rev := Revision{Commit: sha, Subject: firstLine(c.Message), Author: c.Author.Name + " <" + c.Author.Email + ">", Time: c.Author.When, Dir: dir}
+	s.current = &rev
+	s.status.History = []Revision{rev}
 }
 
 // SetValidate sets the check a revision must pass before it is published
@@ -240,7 +267,7 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 		Commit: commit.Hash.String(), Ref: ref, Subject: firstLine(commit.Message),
 		Author: commit.Author.Name + " <" + commit.Author.Email + ">", Time: commit.Author.When,
 	}
-	dir, err := s.checkout(commit)
+	dir, err := s.checkout(commit, cur)
 	if err != nil {
 		return nil, false, err
 	}
@@ -327,14 +354,71 @@ func (s *Syncer) fetch(ctx context.Context, remoteRef, hash string, auth transpo
 		// a commit SHA: fetch branches and tags, then look for it
 		specs = []config.RefSpec{"+refs/heads/*:refs/sync/heads/*", "+refs/tags/*:refs/sync/tags/*"}
 	}
-	err := s.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: auth, Force: true, Tags: git.NoTags})
+	opts := &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: auth, Force: true, Tags: git.NoTags}
+	if remoteRef != "" && s.emptyStore() {
+		// the first fetch needs only the commit, not its history
+		opts.Depth = 1
+	}
+	err := s.repo.FetchContext(ctx, opts)
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return fmt.Errorf("fetch %s: %w", orHash(remoteRef, hash), err)
 	}
 	if _, err := s.repo.Object(plumbing.AnyObject, plumbing.NewHash(hash)); err != nil {
+		if opts.Depth != 0 {
+			return fmt.Errorf("commit %s not found on the remote", hash)
+		}
+		if remoteRef != "" && s.shallow() {
+			// the ref moved behind the shallow boundary (a force-push to an
+			// older commit): start the store over with that commit
+			s.logger.Info("ref moved behind the fetched history; fetching it afresh", "ref", remoteRef)
+			if err := s.resetStore(); err != nil {
+				return err
+			}
+			return s.fetch(ctx, remoteRef, hash, auth)
+		}
 		return fmt.Errorf("commit %s not found on the remote", hash)
 	}
 	return nil
+}
+
+// shallow: the store was fetched with a depth.
+func (s *Syncer) shallow() bool {
+	sh, err := s.repo.Storer.Shallow()
+	return err == nil && len(sh) > 0
+}
+
+// resetStore empties the object store (checked-out revisions stay).
+func (s *Syncer) resetStore() error {
+	storeDir := filepath.Join(s.opts.CheckoutDir, "repo.git")
+	if err := os.RemoveAll(storeDir); err != nil {
+		return err
+	}
+	repo, err := git.PlainInit(storeDir, true)
+	if err != nil {
+		return err
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{s.opts.URL}}); err != nil {
+		return err
+	}
+	s.repo = repo
+	return nil
+}
+
+// emptyStore: nothing was fetched yet.
+func (s *Syncer) emptyStore() bool {
+	refs, err := s.repo.References()
+	if err != nil {
+		return false
+	}
+	defer refs.Close()
+	empty := true
+	_ = refs.ForEach(func(r *plumbing.Reference) error {
+		if strings.HasPrefix(r.Name().String(), "refs/sync/") {
+			empty = false
+		}
+		return nil
+	})
+	return empty
 }
 
 func orHash(ref, hash string) string {
@@ -396,7 +480,9 @@ func (s *Syncer) peel(h plumbing.Hash) (*object.Commit, error) {
 
 // checkout writes a commit's tree into revisions/<sha> (0700), through a
 // temporary directory renamed into place, so no reader sees half a tree.
-func (s *Syncer) checkout(c *object.Commit) (string, error) {
+// With a previous revision on disk, unchanged files are hard-linked from it
+// and only what changed is written (revisions are never modified in place).
+func (s *Syncer) checkout(c *object.Commit, prev *Revision) (string, error) {
 	final := filepath.Join(s.opts.CheckoutDir, "revisions", c.Hash.String())
 	if _, err := os.Stat(final); err == nil {
 		return final, nil
@@ -415,20 +501,92 @@ func (s *Syncer) checkout(c *object.Commit) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = tree.Files().ForEach(func(f *object.File) error {
-		if !s.wanted(f.Name) {
-			return nil
+	if prev == nil || !s.incremental(tree, prev, tmp) {
+		if err := os.RemoveAll(tmp); err != nil {
+			return "", err
 		}
-		return writeEntry(tmp, f)
-	})
-	if err != nil {
-		return "", fmt.Errorf("check out %s: %w", short(c.Hash.String()), err)
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return "", err
+		}
+		err = tree.Files().ForEach(func(f *object.File) error {
+			if !s.wanted(f.Name) {
+				return nil
+			}
+			return writeEntry(tmp, f)
+		})
+		if err != nil {
+			return "", fmt.Errorf("check out %s: %w", short(c.Hash.String()), err)
+		}
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return "", err
 	}
 	ok = true
 	return final, nil
+}
+
+// incremental fills dir from the previous revision: links for unchanged
+// files, written entries for changed ones. It reports false when it could
+// not (the previous revision is gone or its commit unknown); the caller
+// then writes the whole tree. An error in a changed entry (a symlink out of
+// the checkout) also makes it fall back, and the full write reports it.
+func (s *Syncer) incremental(tree *object.Tree, prev *Revision, dir string) bool {
+	prevCommit, err := s.repo.CommitObject(plumbing.NewHash(prev.Commit))
+	if err != nil {
+		return false
+	}
+	prevTree, err := prevCommit.Tree()
+	if err != nil {
+		return false
+	}
+	changes, err := object.DiffTree(prevTree, tree)
+	if err != nil {
+		return false
+	}
+	changed := map[string]bool{}
+	for _, ch := range changes {
+		changed[ch.From.Name] = true
+		changed[ch.To.Name] = true
+	}
+	err = filepath.WalkDir(prev.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(prev.Dir, p)
+		target := filepath.Join(dir, rel)
+		// directories come with their files: one whose files all went
+		// (a removed module) must not be left behind empty
+		if d.IsDir() || changed[filepath.ToSlash(rel)] {
+			return nil
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		}
+		return os.Link(p, target)
+	})
+	if err != nil {
+		return false
+	}
+	for _, ch := range changes {
+		if ch.To.Name == "" || !s.wanted(ch.To.Name) {
+			continue
+		}
+		f, err := tree.File(ch.To.Name)
+		if errors.Is(err, object.ErrFileNotFound) {
+			continue // a submodule or a directory entry
+		}
+		if err != nil || writeEntry(dir, f) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // wanted: the file is under one of the checked-out subtrees.

@@ -360,3 +360,58 @@ func TestSignatureVerification(t *testing.T) {
 		}
 	}
 }
+
+// Each revision written from the previous one equals a full checkout:
+// changed files rewritten, unchanged linked, removed directories gone. A
+// new Syncer on the same directory resumes from the current revision.
+func TestIncrementalCheckout(t *testing.T) {
+	f := newFixture(t)
+	dir := filepath.Join(t.TempDir(), "checkout")
+	open := func() *Syncer {
+		s, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		must(t, err)
+		return s
+	}
+	s := open()
+	_, _, err := s.Sync(t.Context())
+	must(t, err)
+	must(t, f.repo.WriteFile("modules/002-two/values.yaml", "two: {}\n", 0))
+	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: changed}\n", 0))
+	_, err = f.repo.Commit("add two")
+	must(t, err)
+	must(t, f.repo.Push())
+	_, _, err = s.Sync(t.Context())
+	must(t, err)
+
+	// a restarted syncer picks up where the last one left off
+	s = open()
+	if cur := s.Current(); cur == nil || cur.Subject != "add two" {
+		t.Fatalf("restored current = %+v", cur)
+	}
+	_, changed, err := s.Sync(t.Context())
+	if err != nil || changed {
+		t.Fatalf("first poll after a restart: changed = %v, err = %v", changed, err)
+	}
+	must(t, f.repo.Remove("modules/001-one"))
+	must(t, f.repo.WriteFile("modules/002-two/values.yaml", "two: {x: 1}\n", 0))
+	want, err := f.repo.Commit("remove one")
+	must(t, err)
+	must(t, f.repo.Push())
+	rev, _, err := s.Sync(t.Context())
+	must(t, err)
+	if rev.Commit != want {
+		t.Fatalf("rev = %s", rev.Commit)
+	}
+	if _, err := os.Stat(filepath.Join(rev.Dir, "modules/001-one")); !os.IsNotExist(err) {
+		t.Fatalf("a removed module directory is still there: %v", err)
+	}
+	for p, wantContent := range map[string]string{
+		"modules/values.yaml":         "global: {v: changed}\n",
+		"modules/002-two/values.yaml": "two: {x: 1}\n",
+	} {
+		b, err := os.ReadFile(filepath.Join(rev.Dir, p))
+		if err != nil || string(b) != wantContent {
+			t.Fatalf("%s = %q, %v", p, b, err)
+		}
+	}
+}
