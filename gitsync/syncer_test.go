@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/addonops/addon-operator/internal/gitserver"
 )
 
@@ -413,5 +415,21 @@ func TestIncrementalCheckout(t *testing.T) {
 		if err != nil || string(b) != wantContent {
 			t.Fatalf("%s = %q, %v", p, b, err)
 		}
+	}
+}
+
+func TestRevisionInfoMetric(t *testing.T) {
+	f := newFixture(t)
+	s := f.syncer(t, "file://"+f.repo.Bare, "v1", Auth{})
+	if n := testutil.CollectAndCount(s); n != 0 {
+		t.Fatalf("metrics before the first sync: %d", n)
+	}
+	_, _, err := s.Sync(t.Context())
+	must(t, err)
+	want := "# HELP addon_operator_git_revision_info The git revision the operator runs: 1, labelled with the desired ref and the commit.\n" +
+		"# TYPE addon_operator_git_revision_info gauge\n" +
+		"addon_operator_git_revision_info{commit=\"" + f.c1 + "\",ref=\"v1\"} 1\n"
+	if err := testutil.CollectAndCompare(s, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
 	}
 }

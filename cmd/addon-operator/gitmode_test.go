@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 
 // commitFiles writes and removes files in a fixture repository, commits
 // and pushes; it returns the commit.
-func commitFiles(t *testing.T, repo *gitserver.Repo, msg string, files map[string]string, remove ...string) string {
+func commitFiles(t testing.TB, repo *gitserver.Repo, msg string, files map[string]string, remove ...string) string {
 	t.Helper()
 	for p, c := range files {
 		if err := repo.WriteFile(p, c, 0); err != nil {
@@ -80,7 +80,7 @@ func moduleFiles(name, key, value string) map[string]string {
 
 // operator runs the binary until the test ends; it returns the HTTP address
 // and the log file.
-func operator(t *testing.T, env ...string) (string, string) {
+func operator(t testing.TB, env ...string) (string, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,7 +119,7 @@ func operator(t *testing.T, env ...string) (string, string) {
 	return addr, logPath
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
@@ -150,7 +150,7 @@ func cmValue(ns, name string) string {
 	return cm.Data["v"]
 }
 
-func namespace(t *testing.T, name string) string {
+func namespace(t testing.TB, name string) string {
 	t.Helper()
 	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -198,6 +198,15 @@ func TestGitMode(t *testing.T) {
 	c2 := commit("alpha v2", moduleFiles("001-alpha", "alpha", "2"))
 	eventually(t, "alpha v2", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
 	eventually(t, "the commit recorded", func() bool { c, _ := helm.Commit("alpha"); return c == c2 })
+	eventually(t, "the revision metric", func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `addon_operator_git_revision_info{commit="`+c2+`",ref="main"} 1`)
+	})
 
 	// bad YAML: refused, the previous revision keeps running, the error is reported
 	commit("broken", map[string]string{"modules/001-alpha/values.yaml": "alpha: [\n"})
