@@ -166,14 +166,6 @@ func (q *Queue) HasQueued(kind string) bool {
 	return false
 }
 
-// Remove drops queued (not running) tasks that match.
-func (q *Queue) Remove(match func(*Task) bool) {
-	q.mu.Lock()
-	q.tasks = slices.DeleteFunc(q.tasks, func(t *Task) bool { return !t.running && match(t) })
-	q.changed()
-	q.mu.Unlock()
-}
-
 // Len is the number of tasks, the running one included.
 func (q *Queue) Len() int {
 	q.mu.Lock()

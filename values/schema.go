@@ -235,9 +235,6 @@ func (s *Schema) validator(section string) (v *validate.SchemaValidator, err err
 	return v, nil
 }
 
-// Source is the file the schema came from.
-func (s *Schema) Source() string { return s.source }
-
 // Effective is the schema as it is enforced (after x-extend, the
 // additionalProperties default and, for the Helm schema, x-required-for-helm).
 func (s *Schema) Effective() map[string]any { return deepCopy(s.raw).(map[string]any) }

@@ -124,6 +124,3 @@ func asMap(v any) (map[string]any, bool) {
 	}
 	return nil, false
 }
-
-// JSON encodes values for a hook's values file.
-func (v Values) JSON() ([]byte, error) { return json.Marshal(map[string]any(v)) }

@@ -12,7 +12,7 @@ echo '```'
 cat <<'TXT'
 
 One repository of 2000 files and 1000 commits behind `git http-backend` on loopback; each operation
-5 times, alternating, medians. `clone`: our first sync (full history into the kept object store,
+5 times, alternating, medians. `clone`: our first sync (a depth-1 fetch into the kept object store,
 then the tree written as a revision) against `git clone --depth 1`. `fetch`: one new commit,
 ours (fetch into the kept store and write the new revision's 2000 files) against `git fetch` into a
 bare clone (no checkout). `poll`: nothing changed, ours against `git ls-remote`; the benchmark fails
