@@ -72,8 +72,10 @@ func (o *Operator) hookInputs(store *values.Store, moduleKey string, enabledModu
 
 // runHook runs one hook for one binding with the documented files and
 // environment, then applies its config patch (written to the ConfigMap at
-// once) and its values patch (kept in memory).
-func (o *Operator) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any) (res hookResult, err error) {
+// once) and its values patch (kept in memory). A failure counts in
+// addon_operator_hook_errors, or with allowFailure in
+// addon_operator_hook_allowed_errors.
+func (o *Operator) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
 	model, store := o.current()
 	moduleKey := ""
 	if hook.Module != "" {
@@ -90,7 +92,11 @@ func (o *Operator) runHook(ctx context.Context, hook *loader.Hook, binding strin
 	start := o.cfg.Now()
 	defer func() {
 		o.metrics.hookSeconds.WithLabelValues(hook.Name, binding).Observe(o.cfg.Now().Sub(start).Seconds())
-		if err != nil && !errors.Is(err, context.Canceled) {
+		switch {
+		case err == nil || errors.Is(err, context.Canceled):
+		case allowFailure:
+			o.metrics.hookAllowedErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
+		default:
 			o.metrics.hookErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
 		}
 	}()

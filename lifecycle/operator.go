@@ -81,8 +81,9 @@ type Operator struct {
 	loader  *loader.Loader
 	backend ConfigBackend
 	helm    Helm
-	metrics *metrics
-	queues  *queue.Set
+	metrics   *metrics
+	queues    *queue.Set
+	schedules *schedules
 
 	mu             sync.Mutex
 	model          *loader.Model
@@ -119,7 +120,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	}
 	return &Operator{
 		cfg: cfg, logger: cfg.Logger, loader: ld, backend: backend, helm: helm,
-		metrics: newMetrics(cfg.Registry), modules: map[string]*moduleState{},
+		metrics: newMetrics(cfg.Registry), modules: map[string]*moduleState{}, schedules: newSchedules(),
 	}
 }
 
@@ -161,6 +162,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	main := o.queues.Main()
 	main.Add(o.globalHookTasks(loader.OnStartup)...)
 	main.Add(o.reloadAllTask())
+
+	o.schedules.cron.Start()
+	defer func() { <-o.schedules.cron.Stop().Done() }()
 
 	watchDone := make(chan struct{})
 	go func() {

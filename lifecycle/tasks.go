@@ -56,7 +56,7 @@ func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 			Kind:        kindGlobalHook,
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			Do: func(ctx context.Context) error {
-				res, err := o.runHook(ctx, h, binding, bindingContext(binding))
+				res, err := o.runHook(ctx, h, binding, bindingContext(binding), false)
 				if err != nil {
 					return err
 				}
@@ -185,6 +185,7 @@ func (o *Operator) convergedTask() *queue.Task {
 			o.mu.Unlock()
 			o.metrics.convergence.Observe(took.Seconds())
 			o.logger.Info("converged", "seconds", took.Seconds(), "first", first)
+			o.syncSchedules()
 			if again {
 				o.logger.Info("afterAll hooks changed global values; reloading all modules")
 				o.queues.Main().AddAfterCurrent(o.reloadAllTask())
@@ -228,7 +229,7 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 	run := func(binding string) (bool, error) {
 		changed := false
 		for _, h := range ordered(m.Hooks, binding) {
-			res, err := o.runHook(ctx, h, binding, bindingContext(binding))
+			res, err := o.runHook(ctx, h, binding, bindingContext(binding), false)
 			if err != nil {
 				return false, err
 			}
@@ -278,6 +279,7 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 	}
 	o.mu.Unlock()
 	o.setState(name, StateReady, nil)
+	o.syncSchedules()
 	if changed {
 		logger.Info("afterHelm hooks changed module values; running module again")
 		o.queues.Main().AddAfterCurrent(o.moduleRunTask(name, false))
@@ -306,12 +308,13 @@ func (o *Operator) moduleDeleteTask(name string) *queue.Task {
 			}
 			if m != nil {
 				for _, h := range ordered(m.Hooks, loader.AfterDeleteHelm) {
-					if _, err := o.runHook(ctx, h, loader.AfterDeleteHelm, bindingContext(loader.AfterDeleteHelm)); err != nil {
+					if _, err := o.runHook(ctx, h, loader.AfterDeleteHelm, bindingContext(loader.AfterDeleteHelm), false); err != nil {
 						return err
 					}
 				}
 			}
 			o.setState(name, StateDisabled, nil)
+			o.syncSchedules()
 			return nil
 		},
 	}

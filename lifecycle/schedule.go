@@ -1,0 +1,146 @@
+package lifecycle
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/queue"
+)
+
+const kindScheduleHook = "ScheduleHookRun"
+
+// schedules runs the schedule bindings (HOOKS.md "schedule"): each firing
+// queues a hook run in the binding's queue.
+type schedules struct {
+	mu      sync.Mutex
+	cron    *cron.Cron
+	entries map[string]cron.EntryID // by hook, binding and schedule
+}
+
+func newSchedules() *schedules {
+	return &schedules{cron: cron.New(), entries: map[string]cron.EntryID{}}
+}
+
+func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
+	return h.Module + "\x00" + h.Name + "\x00" + h.Hash + "\x00" + strconv.Itoa(i) + "\x00" + b.Name + "\x00" + b.Crontab
+}
+
+// syncSchedules starts the schedules of global hooks once the first
+// reload converged, and of each module once it has run since it was
+// enabled; it stops every other (a disabled or removed module's, an old
+// tree's).
+func (o *Operator) syncSchedules() {
+	model, _ := o.current()
+	type job struct {
+		hook    *loader.Hook
+		binding loader.ScheduleBinding
+	}
+	want := map[string]job{}
+	add := func(h *loader.Hook) {
+		for i, b := range h.Config.Schedules {
+			want[scheduleKey(h, i, b)] = job{h, b}
+		}
+	}
+	o.mu.Lock()
+	if o.ready {
+		for _, h := range model.Global.Hooks {
+			add(h)
+		}
+	}
+	for _, m := range model.Modules {
+		if st := o.modules[m.Name]; st != nil && st.enabled && st.startupDone {
+			for _, h := range m.Hooks {
+				add(h)
+			}
+		}
+	}
+	o.mu.Unlock()
+
+	s := o.schedules
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, id := range s.entries {
+		if _, ok := want[key]; !ok {
+			s.cron.Remove(id)
+			delete(s.entries, key)
+		}
+	}
+	for key, j := range want {
+		if _, ok := s.entries[key]; !ok {
+			s.entries[key] = s.cron.Schedule(j.binding.Schedule, cron.FuncJob(func() { o.queueScheduled(j.hook, j.binding) }))
+		}
+	}
+}
+
+// queueScheduled queues one run of a schedule binding in its queue; a run
+// still waiting there absorbs the next firing.
+func (o *Operator) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
+	queues := o.Queues()
+	if queues == nil {
+		return
+	}
+	queues.Queue(b.Queue).Add(&queue.Task{
+		Kind:         kindScheduleHook,
+		Description:  h.Name + ": " + b.Name,
+		AllowFailure: b.AllowFailure,
+		MergeKey:     kindScheduleHook + "/" + h.Module + "/" + h.Name + "/" + b.Name,
+		Merge:        func(*queue.Task) {},
+		Do: func(ctx context.Context) error {
+			return o.runEventHook(ctx, h, b.Name, []map[string]any{{"binding": b.Name}}, b.AllowFailure)
+		},
+	})
+}
+
+// runEventHook runs a hook for an event (schedule now; Kubernetes events
+// later) and raises what its patches changed (LIFECYCLE-STEPS 11–14): a
+// global hook that changed global values or *Enabled flags reloads all
+// modules; a module hook that changed its values runs the module again.
+func (o *Operator) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {
+	current := o.currentHook(h)
+	if current == nil {
+		return nil // its module was disabled or removed, or the hook is gone from the tree
+	}
+	res, err := o.runHook(ctx, current, binding, bindingContext, allowFailure)
+	if err != nil {
+		return err
+	}
+	if !res.ValuesChanged && !res.ConfigChanged {
+		return nil
+	}
+	if current.Module == "" {
+		o.logger.Info("global values changed by a hook; reloading all modules", "hook", current.Name, "binding", binding)
+		o.queueReloadAll()
+		return nil
+	}
+	o.logger.Info("module values changed by a hook; running module", "hook", current.Name, "module", current.Module)
+	o.Queues().Main().Add(o.moduleRunTask(current.Module, false))
+	return nil
+}
+
+// currentHook finds the hook of that name in the current model (nil when
+// its module is not enabled any more or the hook is gone).
+func (o *Operator) currentHook(h *loader.Hook) *loader.Hook {
+	model, _ := o.current()
+	hooks := model.Global.Hooks
+	if h.Module != "" {
+		m := model.Module(h.Module)
+		o.mu.Lock()
+		st := o.modules[h.Module]
+		enabled := st != nil && st.enabled
+		o.mu.Unlock()
+		if m == nil || !enabled {
+			return nil
+		}
+		hooks = m.Hooks
+	}
+	for _, c := range hooks {
+		if c.Name == h.Name {
+			return c
+		}
+	}
+	return nil
+}
