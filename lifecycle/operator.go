@@ -76,11 +76,11 @@ type moduleState struct {
 
 // Operator runs the documented lifecycle over one tree.
 type Operator struct {
-	cfg     Config
-	logger  *slog.Logger
-	loader  *loader.Loader
-	backend ConfigBackend
-	helm    Helm
+	cfg       Config
+	logger    *slog.Logger
+	loader    *loader.Loader
+	backend   ConfigBackend
+	helm      Helm
 	metrics   *metrics
 	queues    *queue.Set
 	schedules *schedules
