@@ -16,15 +16,14 @@ import (
 )
 
 type fixture struct {
-	root        string
-	repo        *gitserver.Repo
-	http        *gitserver.HTTPServer
-	ssh         *gitserver.SSHServer
-	sshKey      string
-	knownHosts  string
-	passFile    string
-	c1, c2, c3  string // main: c1 (tag v1, annotated), c2 (tag light); feature: c3 (refs/pull/7/head)
-	credentials Auth
+	root       string
+	repo       *gitserver.Repo
+	http       *gitserver.HTTPServer
+	ssh        *gitserver.SSHServer
+	sshKey     string
+	knownHosts string
+	passFile   string
+	c1, c2, c3 string // main: c1 (tag v1, annotated), c2 (tag light); feature: c3 (refs/pull/7/head)
 }
 
 func must(t *testing.T, err error) {
