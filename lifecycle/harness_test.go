@@ -127,6 +127,8 @@ type env struct {
 	helm     *kube.Helm
 	cmName   string
 	runError error
+	// checkInterval is the absent-resources check period (0: off)
+	checkInterval time.Duration
 }
 
 func newNamespace(t *testing.T) string {
@@ -199,7 +201,7 @@ func (e *env) start() {
 	e.op = New(Config{
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: 30 * time.Second,
-		Logger: quiet(), Registry: e.reg,
+		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg,
 	}, kube.NewConfigMap(client, e.ns, e.cmName), e.helm, loader.New(loader.WithLogger(quiet())))
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel

@@ -13,6 +13,7 @@ type metrics struct {
 	convergence       prometheus.Histogram
 	configErrors      prometheus.Counter
 	treeErrors        prometheus.Counter
+	absentResources   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,8 +49,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		treeErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "addon_operator_tree_errors", Help: "Changed trees refused (failed to load or to validate).",
 		}),
+		absentResources: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "addon_operator_modules_absent_resources", Help: "Resources of a module's release missing from the cluster at the last check.",
+		}, []string{"module"}),
 	}
 	reg.MustRegister(m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
-		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors, m.treeErrors)
+		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors, m.treeErrors, m.absentResources)
 	return m
 }

@@ -30,6 +30,8 @@ type Helm interface {
 	Uninstall(ctx context.Context, name string) (bool, error)
 	Has(name string) (bool, error)
 	Releases() ([]string, error)
+	// AbsentResources lists the missing resources of a module's release.
+	AbsentResources(name string) ([]string, error)
 }
 
 var (
@@ -53,6 +55,9 @@ type Config struct {
 	// Commit is the git commit of the tree at start-up, recorded on
 	// releases; TreeChanged brings later ones.
 	Commit string
+	// ResourcesCheckInterval is the period of the absent-resources check
+	// (auto-healing); zero turns it off.
+	ResourcesCheckInterval time.Duration
 	// After is the queues' clock (tests make retries instant).
 	After func(time.Duration) <-chan time.Time
 	Now   func() time.Time
@@ -163,6 +168,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	main.Add(o.globalHookTasks(loader.OnStartup)...)
 	main.Add(o.reloadAllTask())
 
+	go o.healLoop(ctx, o.cfg.ResourcesCheckInterval)
 	o.schedules.cron.Start()
 	defer func() { <-o.schedules.cron.Stop().Done() }()
 

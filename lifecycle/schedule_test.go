@@ -1,10 +1,14 @@
 package lifecycle
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func countHook(recs []record, hook, binding string) int {
@@ -77,4 +81,29 @@ fi`),
 	if !strings.Contains(strings.Join(e.sequence(), " "), "tick:every-second") {
 		t.Fatal("no tick recorded")
 	}
+}
+
+// Auto-healing (LIFECYCLE-STEPS step 15): a deleted resource of a release
+// is noticed by the periodic check and put back by a module run.
+func TestAutoHeal(t *testing.T) {
+	e := setup(t, twoModules(), nil)
+	e.checkInterval = 200 * time.Millisecond
+	e.start()
+	e.waitReady()
+	up, upBeta := e.upgrades("alpha"), e.upgrades("beta")
+	if err := client.CoreV1().ConfigMaps(e.ns).Delete(context.Background(), "alpha-values", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("alpha-values restored", func() bool {
+		_, err := client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), "alpha-values", metav1.GetOptions{})
+		return err == nil
+	})
+	e.idle()
+	if e.upgrades("alpha") != up+1 || e.upgrades("beta") != upBeta {
+		t.Fatalf("upgrades: alpha %v → %v, beta %v → %v; want only alpha's, once", up, e.upgrades("alpha"), upBeta, e.upgrades("beta"))
+	}
+	// the next check finds nothing missing
+	e.eventually("the gauge back at 0", func() bool {
+		return testutil.ToFloat64(e.op.metrics.absentResources.WithLabelValues("alpha")) == 0
+	})
 }

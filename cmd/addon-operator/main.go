@@ -123,7 +123,7 @@ func start(args []string) error {
 	cfg := lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax,
-		Logger: logger, Registry: reg,
+		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg,
 	}
 	if src != nil {
 		cfg.Root, cfg.Commit = src.syncer.CurrentDir(), src.first.Commit

@@ -45,6 +45,7 @@ type operatorOptions struct {
 	Kubeconfig                 string
 	HookTimeout                time.Duration
 	RetryMin, RetryMax         time.Duration
+	ResourcesCheckInterval     time.Duration
 	Pprof                      bool
 }
 
@@ -58,6 +59,7 @@ func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&o.HookTimeout, "hook-timeout", e.duration("ADDON_OPERATOR_HOOK_TIMEOUT", 10*time.Minute), "timeout of one hook run (env ADDON_OPERATOR_HOOK_TIMEOUT)")
 	fs.DurationVar(&o.RetryMin, "retry-min", e.duration("ADDON_OPERATOR_RETRY_MIN", 5*time.Second), "first retry delay of a failed task (env ADDON_OPERATOR_RETRY_MIN)")
 	fs.DurationVar(&o.RetryMax, "retry-max", e.duration("ADDON_OPERATOR_RETRY_MAX", 30*time.Second), "longest retry delay (env ADDON_OPERATOR_RETRY_MAX)")
+	fs.DurationVar(&o.ResourcesCheckInterval, "resources-check-interval", e.duration("ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL", 5*time.Minute), "period of the absent-resources check, auto-healing (env ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL; 0 turns it off)")
 	fs.BoolVar(&o.Pprof, "pprof", e.str([]string{"ADDON_OPERATOR_PPROF"}, "") == "true", "serve /debug/pprof on the listen address (env ADDON_OPERATOR_PPROF=true)")
 }
 
