@@ -2,14 +2,9 @@
 # End-to-end converge timings on the reference tree (gen-modules.sh) and
 # the overhead of one hook run.
 set -euo pipefail
-cmd="go test -run '^\$' -bench Converge -benchtime 1x ./cmd/addon-operator/"
-echo "## Converge: the reference tree against the local control plane"
-echo
-echo "\`$cmd\`"
-echo
-echo '```'
-eval "$cmd" 2>/dev/null | grep -E '^Benchmark'
-echo '```'
+. "$(dirname "$0")/../benchlib.sh"
+gobench "Converge: the reference tree against the local control plane" \
+  "go test -run '^\$' -bench Converge -benchtime 1x ./cmd/addon-operator/"
 cat <<'TXT'
 
 Each row starts the real binary on `gen-modules.sh N` (N modules, each a chart with one ConfigMap
@@ -19,15 +14,8 @@ causes has converged; `reconverge-upgrades`: Helm upgrades in that reload (the c
 rendered manifests, so an unused value upgrades nothing). `peak-RSS-MiB`: VmHWM of the operator
 process. `hook-ms/run` and `helm-ms/module`: averages from the operator's own metrics.
 TXT
-cmd="go test -run '^\$' -bench HookRun -benchmem ./lifecycle/"
 echo
-echo "## Overhead of one hook run"
-echo
-echo "\`$cmd\`"
-echo
-echo '```'
-eval "$cmd" 2>/dev/null | grep -E '^Benchmark'
-echo '```'
+gobench "Overhead of one hook run" "go test -run '^\$' -bench HookRun -benchmem ./lifecycle/"
 cat <<'TXT'
 
 The same trivial `/bin/sh` hook, started directly with os/exec and run by the operator (temp

@@ -1,14 +1,8 @@
 #!/usr/bin/env bash
 # The git syncer side by side with the git CLI on one loopback server.
 set -euo pipefail
-cmd="go test -run '^\$' -bench GitSideBySide -benchtime 1x ./gitsync/"
-echo "## Git: the syncer against the git CLI"
-echo
-echo "\`$cmd\`"
-echo
-echo '```'
-eval "$cmd" 2>/dev/null | grep -E '^Benchmark' | tr '\t' '\n' | sed -e 's/^ *//' -e '/^$/d'
-echo '```'
+. "$(dirname "$0")/../benchlib.sh"
+gobench "Git: the syncer against the git CLI" "go test -run '^\$' -bench GitSideBySide -benchtime 1x ./gitsync/" vertical
 cat <<'TXT'
 
 One repository of 2000 files and 1000 commits behind `git http-backend` on loopback; each operation

@@ -1,14 +1,8 @@
 #!/usr/bin/env bash
 # Latency from a change to the cluster: git push + webhook, and a working-copy save.
 set -euo pipefail
-cmd="go test -run '^\$' -bench Latency -benchtime 1x ./cmd/addon-operator/"
-echo "## Latency: a change to the release upgraded"
-echo
-echo "\`$cmd\`"
-echo
-echo '```'
-eval "$cmd" 2>/dev/null | grep -E '^Benchmark'
-echo '```'
+. "$(dirname "$0")/../benchlib.sh"
+gobench "Latency: a change to the release upgraded" "go test -run '^\$' -bench Latency -benchtime 1x ./cmd/addon-operator/"
 cat <<'TXT'
 
 The real binary with one module (one ConfigMap, no hooks). `push+webhook`: a commit pushed to the
