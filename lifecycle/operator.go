@@ -101,6 +101,8 @@ type Operator struct {
 	configData     map[string]string // the ConfigMap data the store holds
 	commit         string            // the revision the model was loaded from
 	treeError      string            // why the last changed tree was refused
+	pendingTree    bool              // TreeChanged came before the queues existed
+	pendingCommit  string
 }
 
 // New prepares an Operator; Run starts it.
@@ -163,10 +165,14 @@ func (o *Operator) Run(ctx context.Context) error {
 	})
 	o.mu.Lock()
 	o.queues = queues
+	pending, pendingCommit := o.pendingTree, o.pendingCommit
 	o.mu.Unlock()
 	main := o.queues.Main()
 	main.Add(o.globalHookTasks(loader.OnStartup)...)
 	main.Add(o.reloadAllTask())
+	if pending {
+		o.TreeChanged(pendingCommit)
+	}
 
 	go o.healLoop(ctx, o.cfg.ResourcesCheckInterval)
 	o.schedules.cron.Start()

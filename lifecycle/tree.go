@@ -35,7 +35,14 @@ func (o *Operator) load(ctx context.Context) (*loader.Model, error) {
 // revision was published, or a working copy was saved). commit is the
 // revision's commit ("" in no-git mode). The reload runs in the main queue.
 func (o *Operator) TreeChanged(commit string) {
-	queues := o.Queues()
+	o.mu.Lock()
+	queues := o.queues
+	if queues == nil {
+		// before Run made its queues: the change may have come after the
+		// start-up load, so Run reloads once it can
+		o.pendingTree, o.pendingCommit = true, commit
+	}
+	o.mu.Unlock()
 	if queues == nil {
 		return
 	}
