@@ -1,0 +1,145 @@
+package kube
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/itchyny/gojq"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+)
+
+type recorder struct {
+	mu     sync.Mutex
+	events []ObjectEvent
+}
+
+func (r *recorder) add(ev ObjectEvent) { r.mu.Lock(); r.events = append(r.events, ev); r.mu.Unlock() }
+
+func (r *recorder) wait(t *testing.T, n int) []ObjectEvent {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r.mu.Lock()
+		got := append([]ObjectEvent(nil), r.events...)
+		r.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d events, want %d: %+v", len(got), n, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func monitor(t *testing.T, spec MonitorSpec, r *recorder) *Monitor {
+	t.Helper()
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(restCfg)))
+	m, err := NewMonitor(dynamic.NewForConfigOrDie(restCfg), mapper, spec, r.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	return m
+}
+
+func configMap(t *testing.T, ns, name string, labels map[string]string, data map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+func TestMonitorSelectsAndFilters(t *testing.T) {
+	ns := namespace(t)
+	configMap(t, ns, "a", map[string]string{"app": "x"}, map[string]string{"v": "1"})
+	configMap(t, ns, "b", map[string]string{"app": "y"}, map[string]string{"v": "1"})
+	q, err := gojq.Parse(".data.v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _ := gojq.Compile(q)
+	r := &recorder{}
+	m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns},
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, JqFilter: code}, r)
+
+	// Synchronization: the existing selected objects, filter results only
+	snap := m.Snapshot()
+	if len(snap) != 1 || snap[0].Name != "a" || snap[0].FilterResult != "1" || snap[0].Object != nil {
+		t.Fatalf("snapshot = %+v", snap)
+	}
+	ctx := context.Background()
+	cms := client.CoreV1().ConfigMaps(ns)
+	a, _ := cms.Get(ctx, "a", metav1.GetOptions{})
+	a.Annotations = map[string]string{"unrelated": "change"}
+	a, _ = cms.Update(ctx, a, metav1.UpdateOptions{})
+	a.Data["v"] = "2"
+	if _, err := cms.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	configMap(t, ns, "c", map[string]string{"app": "x"}, map[string]string{"v": "3"})
+	configMap(t, ns, "d", map[string]string{"app": "y"}, nil)
+	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := r.wait(t, 3)
+	time.Sleep(300 * time.Millisecond)
+	got = r.wait(t, 3)
+	want := []struct{ typ, name, result string }{{Modified, "a", "2"}, {Added, "c", "3"}, {Deleted, "a", "2"}}
+	if len(got) != len(want) {
+		t.Fatalf("events = %+v (an unrelated update or an unselected object was reported)", got)
+	}
+	for i, w := range want {
+		if got[i].Type != w.typ || got[i].Name != w.name || got[i].FilterResult != w.result || got[i].Object == nil {
+			t.Fatalf("event %d = %+v, want %+v", i, got[i], w)
+		}
+	}
+	if snap := m.Snapshot(); len(snap) != 1 || snap[0].Name != "c" {
+		t.Fatalf("snapshot after = %+v", snap)
+	}
+}
+
+func TestMonitorV0KindAndEvents(t *testing.T) {
+	ns, other := namespace(t), namespace(t)
+	r := &recorder{}
+	m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "secret", Namespaces: []string{ns}, Events: []string{Deleted}, KeepFullObjects: true}, r)
+	if m.Kind() != "Secret" {
+		t.Fatalf("kind = %q", m.Kind())
+	}
+	ctx := context.Background()
+	for _, n := range []string{ns, other} {
+		if _, err := client.CoreV1().Secrets(n).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := client.CoreV1().Secrets(n).Delete(ctx, "s", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := r.wait(t, 1)
+	time.Sleep(300 * time.Millisecond)
+	got = r.wait(t, 1)
+	if len(got) != 1 || got[0].Type != Deleted || got[0].Namespace != ns {
+		t.Fatalf("events = %+v; want one Deleted in %s", got, ns)
+	}
+}
+
+func TestMonitorUnknownKind(t *testing.T) {
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(restCfg)))
+	_, err := NewMonitor(dynamic.NewForConfigOrDie(restCfg), mapper, MonitorSpec{APIVersion: "v1", Kind: "Unicorn"}, func(ObjectEvent) {})
+	if err == nil {
+		t.Fatal("an unknown kind was accepted")
+	}
+}
