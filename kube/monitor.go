@@ -56,7 +56,7 @@ type ObjectEvent struct {
 	// Object is the object (nil in a snapshot without full objects).
 	Object map[string]any
 	// FilterResult is the jqFilter's result (nil without a filter).
-	FilterResult any
+	FilterResult    any
 	Namespace, Name string
 }
 
