@@ -95,9 +95,9 @@ func TestMonitorSelectsAndFilters(t *testing.T) {
 	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	r.wait(t, 3)
+	time.Sleep(300 * time.Millisecond) // anything reported late would show now
 	got := r.wait(t, 3)
-	time.Sleep(300 * time.Millisecond)
-	got = r.wait(t, 3)
 	want := []struct{ typ, name, result string }{{Modified, "a", "2"}, {Added, "c", "3"}, {Deleted, "a", "2"}}
 	if len(got) != len(want) {
 		t.Fatalf("events = %+v (an unrelated update or an unselected object was reported)", got)
@@ -128,9 +128,9 @@ func TestMonitorV0KindAndEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	r.wait(t, 1)
+	time.Sleep(300 * time.Millisecond) // anything reported late would show now
 	got := r.wait(t, 1)
-	time.Sleep(300 * time.Millisecond)
-	got = r.wait(t, 1)
 	if len(got) != 1 || got[0].Type != Deleted || got[0].Namespace != ns {
 		t.Fatalf("events = %+v; want one Deleted in %s", got, ns)
 	}
