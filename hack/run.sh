@@ -59,7 +59,7 @@ cat <<MSG
 
 The operator keeps running and reacts to changes:
   export KUBECONFIG=$KUBECONFIG
-  kubectl -n $ADDON_OPERATOR_NAMESPACE patch cm addon-operator --type merge -p '{"data":{"echoServer":"greeting: hi\\n"}}'
+  kubectl -n $ADDON_OPERATOR_NAMESPACE create configmap addon-operator --from-literal=echoServer='greeting: hi' --dry-run=client -o yaml | kubectl apply -f -
   curl http://$ADDR/status     # modules and queues as JSON
   curl http://$ADDR/queue      # the task queues
   tail -f $RUN_DIR/operator.log
