@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -158,6 +159,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	o.mu.Unlock()
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks))
+	warnUnsupported(o.logger, model)
 
 	queues := queue.NewSet(ctx, queue.Options{
 		RetryMin: o.cfg.RetryMin, RetryMax: o.cfg.RetryMax, Logger: o.logger, After: o.cfg.After, Now: o.cfg.Now,
@@ -187,6 +189,20 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.queues.Wait()
 	<-watchDone
 	return nil
+}
+
+// warnUnsupported says which hooks have kubernetes bindings: they load,
+// but this version does not run them yet, and silence would mislead.
+func warnUnsupported(logger *slog.Logger, model *loader.Model) {
+	hooks := slices.Clone(model.Global.Hooks)
+	for _, m := range model.Modules {
+		hooks = append(hooks, m.Hooks...)
+	}
+	for _, h := range hooks {
+		if len(h.Config.Kubernetes) > 0 {
+			logger.Warn("kubernetes bindings are not run by this version; the hook's other bindings are", "hook", h.Name, "bindings", len(h.Config.Kubernetes))
+		}
+	}
 }
 
 // Ready is true once the first 'reload all modules' finished.
