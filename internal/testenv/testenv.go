@@ -24,8 +24,9 @@ import (
 var ErrNoBinaries = errors.New("control-plane binaries missing: run `make testcluster`")
 
 const (
-	readyTimeout = 60 * time.Second
-	stopGrace    = 5 * time.Second
+	readyTimeout  = 60 * time.Second
+	stopGrace     = 5 * time.Second
+	startAttempts = 3
 )
 
 // ControlPlane is a running etcd + kube-apiserver pair on loopback.
@@ -47,6 +48,7 @@ type ControlPlane struct {
 	ownsDir   bool
 
 	apiserverExited <-chan struct{}
+	etcdExited      <-chan struct{}
 }
 
 // Option configures Start.
@@ -97,10 +99,20 @@ func Start(ctx context.Context, opts ...Option) (*ControlPlane, error) {
 		return nil, fmt.Errorf("generate certificates: %w", err)
 	}
 	c.pki = p
-	if err := c.startEtcd(); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		if err = c.startEtcd(ctx); err == nil {
+			err = c.StartAPIServer(ctx)
+		}
+		if err == nil || attempt == startAttempts || ctx.Err() != nil {
+			break
+		}
+		// a port chosen as free can be taken by another process before ours
+		// binds it (test packages start control planes in parallel): retry
+		c.stopProcesses()
+		_ = os.RemoveAll(filepath.Join(c.Dir, "etcd"))
+		c.apiPort = 0
 	}
-	if err := c.StartAPIServer(ctx); err != nil {
+	if err != nil {
 		c.Stop()
 		return nil, err
 	}
@@ -166,7 +178,7 @@ func (c *ControlPlane) command(name string, args ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-func (c *ControlPlane) startEtcd() error {
+func (c *ControlPlane) startEtcd(ctx context.Context) error {
 	clientPort, err := freePort()
 	if err != nil {
 		return err
@@ -192,7 +204,36 @@ func (c *ControlPlane) startEtcd() error {
 		return err
 	}
 	c.etcd = cmd
-	return nil
+	exited := make(chan struct{})
+	go func() {
+		_, _ = cmd.Process.Wait()
+		close(exited)
+	}()
+	c.etcdExited = exited
+	return c.waitEtcd(ctx)
+}
+
+// waitEtcd waits until etcd answers /health, or reports that it exited.
+func (c *ControlPlane) waitEtcd(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.etcdURL+"/health", nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-c.etcdExited:
+			return fmt.Errorf("etcd exited before it was ready:\n%s", c.logTail("etcd"))
+		case <-ctx.Done():
+			return fmt.Errorf("etcd not ready after %s:\n%s", readyTimeout, c.logTail("etcd"))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // StartAPIServer starts kube-apiserver against the running etcd on the same
@@ -315,21 +356,19 @@ func (c *ControlPlane) StopAPIServer() {
 // Stop stops both processes by PID: SIGTERM, then SIGKILL after a bound.
 // It removes Dir only when Start created it.
 func (c *ControlPlane) Stop() {
+	c.stopProcesses()
+	if c.ownsDir {
+		_ = os.RemoveAll(c.Dir)
+	}
+}
+
+func (c *ControlPlane) stopProcesses() {
 	if c.apiserver != nil {
 		c.StopAPIServer()
 	}
 	if c.etcd != nil {
-		exited := make(chan struct{})
-		proc := c.etcd
-		go func() {
-			_, _ = proc.Process.Wait()
-			close(exited)
-		}()
-		stopProcess(c.etcd, exited)
+		stopProcess(c.etcd, c.etcdExited)
 		c.etcd = nil
-	}
-	if c.ownsDir {
-		_ = os.RemoveAll(c.Dir)
 	}
 }
 
