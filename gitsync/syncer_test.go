@@ -72,6 +72,14 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// commit writes and removes files, commits and pushes; it returns the commit.
+func (f *fixture) commit(t *testing.T, msg string, files map[string]string, remove ...string) string {
+	t.Helper()
+	sha, err := f.repo.CommitFiles(msg, files, remove...)
+	must(t, err)
+	return sha
+}
+
 func (f *fixture) syncer(t *testing.T, url, ref string, auth Auth) *Syncer {
 	t.Helper()
 	s, err := New(Options{URL: url, Ref: ref, CheckoutDir: filepath.Join(t.TempDir(), "checkout"), Auth: auth,
@@ -152,10 +160,7 @@ func TestPollFollowsBranch(t *testing.T) {
 	}
 
 	// a new commit on the branch
-	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 4}\n", 0))
-	c4, err := f.repo.Commit("fourth")
-	must(t, err)
-	must(t, f.repo.Push())
+	c4 := f.commit(t, "fourth", map[string]string{"modules/values.yaml": "global: {v: 4}\n"})
 	rev, changed, err := s.Sync(t.Context())
 	must(t, err)
 	if !changed || rev.Commit != c4 || rev.Subject != "fourth" || !strings.Contains(rev.Author, "Fixture Author") {
@@ -198,9 +203,7 @@ func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
 	refuse := func(name string, change func(), want string) {
 		t.Helper()
 		change()
-		_, err := f.repo.Commit(name)
-		must(t, err)
-		must(t, f.repo.Push())
+		f.commit(t, name, nil)
 		_, changed, err := s.Sync(t.Context())
 		if err == nil || changed || !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s: changed = %v, err = %v; want %q", name, changed, err, want)
@@ -235,10 +238,7 @@ func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
 		Paths: []string{"modules"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	must(t, os.Symlink("/etc/passwd", filepath.Join(f.repo.Dir, "outside-link")))
-	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 8}\n", 0))
-	_, err = f.repo.Commit("link outside modules/")
-	must(t, err)
-	must(t, f.repo.Push())
+	f.commit(t, "link outside modules/", map[string]string{"modules/values.yaml": "global: {v: 8}\n"})
 	if _, _, err := limited.Sync(t.Context()); err != nil {
 		t.Fatalf("a link outside the checked-out paths refused the revision: %v", err)
 	}
@@ -248,10 +248,7 @@ func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
 	must(t, f.repo.Remove("outside-link"))
 
 	// the next good commit is picked up
-	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 9}\n", 0))
-	good, err := f.repo.Commit("fixed")
-	must(t, err)
-	must(t, f.repo.Push())
+	good := f.commit(t, "fixed", map[string]string{"modules/values.yaml": "global: {v: 9}\n"})
 	rev, changed, err := s.Sync(t.Context())
 	if err != nil || !changed || rev.Commit != good {
 		t.Fatalf("fixed: %+v, %v, %v", rev, changed, err)
@@ -272,10 +269,7 @@ func TestServerDownThenUp(t *testing.T) {
 		t.Fatalf("status while down = %+v", st)
 	}
 	must(t, f.http.Start())
-	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: 5}\n", 0))
-	c, err := f.repo.Commit("while down")
-	must(t, err)
-	must(t, f.repo.Push())
+	c := f.commit(t, "while down", map[string]string{"modules/values.yaml": "global: {v: 5}\n"})
 	rev, _, err := s.Sync(t.Context())
 	if err != nil || rev.Commit != c || s.Status().LastError != "" {
 		t.Fatalf("after the server came back: %+v, %v", rev, err)
@@ -329,10 +323,7 @@ func TestSignatureVerification(t *testing.T) {
 	must(t, err)
 
 	f.repo.SignWith(home, fpr)
-	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: signed}\n", 0))
-	signed, err := f.repo.Commit("signed release")
-	must(t, err)
-	must(t, f.repo.Push())
+	signed := f.commit(t, "signed release", map[string]string{"modules/values.yaml": "global: {v: signed}\n"})
 	s, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
 		VerifyKeysDir: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
@@ -348,10 +339,7 @@ func TestSignatureVerification(t *testing.T) {
 		{name: "unknown key", home: otherHome, key: otherFpr, want: "not signed by a trusted key"},
 	} {
 		f.repo.SignWith(tc.home, tc.key)
-		must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: "+strings.ReplaceAll(tc.name, " ", "-")+"}\n", 0))
-		_, err := f.repo.Commit(tc.name)
-		must(t, err)
-		must(t, f.repo.Push())
+		f.commit(t, tc.name, map[string]string{"modules/values.yaml": "global: {v: " + strings.ReplaceAll(tc.name, " ", "-") + "}\n"})
 		_, changed, err := s.Sync(t.Context())
 		if err == nil || changed || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: changed = %v, err = %v", tc.name, changed, err)
@@ -376,11 +364,7 @@ func TestIncrementalCheckout(t *testing.T) {
 	s := open()
 	_, _, err := s.Sync(t.Context())
 	must(t, err)
-	must(t, f.repo.WriteFile("modules/002-two/values.yaml", "two: {}\n", 0))
-	must(t, f.repo.WriteFile("modules/values.yaml", "global: {v: changed}\n", 0))
-	_, err = f.repo.Commit("add two")
-	must(t, err)
-	must(t, f.repo.Push())
+	f.commit(t, "add two", map[string]string{"modules/002-two/values.yaml": "two: {}\n", "modules/values.yaml": "global: {v: changed}\n"})
 	_, _, err = s.Sync(t.Context())
 	must(t, err)
 
@@ -393,11 +377,7 @@ func TestIncrementalCheckout(t *testing.T) {
 	if err != nil || changed {
 		t.Fatalf("first poll after a restart: changed = %v, err = %v", changed, err)
 	}
-	must(t, f.repo.Remove("modules/001-one"))
-	must(t, f.repo.WriteFile("modules/002-two/values.yaml", "two: {x: 1}\n", 0))
-	want, err := f.repo.Commit("remove one")
-	must(t, err)
-	must(t, f.repo.Push())
+	want := f.commit(t, "remove one", map[string]string{"modules/002-two/values.yaml": "two: {x: 1}\n"}, "modules/001-one")
 	rev, _, err := s.Sync(t.Context())
 	must(t, err)
 	if rev.Commit != want {

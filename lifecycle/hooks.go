@@ -18,12 +18,11 @@ import (
 
 // hookResult says what a hook run changed.
 type hookResult struct {
-	// ValuesChanged: the hook's values patch changed effective values.
+	// ValuesChanged: the hook's values patch changed effective values or
+	// (a global hook's) *Enabled flags.
 	ValuesChanged bool
 	// ConfigChanged: the hook's config patch changed the ConfigMap.
 	ConfigChanged bool
-	// EnabledChanged: a global hook changed an *Enabled flag.
-	EnabledChanged bool
 }
 
 // hookFiles are the temporary files of one hook run.
@@ -148,11 +147,7 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 		if err != nil {
 			return nil, err
 		}
-		p, err := values.ParsePatch(hookName+" "+what, b)
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
+		return values.ParsePatch(hookName+" "+what, b)
 	}
 	cp, err := readPatch(files.configPatch, "CONFIG_VALUES_JSON_PATCH_PATH")
 	if err != nil {
@@ -185,30 +180,15 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 		o.configData = data
 		o.mu.Unlock()
 		res.ConfigChanged = !ch.Empty()
-		res.EnabledChanged = ch.Enabled
 	}
 	if len(vp) > 0 {
-		before := o.flags(store)
 		pr, err := store.ApplyValuesPatch(hookName, moduleKey, vp)
 		if err != nil {
 			return res, err
 		}
 		res.ValuesChanged = pr.Changed
-		if !slices.Equal(before, o.flags(store)) {
-			res.EnabledChanged = true
-		}
 	}
 	return res, nil
-}
-
-// flags is the enabled flag of every module, for change detection.
-func (o *Operator) flags(store *values.Store) []bool {
-	keys := store.Modules()
-	out := make([]bool, len(keys))
-	for i, k := range keys {
-		out[i] = store.Enabled(k)
-	}
-	return out
 }
 
 // runEnabledScript runs a module's `enabled` script (LIFECYCLE-STEPS step

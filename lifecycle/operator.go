@@ -29,7 +29,6 @@ type ConfigBackend interface {
 type Helm interface {
 	Upgrade(ctx context.Context, r kube.Release) (kube.Result, error)
 	Uninstall(ctx context.Context, name string) (bool, error)
-	Has(name string) (bool, error)
 	Releases() ([]string, error)
 	// AbsentResources lists the missing resources of a module's release.
 	AbsentResources(name string) ([]string, error)

@@ -111,7 +111,6 @@ type Queue struct {
 
 	mu    sync.Mutex
 	tasks []*Task
-	idle  []chan struct{}
 }
 
 func (q *Queue) prepare(t *Task) {
@@ -173,29 +172,10 @@ func (q *Queue) Len() int {
 	return len(q.tasks)
 }
 
-// Idle returns a channel closed when the queue is next empty.
-func (q *Queue) Idle() <-chan struct{} {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	ch := make(chan struct{})
-	if len(q.tasks) == 0 {
-		close(ch)
-		return ch
-	}
-	q.idle = append(q.idle, ch)
-	return ch
-}
-
 // changed runs with mu held.
 func (q *Queue) changed() {
 	if f := q.set.opts.OnLength; f != nil {
 		f(q.name, len(q.tasks))
-	}
-	if len(q.tasks) == 0 {
-		for _, ch := range q.idle {
-			close(ch)
-		}
-		q.idle = nil
 	}
 	select {
 	case q.wake <- struct{}{}:

@@ -46,25 +46,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// commitFiles writes and removes files in a fixture repository, commits
-// and pushes; it returns the commit.
+// commitFiles is gitserver.Repo.CommitFiles that fails the test on error.
 func commitFiles(t testing.TB, repo *gitserver.Repo, msg string, files map[string]string, remove ...string) string {
 	t.Helper()
-	for p, c := range files {
-		if err := repo.WriteFile(p, c, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, p := range remove {
-		if err := repo.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sha, err := repo.Commit(msg)
+	sha, err := repo.CommitFiles(msg, files, remove...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Push(); err != nil {
 		t.Fatal(err)
 	}
 	return sha
@@ -165,13 +151,9 @@ func TestGitMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit := func(msg string, files map[string]string, remove ...string) string {
-		t.Helper()
-		return commitFiles(t, repo, msg, files, remove...)
-	}
 	files := moduleFiles("001-alpha", "alpha", "1")
 	files["modules/values.yaml"] = "alphaEnabled: true\nbetaEnabled: true\n"
-	c1 := commit("alpha v1", files)
+	c1 := commitFiles(t, repo, "alpha v1", files)
 
 	srv, err := gitserver.StartHTTP(root, gitserver.WithBasicAuth("deployer", "pa55-word"))
 	if err != nil {
@@ -195,7 +177,7 @@ func TestGitMode(t *testing.T) {
 	}
 
 	// a pushed commit that changes values upgrades the release
-	c2 := commit("alpha v2", moduleFiles("001-alpha", "alpha", "2"))
+	c2 := commitFiles(t, repo, "alpha v2", moduleFiles("001-alpha", "alpha", "2"))
 	eventually(t, "alpha v2", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
 	eventually(t, "the commit recorded", func() bool { c, _ := helm.Commit("alpha"); return c == c2 })
 	eventually(t, "the revision metric", func() bool {
@@ -209,7 +191,7 @@ func TestGitMode(t *testing.T) {
 	})
 
 	// bad YAML: refused, the previous revision keeps running, the error is reported
-	commit("broken", map[string]string{"modules/001-alpha/values.yaml": "alpha: [\n"})
+	commitFiles(t, repo, "broken", map[string]string{"modules/001-alpha/values.yaml": "alpha: [\n"})
 	eventually(t, "the bad revision reported", func() bool {
 		src, _ := status(t, addr)["source"].(map[string]any)
 		e, _ := src["lastError"].(string)
@@ -220,12 +202,12 @@ func TestGitMode(t *testing.T) {
 	}
 
 	// fixed, and a new module added
-	commit("fix and add beta", merged(moduleFiles("001-alpha", "alpha", "3"), moduleFiles("002-beta", "beta", "b")))
+	commitFiles(t, repo, "fix and add beta", merged(moduleFiles("001-alpha", "alpha", "3"), moduleFiles("002-beta", "beta", "b")))
 	eventually(t, "beta installed", func() bool { return cmValue(ns, "002-beta-cm") == "b" })
 	eventually(t, "alpha v3", func() bool { return cmValue(ns, "001-alpha-cm") == "3" })
 
 	// a removed module directory is purged
-	commit("remove alpha", nil, "modules/001-alpha")
+	commitFiles(t, repo, "remove alpha", nil, "modules/001-alpha")
 	eventually(t, "alpha purged", func() bool { ok, _ := helm.Has("alpha"); return !ok && cmValue(ns, "001-alpha-cm") == "" })
 
 	// the server down: reported, the cluster keeps running; back up: picked up
@@ -235,7 +217,7 @@ func TestGitMode(t *testing.T) {
 		e, _ := src["lastError"].(string)
 		return e != ""
 	})
-	commit("beta c", moduleFiles("002-beta", "beta", "c"))
+	commitFiles(t, repo, "beta c", moduleFiles("002-beta", "beta", "c"))
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,10 @@ func TestRenderAndDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit := func(msg string, files map[string]string, remove ...string) string {
-		t.Helper()
-		return commitFiles(t, repo, msg, files, remove...)
-	}
 	base := merged(moduleFiles("001-alpha", "alpha", "1"), moduleFiles("002-gone", "gone", "g"),
 		map[string]string{"modules/values.yaml": "alphaEnabled: true\ngoneEnabled: true\nbetaEnabled: true\n"})
-	c1 := commit("base", base)
-	c2 := commit("pr", merged(moduleFiles("001-alpha", "alpha", "2"), moduleFiles("003-beta", "beta", "b")), "modules/002-gone")
+	c1 := commitFiles(t, repo, "base", base)
+	c2 := commitFiles(t, repo, "pr", merged(moduleFiles("001-alpha", "alpha", "2"), moduleFiles("003-beta", "beta", "b")), "modules/002-gone")
 	repoURL := "file://" + repo.Bare
 
 	var out strings.Builder

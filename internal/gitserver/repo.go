@@ -114,6 +114,26 @@ func (r *Repo) Commit(msg string) (string, error) {
 	return r.Head()
 }
 
+// CommitFiles writes files (path → content, mode 0644), removes paths,
+// commits everything and pushes; it returns the new commit.
+func (r *Repo) CommitFiles(msg string, files map[string]string, remove ...string) (string, error) {
+	for p, c := range files {
+		if err := r.WriteFile(p, c, 0); err != nil {
+			return "", err
+		}
+	}
+	for _, p := range remove {
+		if err := r.Remove(p); err != nil {
+			return "", err
+		}
+	}
+	sha, err := r.Commit(msg)
+	if err != nil {
+		return "", err
+	}
+	return sha, r.Push()
+}
+
 // Head is the SHA of the work tree's HEAD.
 func (r *Repo) Head() (string, error) { return r.Git("rev-parse", "HEAD") }
 
