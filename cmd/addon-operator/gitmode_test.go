@@ -320,3 +320,36 @@ func TestGitWebhookAndRollback(t *testing.T) {
 		return strings.Contains(s, "desired ref:  v1") && strings.Contains(s, "commit:       "+c1) && strings.Contains(s, "alpha 1")
 	})
 }
+
+// The source ConfigMap's ref wins at start-up; removing it (set-ref '')
+// goes back to GIT_REF, not to the ref the ConfigMap held at start-up.
+func TestSourceRefAtStartupAndReset(t *testing.T) {
+	ns := namespace(t, "git-source-ref")
+	root := t.TempDir()
+	repo, err := gitserver.NewRepo(root, "addons", filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := moduleFiles("001-alpha", "alpha", "1")
+	files["modules/values.yaml"] = "alphaEnabled: true\n"
+	commitFiles(t, repo, "alpha 1", files)
+	if err := repo.Tag("v1"); err != nil {
+		t.Fatal(err)
+	}
+	commitFiles(t, repo, "alpha 2", moduleFiles("001-alpha", "alpha", "2"))
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "addon-operator-source"}, Data: map[string]string{"ref": "v1"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL=file://"+repo.Bare, "GIT_REF=main",
+		"GIT_POLL_INTERVAL=1h", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))
+	eventually(t, "started on the ConfigMap's ref v1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
+
+	cmd := exec.Command(binPath, "source", "set-ref", "")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath, "ADDON_OPERATOR_NAMESPACE="+ns)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("set-ref '': %v\n%s", err, out)
+	}
+	eventually(t, "back on GIT_REF main", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
+}

@@ -92,6 +92,7 @@ func start(args []string) error {
 	sourceCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
 
 	var src *source
+	configuredRef := gt.Ref // GIT_REF, what removing the live ref goes back to
 	if gt.URL != "" {
 		// the live ref in the source ConfigMap wins over GIT_REF
 		if data, err := sourceCM.Get(ctx); err != nil {
@@ -168,11 +169,10 @@ func start(args []string) error {
 		})
 		go src.syncer.Run(ctx, gt.PollInterval, func(rev *gitsync.Revision) { operator.TreeChanged(rev.Commit) })
 		// live ref changes: `source set-ref` or an edit of the source ConfigMap
-		defaultRef := gt.Ref
 		go sourceCM.Watch(ctx, func(data map[string]string) {
 			ref := data[sourceRefKey]
 			if ref == "" {
-				ref = defaultRef
+				ref = configuredRef
 			}
 			src.syncer.SetRef(ref)
 		})
