@@ -321,7 +321,7 @@ func TestGitWebhookAndRollback(t *testing.T) {
 	})
 }
 
-// The source ConfigMap's ref wins at start-up; removing it (set-ref '')
+// The source ConfigMap's ref wins at start-up; removing it (set-ref ”)
 // goes back to GIT_REF, not to the ref the ConfigMap held at start-up.
 func TestSourceRefAtStartupAndReset(t *testing.T) {
 	ns := namespace(t, "git-source-ref")
