@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -9,10 +11,8 @@ import (
 	"github.com/itchyny/gojq"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 type recorder struct {
@@ -39,10 +39,18 @@ func (r *recorder) wait(t *testing.T, n int) []ObjectEvent {
 	}
 }
 
+func newWatcher(t *testing.T) *Watcher {
+	t.Helper()
+	w, err := NewWatcher(restCfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func monitor(t *testing.T, spec MonitorSpec, r *recorder) *Monitor {
 	t.Helper()
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(restCfg)))
-	m, err := NewMonitor(dynamic.NewForConfigOrDie(restCfg), mapper, spec, r.add)
+	m, err := newWatcher(t).NewMonitor(spec, r.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +145,85 @@ func TestMonitorV0KindAndEvents(t *testing.T) {
 }
 
 func TestMonitorUnknownKind(t *testing.T) {
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(restCfg)))
-	_, err := NewMonitor(dynamic.NewForConfigOrDie(restCfg), mapper, MonitorSpec{APIVersion: "v1", Kind: "Unicorn"}, func(ObjectEvent) {})
+	_, err := newWatcher(t).NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "Unicorn"}, func(ObjectEvent) {})
 	if err == nil {
 		t.Fatal("an unknown kind was accepted")
+	}
+}
+
+// A re-list (after a watch expired or the API server came back) reports
+// only what changed while the watch was down.
+func TestMonitorRelistReportsTheDifference(t *testing.T) {
+	ns := namespace(t)
+	same := configMap(t, ns, "same", nil, map[string]string{"v": "1"})
+	changed := configMap(t, ns, "changed", nil, map[string]string{"v": "1"})
+	configMap(t, ns, "gone", nil, map[string]string{"v": "1"})
+	r := &recorder{}
+	m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}, r)
+
+	toU := func(cm *corev1.ConfigMap) any {
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &unstructured.Unstructured{Object: obj}
+	}
+	changed = changed.DeepCopy()
+	changed.ResourceVersion += "0"
+	changed.Data["v"] = "2"
+	added := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "added", Namespace: ns, ResourceVersion: "1"}}
+	m.mu.Lock()
+	src := m.sources[ns]
+	m.mu.Unlock()
+	if err := src.Replace([]any{toU(same), toU(changed), toU(added)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	got := r.wait(t, 3)
+	var seen []string
+	for _, ev := range got {
+		seen = append(seen, ev.Type+" "+ev.Name)
+	}
+	want := []string{"Modified changed", "Added added", "Deleted gone"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("events after re-list = %v, want %v", seen, want)
+	}
+}
+
+// A namespace label selector follows namespaces that gain or lose the label.
+func TestMonitorNamespaceLabelSelector(t *testing.T) {
+	label := fmt.Sprintf("monitor-test-%d", nsSeq.Add(1))
+	in, out := namespace(t), namespace(t)
+	setLabel := func(ns, value string) {
+		t.Helper()
+		n, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Labels = map[string]string{label: value}
+		if _, err := client.CoreV1().Namespaces().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLabel(in, "yes")
+	configMap(t, in, "a", nil, nil)
+	configMap(t, out, "b", nil, nil)
+	r := &recorder{}
+	m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "ConfigMap",
+		NamespaceLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}}}, r)
+	snap := m.Snapshot()
+	if len(snap) != 1 || snap[0].Namespace != in || snap[0].Name != "a" {
+		t.Fatalf("snapshot = %+v; want only the objects of %s", snap, in)
+	}
+	setLabel(out, "yes")
+	setLabel(in, "no")
+	got := r.wait(t, 2)
+	var seen []string
+	for _, ev := range got {
+		seen = append(seen, ev.Type+" "+ev.Namespace+"/"+ev.Name)
+	}
+	slices.Sort(seen)
+	want := []string{"Added " + out + "/b", "Deleted " + in + "/a"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("events = %v, want %v", seen, want)
 	}
 }

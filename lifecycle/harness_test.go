@@ -28,15 +28,21 @@ import (
 )
 
 var (
-	restCfg *rest.Config
-	client  kubernetes.Interface
-	nsSeq   atomic.Int64
+	restCfg      *rest.Config
+	client       kubernetes.Interface
+	watcher      *kube.Watcher
+	controlPlane *testenv.ControlPlane
+	nsSeq        atomic.Int64
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, func(cp *testenv.ControlPlane) {
-		restCfg = cp.Config
+		restCfg, controlPlane = cp.Config, cp
 		client = kubernetes.NewForConfigOrDie(restCfg)
+		var err error
+		if watcher, err = kube.NewWatcher(restCfg, quiet()); err != nil {
+			panic(err)
+		}
 	}))
 }
 
@@ -201,7 +207,7 @@ func (e *env) start() {
 	e.op = New(Config{
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: 30 * time.Second,
-		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg,
+		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher,
 	}, kube.NewConfigMap(client, e.ns, e.cmName), e.helm, loader.New(loader.WithLogger(quiet())))
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel

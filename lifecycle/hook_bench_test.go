@@ -65,7 +65,7 @@ func BenchmarkHookRun(b *testing.B) {
 	})
 	b.Run("operator", func(b *testing.B) {
 		for range b.N {
-			if _, err := o.runHook(b.Context(), hook, loader.BeforeHelm, bindingContext(loader.BeforeHelm), false); err != nil {
+			if _, err := o.runHook(b.Context(), hook, loader.BeforeHelm, o.orderedContext(hook, loader.BeforeHelm), false); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -14,6 +14,7 @@ type metrics struct {
 	configErrors      prometheus.Counter
 	treeErrors        prometheus.Counter
 	absentResources   *prometheus.GaugeVec
+	kubeEvents        *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -52,8 +53,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		absentResources: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "addon_operator_modules_absent_resources", Help: "Resources of a module's release missing from the cluster at the last check.",
 		}, []string{"module"}),
+		kubeEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "addon_operator_kube_events", Help: "Kubernetes events queued for hooks (before compaction).",
+		}, []string{"hook", "binding"}),
 	}
-	reg.MustRegister(m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
+	reg.MustRegister(m.kubeEvents, m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
 		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors, m.treeErrors, m.absentResources)
 	return m
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -58,6 +57,9 @@ type Config struct {
 	// ResourcesCheckInterval is the period of the absent-resources check
 	// (auto-healing); zero turns it off.
 	ResourcesCheckInterval time.Duration
+	// Watcher starts the monitors of kubernetes bindings (nil: a hook
+	// with kubernetes bindings fails with errNoWatcher).
+	Watcher Watcher
 	// After is the queues' clock (tests make retries instant).
 	After func(time.Duration) <-chan time.Time
 	Now   func() time.Time
@@ -89,6 +91,8 @@ type Operator struct {
 	metrics   *metrics
 	queues    *queue.Set
 	schedules *schedules
+	kube      kubeMonitors
+	runCtx    context.Context // Run's: monitors live as long as it
 
 	mu             sync.Mutex
 	model          *loader.Model
@@ -128,6 +132,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	return &Operator{
 		cfg: cfg, logger: cfg.Logger, loader: ld, backend: backend, helm: helm,
 		metrics: newMetrics(cfg.Registry), modules: map[string]*moduleState{}, schedules: newSchedules(),
+		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background(),
 	}
 }
 
@@ -158,7 +163,8 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	o.mu.Unlock()
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks))
-	warnUnsupported(o.logger, model)
+	o.runCtx = ctx
+	defer o.stopMonitors()
 
 	queues := queue.NewSet(ctx, queue.Options{
 		RetryMin: o.cfg.RetryMin, RetryMax: o.cfg.RetryMax, Logger: o.logger, After: o.cfg.After, Now: o.cfg.Now,
@@ -188,20 +194,6 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.queues.Wait()
 	<-watchDone
 	return nil
-}
-
-// warnUnsupported says which hooks have kubernetes bindings: they load,
-// but this version does not run them yet, and silence would mislead.
-func warnUnsupported(logger *slog.Logger, model *loader.Model) {
-	hooks := slices.Clone(model.Global.Hooks)
-	for _, m := range model.Modules {
-		hooks = append(hooks, m.Hooks...)
-	}
-	for _, h := range hooks {
-		if len(h.Config.Kubernetes) > 0 {
-			logger.Warn("kubernetes bindings are not run by this version; the hook's other bindings are", "hook", h.Name, "bindings", len(h.Config.Kubernetes))
-		}
-	}
 }
 
 // Ready is true once the first 'reload all modules' finished.

@@ -90,13 +90,31 @@ func (o *Operator) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
 		MergeKey:     kindScheduleHook + "/" + h.Module + "/" + h.Name + "/" + b.Name,
 		Merge:        func(*queue.Task) {},
 		Do: func(ctx context.Context) error {
-			return o.runEventHook(ctx, h, b.Name, []map[string]any{{"binding": b.Name}}, b.AllowFailure)
+			name, bc := o.scheduleContext(h, b)
+			return o.runEventHook(ctx, h, name, bc, b.AllowFailure)
 		},
 	})
 }
 
-// runEventHook runs a hook for an event (schedule now; Kubernetes events
-// later) and raises what its patches changed (LIFECYCLE-STEPS 11–14): a
+// scheduleContext is a schedule binding's context: snapshots from
+// includeSnapshotsFrom, or a Group context for a binding in a group.
+func (o *Operator) scheduleContext(h *loader.Hook, b loader.ScheduleBinding) (string, []map[string]any) {
+	hm := o.runningMonitors(h)
+	if b.Group != "" {
+		var group map[string]any
+		if hm != nil {
+			group = snapshotsOf(groupOf(hm, b.Group))
+		}
+		return b.Group, []map[string]any{{"binding": b.Group, "type": typeGroup, "snapshots": group}}
+	}
+	c := map[string]any{"binding": b.Name}
+	if s := o.includedSnapshots(hm, b.IncludeSnapshotsFrom); s != nil {
+		c["snapshots"] = s
+	}
+	return b.Name, []map[string]any{c}
+}
+
+// runEventHook runs a hook for an event (schedule, kubernetes) and raises what its patches changed (LIFECYCLE-STEPS 11–14): a
 // global hook that changed global values or *Enabled flags reloads all
 // modules; a module hook that changed its values runs the module again.
 func (o *Operator) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {

@@ -43,10 +43,6 @@ func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
 	return out
 }
 
-func bindingContext(binding string) []map[string]any {
-	return []map[string]any{{"binding": binding}}
-}
-
 // globalHookTasks: one task per global hook with the binding, in order.
 func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 	model, _ := o.current()
@@ -56,7 +52,7 @@ func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 			Kind:        kindGlobalHook,
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			Do: func(ctx context.Context) error {
-				res, err := o.runHook(ctx, h, binding, bindingContext(binding), false)
+				res, err := o.runHook(ctx, h, binding, o.orderedContext(h, binding), false)
 				if err != nil {
 					return err
 				}
@@ -73,7 +69,9 @@ func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 }
 
 // reloadAllTask is 'reload all modules' (LIFECYCLE-STEPS steps 3–8): it
-// queues beforeAll hooks and discovery right after itself.
+// queues beforeAll hooks and discovery right after itself, preceded by the
+// Synchronization of global hooks whose monitors do not run yet (step 2 at
+// start-up; a new tree's added or changed hooks later).
 func (o *Operator) reloadAllTask() *queue.Task {
 	return &queue.Task{
 		Kind:        kindReloadAll,
@@ -83,7 +81,13 @@ func (o *Operator) reloadAllTask() *queue.Task {
 			o.reloadStart = o.cfg.Now()
 			o.globalChanged = false
 			o.mu.Unlock()
-			tasks := append(o.globalHookTasks(loader.BeforeAll), o.discoverTask())
+			var tasks []*queue.Task
+			model, _ := o.current()
+			if len(withKubernetes(model.Global.Hooks)) > 0 {
+				tasks = append(tasks, o.globalSyncTask())
+			}
+			tasks = append(tasks, o.globalHookTasks(loader.BeforeAll)...)
+			tasks = append(tasks, o.discoverTask())
 			o.queues.Main().AddAfterCurrent(tasks...)
 			return nil
 		},
@@ -229,7 +233,7 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 	run := func(binding string) (bool, error) {
 		changed := false
 		for _, h := range ordered(m.Hooks, binding) {
-			res, err := o.runHook(ctx, h, binding, bindingContext(binding), false)
+			res, err := o.runHook(ctx, h, binding, o.orderedContext(h, binding), false)
 			if err != nil {
 				return false, err
 			}
@@ -241,6 +245,11 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 		if _, err := run(loader.OnStartup); err != nil {
 			return err
 		}
+	}
+	// kubernetes@Synchronization of hooks whose monitors do not run yet: at
+	// start-up, when the module was enabled, or when a new tree changed them
+	if err := o.synchronize(ctx, m.Hooks); err != nil {
+		return err
 	}
 	if _, err := run(loader.BeforeHelm); err != nil {
 		return err
@@ -308,13 +317,14 @@ func (o *Operator) moduleDeleteTask(name string) *queue.Task {
 			}
 			if m != nil {
 				for _, h := range ordered(m.Hooks, loader.AfterDeleteHelm) {
-					if _, err := o.runHook(ctx, h, loader.AfterDeleteHelm, bindingContext(loader.AfterDeleteHelm), false); err != nil {
+					if _, err := o.runHook(ctx, h, loader.AfterDeleteHelm, o.orderedContext(h, loader.AfterDeleteHelm), false); err != nil {
 						return err
 					}
 				}
 			}
 			o.setState(name, StateDisabled, nil)
 			o.syncSchedules()
+			o.syncMonitors()
 			return nil
 		},
 	}

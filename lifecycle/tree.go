@@ -130,7 +130,9 @@ func (o *Operator) adopt(model *loader.Model, commit string) error {
 	o.mu.Lock()
 	o.model, o.store, o.commit = model, store, commit
 	o.mu.Unlock()
-	o.syncSchedules() // the old tree's schedules stop; the new ones start as modules run
+	// the old tree's schedules and monitors stop; new ones start as modules run
+	o.syncSchedules()
+	o.syncMonitors()
 	o.logger.Info("tree changed", "revision", commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global)
 	if diff.OnlyRemoved() {
 		var tasks []*queue.Task

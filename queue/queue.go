@@ -27,6 +27,8 @@ type Task struct {
 	MergeKey string
 	// Merge folds a later task with the same MergeKey into this one.
 	Merge func(later *Task)
+	// Payload is the task's data for Merge to take from a later task.
+	Payload any
 
 	id        uint64
 	attempts  int

@@ -116,6 +116,10 @@ func start(args []string) error {
 	if err != nil {
 		return err
 	}
+	watcher, err := kube.NewWatcher(restConfig, logger)
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if src != nil {
@@ -124,7 +128,7 @@ func start(args []string) error {
 	cfg := lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax,
-		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg,
+		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Watcher: watcher,
 	}
 	if src != nil {
 		cfg.Root, cfg.Commit = src.syncer.CurrentDir(), src.first.Commit
