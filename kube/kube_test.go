@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func namespace(t *testing.T) string {
+func namespace(t testing.TB) string {
 	t.Helper()
 	ns := fmt.Sprintf("kube-test-%d", nsSeq.Add(1))
 	if _, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -122,6 +123,9 @@ type Monitor struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	lastErr string
+	// startErr gets the first request error the API server refuses
+	// before the first list completed (a bad selector, missing RBAC).
+	startErr chan error
 }
 
 // NewMonitor resolves the kind through discovery (kinds and lowercase
@@ -138,7 +142,7 @@ func (w *Watcher) NewMonitor(spec MonitorSpec, handler func(ObjectEvent)) (*Moni
 	return &Monitor{
 		spec: spec, gvr: mapping.Resource, kind: mapping.GroupVersionKind.Kind, client: w.client, handler: handler,
 		logger:  w.logger.With("kind", mapping.GroupVersionKind.Kind),
-		objects: map[string]*entry{}, sources: map[string]*source{},
+		objects: map[string]*entry{}, sources: map[string]*source{}, startErr: make(chan error, 1),
 	}, nil
 }
 
@@ -195,6 +199,9 @@ func (m *Monitor) Start(ctx context.Context) error {
 		m.run(ctx, "namespaces", m.client.Resource(nsGVR), sel.String(), "", nw)
 		select {
 		case <-nw.synced:
+		case err := <-m.startErr:
+			m.Stop()
+			return fmt.Errorf("watch namespaces for %s: %w", m.kind, err)
 		case <-ctx.Done():
 			return fmt.Errorf("watch namespaces for %s: %w", m.kind, ctx.Err())
 		}
@@ -216,6 +223,9 @@ func (m *Monitor) Start(ctx context.Context) error {
 	for _, w := range waits {
 		select {
 		case <-w:
+		case err := <-m.startErr:
+			m.Stop()
+			return fmt.Errorf("watch %s: %w", m.kind, err)
 		case <-ctx.Done():
 			return fmt.Errorf("watch %s: not synced: %w", m.kind, ctx.Err())
 		}
@@ -258,6 +268,9 @@ func (m *Monitor) run(ctx context.Context, name string, ri dynamic.ResourceInter
 	m.wg.Go(func() { r.RunWithContext(ctx) })
 }
 
+// noteError logs a list or watch error once. Before the first list
+// completed, an error the API server answered with (not a broken
+// connection, which the reflector outlasts) fails Start.
 func (m *Monitor) noteError(err error) {
 	if err == nil || m.ctxDone() {
 		return
@@ -265,10 +278,22 @@ func (m *Monitor) noteError(err error) {
 	m.mu.Lock()
 	repeated := m.lastErr == err.Error()
 	m.lastErr = err.Error()
+	synced := m.synced
 	m.mu.Unlock()
+	if !synced && refused(err) {
+		select {
+		case m.startErr <- err:
+		default:
+		}
+	}
 	if !repeated {
 		m.logger.Warn("list/watch failed; retrying with backoff", "err", err)
 	}
+}
+
+func refused(err error) bool {
+	return apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) ||
+		apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err)
 }
 
 func (m *Monitor) ctxDone() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,5 +226,21 @@ func TestMonitorNamespaceLabelSelector(t *testing.T) {
 	want := []string{"Added " + out + "/b", "Deleted " + in + "/a"}
 	if !slices.Equal(seen, want) {
 		t.Fatalf("events = %v, want %v", seen, want)
+	}
+}
+
+// A selector the API server refuses fails Start with its answer, at once.
+func TestMonitorRefusedSelector(t *testing.T) {
+	m, err := newWatcher(t).NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", FieldSelector: "spec.nothing=x"}, func(ObjectEvent) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = m.Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "spec.nothing") {
+		t.Fatalf("Start = %v; want the API server's refusal of the field selector", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the refusal took %s", d)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -29,6 +30,16 @@ func TestExamples(t *testing.T) {
 	if got := dep.Spec.Template.Spec.Containers[0].Args[0]; got != "-text=hello from demo.cluster.local" {
 		t.Fatalf("echo-server args = %q", got)
 	}
+	// a namespace labelled for echo-server reaches the chart through clients.sh
+	client1 := e.ns + "-client"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: client1, Labels: map[string]string{"echo-server/client": "true"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the client namespace in the chart", func() bool {
+		dep, err := client.AppsV1().Deployments(e.ns).Get(ctx, "echo-server", metav1.GetOptions{})
+		return err == nil && dep.Annotations["echo-server/clients"] == client1
+	})
 	if _, err := client.CoreV1().ConfigMaps(e.ns).Get(ctx, "feature-flags", metav1.GetOptions{}); err != nil {
 		t.Fatalf("feature-flags (enabled by its script): %v", err)
 	}

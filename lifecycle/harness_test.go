@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 
 // tree writes files (path → content; a hook is made executable when its
 // content starts with #!) into a new directory.
-func tree(t *testing.T, files map[string]string) string {
+func tree(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for p, c := range files {
@@ -122,7 +122,7 @@ func (r record) binding() string {
 
 // env is one operator under test in its own namespace.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	ns       string
 	dir      string
 	records  string
@@ -137,7 +137,7 @@ type env struct {
 	checkInterval time.Duration
 }
 
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := fmt.Sprintf("t%d-%s", nsSeq.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
 	if len(ns) > 60 {
@@ -184,7 +184,7 @@ func quiet() *slog.Logger {
 }
 
 // setup prepares a namespace, an optional ConfigMap and a tree, without starting.
-func setup(t *testing.T, files map[string]string, cm map[string]string) *env {
+func setup(t testing.TB, files map[string]string, cm map[string]string) *env {
 	t.Helper()
 	e := &env{t: t, ns: newNamespace(t), dir: tree(t, files), cmName: "addon-operator"}
 	e.records = filepath.Join(t.TempDir(), "records.jsonl")
