@@ -102,7 +102,7 @@ func TestKubernetesBindingContexts(t *testing.T) {
 	id := runID(t)
 	cfg := fmt.Sprintf(`{"configVersion":"v1","beforeAll":1,"kubernetes":[
  {"name":"cms","apiVersion":"v1","kind":"ConfigMap","labelSelector":{"matchLabels":{"run":"%[1]s"}},"jqFilter":".data","keepFullObjectsInMemory":false},
- {"name":"secrets","apiVersion":"v1","kind":"Secret","labelSelector":{"matchLabels":{"run":"%[1]s"}},"nameSelector":{"matchNames":["s1","s2"]},"includeSnapshotsFrom":["cms"]}]}`, id)
+ {"name":"secrets","apiVersion":"v1","kind":"Secret","labelSelector":{"matchLabels":{"run":"%[1]s"}},"nameSelector":{"matchNames":["s1","s2","s4"]},"fieldSelector":{"matchExpressions":[{"field":"type","operator":"Equals","value":"Opaque"}]},"includeSnapshotsFrom":["cms"]}]}`, id)
 	files := map[string]string{
 		"modules/values.yaml":   "global: {}\n",
 		"global-hooks/watch.sh": recordingHook("watch", strings.ReplaceAll(cfg, "\n", ""), ""),
@@ -137,7 +137,7 @@ func TestKubernetesBindingContexts(t *testing.T) {
 	}
 
 	// an update the filter does not see, then one it does; an unselected
-	// object; an add; a delete; a Secret the name selector skips
+	// object; an add; a delete; Secrets the name and field selectors skip
 	e.updateConfigMap("a", func(cm *corev1.ConfigMap) { cm.Annotations = map[string]string{"x": "y"} })
 	e.updateConfigMap("a", func(cm *corev1.ConfigMap) { cm.Data["v"] = "2" })
 	e.updateConfigMap("b", func(cm *corev1.ConfigMap) { cm.Data["v"] = "2" })
@@ -145,8 +145,9 @@ func TestKubernetesBindingContexts(t *testing.T) {
 	if err := client.CoreV1().ConfigMaps(e.ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"s3", "s2"} {
-		if _, err := client.CoreV1().Secrets(e.ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sel}}, metav1.CreateOptions{}); err != nil {
+	secretTypes := map[string]corev1.SecretType{"s3": corev1.SecretTypeOpaque, "s4": "example.com/custom", "s2": corev1.SecretTypeOpaque}
+	for _, name := range []string{"s3", "s4", "s2"} {
+		if _, err := client.CoreV1().Secrets(e.ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sel}, Type: secretTypes[name]}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
