@@ -337,14 +337,22 @@ func (m *Monitor) removeSource(ns string) {
 	m.mu.Lock()
 	s := m.sources[ns]
 	delete(m.sources, ns)
-	var gone []*entry
+	m.mu.Unlock()
 	if s != nil {
 		s.cancel()
-		for key, e := range m.objects {
-			if e.src == s {
-				gone = append(gone, e)
-				delete(m.objects, key)
-			}
+		m.forget(s, nil)
+	}
+}
+
+// forget drops the objects of s that are not in keep and reports them as
+// Deleted, by namespace and name.
+func (m *Monitor) forget(s *source, keep map[string]bool) {
+	m.mu.Lock()
+	var gone []*entry
+	for key, e := range m.objects {
+		if e.src == s && !keep[key] {
+			gone = append(gone, e)
+			delete(m.objects, key)
 		}
 	}
 	m.mu.Unlock()
@@ -449,19 +457,7 @@ func (m *Monitor) replace(s *source, list []any) {
 			m.observe(s, Added, obj)
 		}
 	}
-	m.mu.Lock()
-	var gone []*entry
-	for key, e := range m.objects {
-		if e.src == s && !seen[key] {
-			gone = append(gone, e)
-			delete(m.objects, key)
-		}
-	}
-	m.mu.Unlock()
-	sortEntries(gone)
-	for _, e := range gone {
-		m.report(Deleted, m.stub(e), e.filterResult, e)
-	}
+	m.forget(s, seen)
 }
 
 // observeSilently records an object of the first list.
