@@ -35,7 +35,9 @@ var (
 func TestMain(m *testing.M) {
 	dir, _ := os.MkdirTemp("", "addon-operator-bin-")
 	binPath = filepath.Join(dir, "addon-operator")
-	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", binPath, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -78,6 +79,12 @@ func start(args []string) error {
 		return err
 	}
 	slog.SetDefault(logger)
+	if os.Getenv("GOGC") == "" {
+		// the live heap is small (~7 MiB after converging 100 modules);
+		// collecting at +50 % instead of +100 % keeps peak RSS ~3 MiB lower
+		// at no measurable cost to converge time (docs/performance.md)
+		debug.SetGCPercent(50)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
