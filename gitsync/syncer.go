@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -91,6 +92,9 @@ type Syncer struct {
 	resolved string
 	status   Status
 	trigger  chan struct{}
+	// cleaning: old revisions are being removed, after a publish and off
+	// its critical path; the next checkout waits for it
+	cleaning sync.WaitGroup
 }
 
 var shaRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
@@ -106,10 +110,16 @@ func New(opts Options) (*Syncer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if err := os.MkdirAll(filepath.Join(opts.CheckoutDir, "revisions"), 0o700); err != nil {
+	if err := os.MkdirAll(opts.CheckoutDir, 0o700); err != nil {
 		return nil, err
 	}
 	if err := os.Chmod(opts.CheckoutDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := forgetOtherPaths(opts.CheckoutDir, opts.Paths); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(opts.CheckoutDir, "revisions"), 0o700); err != nil {
 		return nil, err
 	}
 	storeDir := filepath.Join(opts.CheckoutDir, "repo.git")
@@ -131,6 +141,24 @@ func New(opts Options) (*Syncer, error) {
 	s.status = Status{URL: Scrub(opts.URL), DesiredRef: opts.Ref, History: []Revision{}}
 	s.restore()
 	return s, nil
+}
+
+// forgetOtherPaths removes the revisions on disk when they were checked
+// out with other Paths: a new revision is built from the previous one, so
+// it must hold exactly the subtrees wanted now. The object store stays.
+func forgetOtherPaths(checkoutDir string, paths []string) error {
+	marker := filepath.Join(checkoutDir, "paths")
+	want := strings.Join(paths, "\n")
+	if have, err := os.ReadFile(marker); err == nil && string(have) == want {
+		return nil
+	}
+	if err := os.RemoveAll(filepath.Join(checkoutDir, "revisions")); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(checkoutDir, currentLink)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.WriteFile(marker, []byte(want), 0o600)
 }
 
 // restore adopts the revision the current link points at, left by an
@@ -296,7 +324,7 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 		s.status.History = s.status.History[:historySize]
 	}
 	s.mu.Unlock()
-	s.cleanup()
+	s.cleaning.Go(s.cleanup)
 	s.logger.Info("revision published", "revision", rev.Commit, "ref", ref, "subject", rev.Subject)
 	return rev, true, nil
 }
@@ -483,6 +511,7 @@ func (s *Syncer) peel(h plumbing.Hash) (*object.Commit, error) {
 // With a previous revision on disk, unchanged files are hard-linked from it
 // and only what changed is written (revisions are never modified in place).
 func (s *Syncer) checkout(c *object.Commit, prev *Revision) (string, error) {
+	s.cleaning.Wait()
 	final := filepath.Join(s.opts.CheckoutDir, "revisions", c.Hash.String())
 	if _, err := os.Stat(final); err == nil {
 		return final, nil
@@ -525,11 +554,14 @@ func (s *Syncer) checkout(c *object.Commit, prev *Revision) (string, error) {
 	return final, nil
 }
 
-// incremental fills dir from the previous revision: links for unchanged
-// files, written entries for changed ones. It reports false when it could
-// not (the previous revision is gone or its commit unknown); the caller
-// then writes the whole tree. An error in a changed entry (a symlink out of
-// the checkout) also makes it fall back, and the full write reports it.
+// incremental fills dir from the previous revision. It walks the new tree
+// against the previous one: a subtree or file whose hash and mode are
+// unchanged is hard-linked from the previous revision on disk without
+// reading a git object; only what changed is read and written. It reports
+// false when it could not (the previous revision is gone or its commit
+// unknown); the caller then writes the whole tree. An error in a changed
+// entry (a symlink out of the checkout) also makes it fall back, and the
+// full write reports it.
 func (s *Syncer) incremental(tree *object.Tree, prev *Revision, dir string) bool {
 	prevCommit, err := s.repo.CommitObject(plumbing.NewHash(prev.Commit))
 	if err != nil {
@@ -539,54 +571,116 @@ func (s *Syncer) incremental(tree *object.Tree, prev *Revision, dir string) bool
 	if err != nil {
 		return false
 	}
-	changes, err := object.DiffTree(prevTree, tree)
-	if err != nil {
+	if _, err := os.Stat(prev.Dir); err != nil {
 		return false
 	}
-	changed := map[string]bool{}
-	for _, ch := range changes {
-		changed[ch.From.Name] = true
-		changed[ch.To.Name] = true
+	return s.mergeTree(prevTree, tree, prev.Dir, dir, "") == nil
+}
+
+// mergeTree writes tree, the subtree at rel, into the revision at root,
+// reusing the previous revision at prevRoot where prevTree has the same
+// entry.
+func (s *Syncer) mergeTree(prevTree, tree *object.Tree, prevRoot, root, rel string) error {
+	old := map[string]object.TreeEntry{}
+	if prevTree != nil {
+		for _, e := range prevTree.Entries {
+			old[e.Name] = e
+		}
 	}
-	err = filepath.WalkDir(prev.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, e := range tree.Entries {
+		name := path.Join(rel, e.Name)
+		src, dst := filepath.Join(prevRoot, filepath.FromSlash(name)), filepath.Join(root, filepath.FromSlash(name))
+		if o, ok := old[e.Name]; ok && o.Hash == e.Hash && o.Mode == e.Mode {
+			if err := linkTree(src, dst); err != nil {
+				return err
+			}
+			continue
 		}
-		rel, _ := filepath.Rel(prev.Dir, p)
-		target := filepath.Join(dir, rel)
-		// directories come with their files: one whose files all went
-		// (a removed module) must not be left behind empty
-		if d.IsDir() || changed[filepath.ToSlash(rel)] {
-			return nil
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			link, err := os.Readlink(p)
+		switch e.Mode {
+		case filemode.Dir:
+			sub, err := tree.Tree(e.Name)
 			if err != nil {
 				return err
 			}
-			return os.Symlink(link, target)
+			var prevSub *object.Tree
+			if o, ok := old[e.Name]; ok && o.Mode == filemode.Dir {
+				if prevSub, err = prevTree.Tree(e.Name); err != nil {
+					return err
+				}
+			}
+			if err := s.mergeTree(prevSub, sub, prevRoot, root, name); err != nil {
+				return err
+			}
+		case filemode.Submodule:
+		default:
+			if !s.wanted(name) {
+				continue
+			}
+			f, err := tree.TreeEntryFile(&e)
+			if err != nil {
+				return err
+			}
+			f.Name = name
+			if err := writeEntry(root, f); err != nil {
+				return err
+			}
 		}
-		return os.Link(p, target)
-	})
+	}
+	return nil
+}
+
+// linkTree recreates src (a file, symlink or directory of the previous
+// revision) at dst with hard links. A missing src is a path the checkout
+// leaves out (not under Paths), and is skipped.
+func linkTree(src, dst string) error {
+	info, err := os.Lstat(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
-		return false
+		return err
 	}
-	for _, ch := range changes {
-		if ch.To.Name == "" || !s.wanted(ch.To.Name) {
-			continue
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
 		}
-		f, err := tree.File(ch.To.Name)
-		if errors.Is(err, object.ErrFileNotFound) {
-			continue // a submodule or a directory entry
+		link, err := os.Readlink(src)
+		if err != nil {
+			return err
 		}
-		if err != nil || writeEntry(dir, f) != nil {
-			return false
+		return os.Symlink(link, dst)
+	case !info.IsDir():
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
+		}
+		return os.Link(src, dst)
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		switch {
+		case e.IsDir():
+			err = linkTree(s, d)
+		case e.Type()&fs.ModeSymlink != 0:
+			var link string
+			if link, err = os.Readlink(s); err == nil {
+				err = os.Symlink(link, d)
+			}
+		default:
+			err = os.Link(s, d)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
 }
 
 // wanted: the file is under one of the checked-out subtrees.
@@ -694,6 +788,7 @@ func (s *Syncer) cleanup() {
 // calling onPublish for each new revision. Failures back off exponentially
 // up to the interval; the current revision keeps running meanwhile.
 func (s *Syncer) Run(ctx context.Context, interval time.Duration, onPublish func(*Revision)) {
+	defer s.cleaning.Wait()
 	failures := 0
 	for {
 		wait := interval

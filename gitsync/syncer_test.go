@@ -3,10 +3,13 @@ package gitsync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -176,7 +179,9 @@ func TestPollFollowsBranch(t *testing.T) {
 	if !changed || rev.Commit != f.c1 {
 		t.Fatalf("after force-push: %+v", rev)
 	}
-	// only the current and previous revisions stay on disk
+	// only the current and previous revisions stay on disk, once the
+	// removal that follows a publish is done
+	s.cleaning.Wait()
 	entries, _ := os.ReadDir(filepath.Join(filepath.Dir(s.CurrentDir()), "revisions"))
 	if len(entries) != 2 {
 		t.Fatalf("revisions kept: %d", len(entries))
@@ -410,5 +415,93 @@ func TestRevisionInfoMetric(t *testing.T) {
 		"addon_operator_git_revision_info{commit=\"" + f.c1 + "\",ref=\"v1\"} 1\n"
 	if err := testutil.CollectAndCompare(s, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// listing describes a checkout: every path with its type, mode and
+// content (or link target).
+func listing(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			out[rel] = "dir"
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, _ := os.Readlink(p)
+			out[rel] = "link " + link
+		default:
+			b, _ := os.ReadFile(p)
+			out[rel] = fmt.Sprintf("%v %q", info.Mode().Perm(), b)
+		}
+		return nil
+	})
+	must(t, err)
+	return out
+}
+
+// A revision built from the previous one equals a full checkout of the
+// same commit, whatever changed: contents, modes, symlinks, a file that
+// became a directory, removed directories, paths outside Paths; and
+// unchanged files are hard links to the previous revision's.
+func TestIncrementalEqualsFullCheckout(t *testing.T) {
+	f := newFixture(t)
+	opts := func(dir string) Options {
+		return Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: dir, Paths: []string{"modules", "global-hooks"},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	}
+	kept, err := New(opts(filepath.Join(t.TempDir(), "kept")))
+	must(t, err)
+	step := func(t *testing.T, change func()) *Revision {
+		t.Helper()
+		change()
+		_, err := f.repo.Commit("step")
+		must(t, err)
+		must(t, f.repo.Push())
+		rev, _, err := kept.Sync(t.Context())
+		must(t, err)
+		full, err := New(opts(filepath.Join(t.TempDir(), "full")))
+		must(t, err)
+		fullRev, _, err := full.Sync(t.Context())
+		must(t, err)
+		if got, want := listing(t, rev.Dir), listing(t, fullRev.Dir); !reflect.DeepEqual(got, want) {
+			t.Fatalf("incremental checkout differs from a full one:\n got %v\nwant %v", got, want)
+		}
+		return rev
+	}
+	write := func(p, c string, mode os.FileMode) { must(t, f.repo.WriteFile(p, c, mode)) }
+	step(t, func() {
+		write("modules/001-a/hooks/h.sh", "#!/bin/sh\n", 0o755)
+		write("modules/001-a/values.yaml", "a: {}\n", 0)
+		write("modules/002-b/templates/t.yaml", "kind: X\n", 0)
+		write("global-hooks/g.sh", "#!/bin/sh\n", 0o755)
+		write("docs/outside.md", "not checked out\n", 0)
+	})
+	prev := step(t, func() {
+		must(t, os.Symlink("../001-a/values.yaml", filepath.Join(f.repo.Dir, "modules/002-b/values.yaml")))
+		write("modules/001-a/hooks/h.sh", "#!/bin/sh\n", 0o644) // only the mode changes
+		write("docs/outside.md", "changed outside\n", 0)
+	})
+	rev := step(t, func() {
+		must(t, f.repo.Remove("modules/001-a/values.yaml"))
+		write("modules/001-a/values.yaml/now-a-dir.yaml", "x: 1\n", 0)
+		must(t, f.repo.Remove("modules/002-b/values.yaml"))
+		must(t, f.repo.Remove("global-hooks"))
+		write("modules/003-c/values.yaml", "c: {}\n", 0)
+	})
+	a, err := os.Stat(filepath.Join(prev.Dir, "modules/002-b/templates/t.yaml"))
+	must(t, err)
+	b, err := os.Stat(filepath.Join(rev.Dir, "modules/002-b/templates/t.yaml"))
+	must(t, err)
+	if !os.SameFile(a, b) {
+		t.Fatal("an unchanged file was written again instead of linked")
 	}
 }
