@@ -21,8 +21,13 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
 // Options configure a Syncer.
@@ -268,14 +273,24 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	remoteRef, hash, err := s.resolve(ctx, ref, auth)
+	netCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var sess transport.UploadPackSession
+	var ar *packp.AdvRefs
+	if !shaRe.MatchString(ref) {
+		if sess, ar, err = s.open(netCtx, auth); err != nil {
+			return nil, false, err
+		}
+		defer sess.Close()
+	}
+	remoteRef, hash, err := resolve(ar, ref)
 	if err != nil {
 		return nil, false, err
 	}
 	if cur != nil && hash == resolvedBefore {
 		return cur, false, nil // one round trip, no objects
 	}
-	if err := s.fetch(ctx, remoteRef, hash, auth); err != nil {
+	if err := s.fetch(netCtx, sess, ar, remoteRef, hash, auth); err != nil {
 		return nil, false, err
 	}
 	commit, err := s.peel(plumbing.NewHash(hash))
@@ -329,25 +344,43 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	return rev, true, nil
 }
 
-// resolve lists the remote's refs (one round trip) and finds the desired
-// one: the remote name and the hash it points at.
-func (s *Syncer) resolve(ctx context.Context, ref string, auth transport.AuthMethod) (string, string, error) {
-	if shaRe.MatchString(ref) {
+// open starts a conversation with the remote's upload-pack and lists its
+// refs (one round trip); a fetch in the same session asks for objects
+// without listing them again.
+func (s *Syncer) open(ctx context.Context, auth transport.AuthMethod) (transport.UploadPackSession, *packp.AdvRefs, error) {
+	ep, err := transport.NewEndpoint(s.opts.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := c.NewUploadPackSession(ep, auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		sess.Close()
+		return nil, nil, fmt.Errorf("list remote refs: %w", err)
+	}
+	return sess, ar, nil
+}
+
+// resolve finds the desired ref among the listed ones: the remote name
+// and the hash it points at. A commit SHA needs no listing (ar is nil).
+func resolve(ar *packp.AdvRefs, ref string) (string, string, error) {
+	if ar == nil {
 		return "", ref, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	remote, err := s.repo.Remote("origin")
-	if err != nil {
-		return "", "", err
-	}
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	all, err := ar.AllReferences()
 	if err != nil {
 		return "", "", fmt.Errorf("list remote refs: %w", err)
 	}
 	byName := map[string]*plumbing.Reference{}
-	for _, r := range refs {
-		byName[r.Name().String()] = r
+	for name, r := range all {
+		byName[name.String()] = r
 	}
 	candidates := []string{ref, "refs/heads/" + ref, "refs/tags/" + ref}
 	if ref == "" {
@@ -370,29 +403,33 @@ func (s *Syncer) resolve(ctx context.Context, ref string, auth transport.AuthMet
 }
 
 // fetch brings the objects of remoteRef into the object store (only what
-// is missing; forced, so a force-pushed ref is followed).
-func (s *Syncer) fetch(ctx context.Context, remoteRef, hash string, auth transport.AuthMethod) error {
+// is missing; forced, so a force-pushed ref is followed). A named ref is
+// fetched in the session that listed it; a commit SHA fetches branches and
+// tags, then looks for it.
+func (s *Syncer) fetch(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, remoteRef, hash string, auth transport.AuthMethod) error {
 	if _, err := s.repo.Object(plumbing.AnyObject, plumbing.NewHash(hash)); err == nil {
 		return nil // already here (a ref moved back, or a pinned SHA we have)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	specs := []config.RefSpec{config.RefSpec("+" + remoteRef + ":refs/sync/target")}
-	if remoteRef == "" {
-		// a commit SHA: fetch branches and tags, then look for it
-		specs = []config.RefSpec{"+refs/heads/*:refs/sync/heads/*", "+refs/tags/*:refs/sync/tags/*"}
-	}
-	opts := &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: auth, Force: true, Tags: git.NoTags}
+	depth := 0
 	if remoteRef != "" && s.emptyStore() {
 		// the first fetch needs only the commit, not its history
-		opts.Depth = 1
+		depth = 1
 	}
-	err := s.repo.FetchContext(ctx, opts)
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+	var err error
+	if sess != nil && remoteRef != "" {
+		err = s.fetchPack(ctx, sess, ar, plumbing.NewHash(hash), depth)
+	} else {
+		specs := []config.RefSpec{"+refs/heads/*:refs/sync/heads/*", "+refs/tags/*:refs/sync/tags/*"}
+		err = s.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: auth, Force: true, Tags: git.NoTags})
+		if errors.Is(err, git.NoErrAlreadyUpToDate) {
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("fetch %s: %w", orHash(remoteRef, hash), err)
 	}
 	if _, err := s.repo.Object(plumbing.AnyObject, plumbing.NewHash(hash)); err != nil {
-		if opts.Depth != 0 {
+		if depth != 0 {
 			return fmt.Errorf("commit %s not found on the remote", hash)
 		}
 		if remoteRef != "" && s.shallow() {
@@ -402,11 +439,87 @@ func (s *Syncer) fetch(ctx context.Context, remoteRef, hash string, auth transpo
 			if err := s.resetStore(); err != nil {
 				return err
 			}
-			return s.fetch(ctx, remoteRef, hash, auth)
+			// a session serves one fetch: talk to the remote afresh
+			fresh, far, err := s.open(ctx, auth)
+			if err != nil {
+				return err
+			}
+			defer fresh.Close()
+			return s.fetch(ctx, fresh, far, remoteRef, hash, auth)
 		}
 		return fmt.Errorf("commit %s not found on the remote", hash)
 	}
 	return nil
+}
+
+// fetchPack asks the remote for want (with depth, only that commit),
+// telling it which commits the store has, and stores the pack it sends.
+// refs/sync/target keeps what was fetched reachable.
+func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, want plumbing.Hash, depth int) (err error) {
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		if err := req.Capabilities.Set(capability.NoProgress); err != nil {
+			return err
+		}
+	}
+	req.Wants = []plumbing.Hash{want}
+	if depth > 0 {
+		req.Depth = packp.DepthCommits(depth)
+		if err := req.Capabilities.Set(capability.Shallow); err != nil {
+			return err
+		}
+	}
+	if req.Haves, err = s.haves(); err != nil {
+		return err
+	}
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, resp.Close()) }()
+	if depth > 0 && len(resp.Shallows) > 0 {
+		shallows, err := s.repo.Storer.Shallow()
+		if err != nil {
+			return err
+		}
+		for _, h := range resp.Shallows {
+			if !slices.Contains(shallows, h) {
+				shallows = append(shallows, h)
+			}
+		}
+		if err := s.repo.Storer.SetShallow(shallows); err != nil {
+			return err
+		}
+	}
+	var pack io.Reader = resp
+	switch {
+	case req.Capabilities.Supports(capability.Sideband64k):
+		pack = sideband.NewDemuxer(sideband.Sideband64k, resp)
+	case req.Capabilities.Supports(capability.Sideband):
+		pack = sideband.NewDemuxer(sideband.Sideband, resp)
+	}
+	if err := packfile.UpdateObjectStorage(s.repo.Storer, pack); err != nil {
+		return err
+	}
+	return s.repo.Storer.SetReference(plumbing.NewHashReference("refs/sync/target", want))
+}
+
+// haves are the commits the store's refs point at, which the remote need
+// not send again.
+func (s *Syncer) haves() ([]plumbing.Hash, error) {
+	refs, err := s.repo.References()
+	if err != nil {
+		return nil, err
+	}
+	defer refs.Close()
+	var out []plumbing.Hash
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() == plumbing.HashReference && strings.HasPrefix(r.Name().String(), "refs/sync/") && !slices.Contains(out, r.Hash()) {
+			out = append(out, r.Hash())
+		}
+		return nil
+	})
+	return out, err
 }
 
 // shallow: the store was fetched with a depth.

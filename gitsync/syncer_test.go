@@ -162,10 +162,14 @@ func TestPollFollowsBranch(t *testing.T) {
 		t.Fatalf("unchanged poll: changed = %v, upload-pack requests %d → %d", changed, uploads, f.http.UploadPackRequests())
 	}
 
-	// a new commit on the branch
+	// a new commit on the branch: one listing and one upload-pack request
 	c4 := f.commit(t, "fourth", map[string]string{"modules/values.yaml": "global: {v: 4}\n"})
+	requests := f.http.Requests()
 	rev, changed, err := s.Sync(t.Context())
 	must(t, err)
+	if n := f.http.Requests() - requests; n != 2 {
+		t.Fatalf("a sync of one new commit made %d requests, want 2 (list refs, fetch)", n)
+	}
 	if !changed || rev.Commit != c4 || rev.Subject != "fourth" || !strings.Contains(rev.Author, "Fixture Author") {
 		t.Fatalf("rev = %+v", rev)
 	}
