@@ -17,9 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -28,6 +30,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // Options configure a Syncer.
@@ -87,6 +90,7 @@ type Syncer struct {
 	opts     Options
 	logger   *slog.Logger
 	repo     *git.Repository
+	store    *filesystem.Storage
 	validate func(ctx context.Context, dir string) error
 
 	mu      sync.Mutex
@@ -127,21 +131,12 @@ func New(opts Options) (*Syncer, error) {
 	if err := os.MkdirAll(filepath.Join(opts.CheckoutDir, "revisions"), 0o700); err != nil {
 		return nil, err
 	}
-	storeDir := filepath.Join(opts.CheckoutDir, "repo.git")
-	repo, err := git.PlainOpen(storeDir)
-	if errors.Is(err, git.ErrRepositoryNotExists) {
-		repo, err = git.PlainInit(storeDir, true)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("object store %s: %w", storeDir, err)
-	}
-	_ = repo.DeleteRemote("origin")
-	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{opts.URL}}); err != nil {
-		return nil, fmt.Errorf("remote %s: %w", Scrub(opts.URL), err)
-	}
 	s := &Syncer{
-		opts: opts, logger: opts.Logger.With("source", Scrub(opts.URL)), repo: repo, ref: opts.Ref,
+		opts: opts, logger: opts.Logger.With("source", Scrub(opts.URL)), ref: opts.Ref,
 		trigger: make(chan struct{}, 1),
+	}
+	if err := s.openStore(); err != nil {
+		return nil, err
 	}
 	s.status = Status{URL: Scrub(opts.URL), DesiredRef: opts.Ref, History: []Revision{}}
 	s.restore()
@@ -528,21 +523,34 @@ func (s *Syncer) shallow() bool {
 	return err == nil && len(sh) > 0
 }
 
+// openStore opens (or creates) the bare object store under CheckoutDir.
+// Pack files stay open between reads (a checkout reads thousands of
+// objects), up to a bound.
+func (s *Syncer) openStore() error {
+	dir := filepath.Join(s.opts.CheckoutDir, "repo.git")
+	st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(), filesystem.Options{MaxOpenDescriptors: 16})
+	repo, err := git.Open(st, nil)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		repo, err = git.Init(st, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("object store %s: %w", dir, err)
+	}
+	_ = repo.DeleteRemote("origin")
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{s.opts.URL}}); err != nil {
+		return fmt.Errorf("remote %s: %w", Scrub(s.opts.URL), err)
+	}
+	s.repo, s.store = repo, st
+	return nil
+}
+
 // resetStore empties the object store (checked-out revisions stay).
 func (s *Syncer) resetStore() error {
-	storeDir := filepath.Join(s.opts.CheckoutDir, "repo.git")
-	if err := os.RemoveAll(storeDir); err != nil {
+	_ = s.store.Close()
+	if err := os.RemoveAll(filepath.Join(s.opts.CheckoutDir, "repo.git")); err != nil {
 		return err
 	}
-	repo, err := git.PlainInit(storeDir, true)
-	if err != nil {
-		return err
-	}
-	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{s.opts.URL}}); err != nil {
-		return err
-	}
-	s.repo = repo
-	return nil
+	return s.openStore()
 }
 
 // emptyStore: nothing was fetched yet.
@@ -650,11 +658,12 @@ func (s *Syncer) checkout(c *object.Commit, prev *Revision) (string, error) {
 		if err := os.Mkdir(tmp, 0o700); err != nil {
 			return "", err
 		}
+		made := map[string]bool{}
 		err = tree.Files().ForEach(func(f *object.File) error {
 			if !s.wanted(f.Name) {
 				return nil
 			}
-			return writeEntry(tmp, f)
+			return writeEntry(tmp, f, made)
 		})
 		if err != nil {
 			return "", fmt.Errorf("check out %s: %w", short(c.Hash.String()), err)
@@ -734,7 +743,7 @@ func (s *Syncer) mergeTree(prevTree, tree *object.Tree, prevRoot, root, rel stri
 				return err
 			}
 			f.Name = name
-			if err := writeEntry(root, f); err != nil {
+			if err := writeEntry(root, f, nil); err != nil {
 				return err
 			}
 		}
@@ -810,13 +819,21 @@ func (s *Syncer) wanted(name string) bool {
 	return false
 }
 
-func writeEntry(root string, f *object.File) error {
+// writeEntry writes one file of a tree under root. made caches the
+// directories already created (nil: none), sparing a full checkout a
+// stat per file.
+func writeEntry(root string, f *object.File, made map[string]bool) error {
 	target := filepath.Join(root, filepath.FromSlash(f.Name))
 	if !within(root, target) {
 		return fmt.Errorf("%s: path leads out of the checkout", f.Name)
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
-		return err
+	if parent := filepath.Dir(target); !made[parent] {
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return err
+		}
+		if made != nil {
+			made[parent] = true
+		}
 	}
 	switch f.Mode {
 	case filemode.Symlink:
