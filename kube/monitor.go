@@ -136,6 +136,11 @@ func (w *Watcher) NewMonitor(spec MonitorSpec, handler func(ObjectEvent)) (*Moni
 		return nil, fmt.Errorf("apiVersion %q: %w", spec.APIVersion, err)
 	}
 	mapping, err := resolveKind(w.mapper, gv, spec.Kind)
+	if r, ok := w.mapper.(meta.ResettableRESTMapper); ok && err != nil {
+		// a kind installed since discovery was cached (a new CRD)
+		r.Reset()
+		mapping, err = resolveKind(w.mapper, gv, spec.Kind)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -11,9 +11,13 @@ import (
 
 	"github.com/itchyny/gojq"
 	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 type recorder struct {
@@ -244,3 +248,54 @@ func TestMonitorRefusedSelector(t *testing.T) {
 		t.Fatalf("the refusal took %s", d)
 	}
 }
+
+// A kind installed after discovery was cached (a new CRD) is found.
+func TestMonitorFindsNewCRD(t *testing.T) {
+	w := newWatcher(t)
+	if _, err := w.NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "ConfigMap"}, func(ObjectEvent) {}); err != nil {
+		t.Fatal(err) // discovery is cached now
+	}
+	group := fmt.Sprintf("t%d.example.com", nsSeq.Add(1))
+	crd := &apiextv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextv1.NamespaceScoped,
+			Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}}}},
+		},
+	}
+	ext := apiextclient.NewForConfigOrDie(restCfg)
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t)
+	r := &recorder{}
+	var m *Monitor
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		m, err = w.NewMonitor(MonitorSpec{APIVersion: group + "/v1", Kind: "Widget", Namespaces: []string{ns}}, r.add)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new CRD's kind is not found: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // until the API server serves it
+	}
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "w1"}}}
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	if _, err := dynamic.NewForConfigOrDie(restCfg).Resource(gvr).Namespace(ns).Create(t.Context(), widget, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.wait(t, 1); got[0].Type != Added || got[0].Name != "w1" {
+		t.Fatalf("events = %+v", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
