@@ -9,8 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,16 +87,31 @@ func pushCommit(b *testing.B, bare string, n int) {
 	run(w, "push", "--quiet", "origin", "main")
 }
 
-// measure runs a command and returns its wall time and peak RSS (bytes).
+// measure runs a command under /usr/bin/time and returns its wall time
+// and peak RSS (bytes). The rusage of a child started from this process
+// would not do: its maximum RSS includes this process's, which the child
+// shares until it execs.
 func measure(b *testing.B, cmd *exec.Cmd) (time.Duration, int64) {
 	b.Helper()
+	report := filepath.Join(b.TempDir(), "rss")
+	timed := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", report}, cmd.Args...)...)
+	timed.Dir, timed.Env = cmd.Dir, cmd.Env
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	timed.Stdout, timed.Stderr = &out, &out
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := timed.Run(); err != nil {
 		b.Fatalf("%v: %v\n%s", cmd.Args, err, out.String())
 	}
-	return time.Since(start), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	took := time.Since(start)
+	data, err := os.ReadFile(report)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kib, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		b.Fatalf("/usr/bin/time reported %q", data)
+	}
+	return took, kib * 1024
 }
 
 // ours runs one Syncer.Sync in a child process (this test binary), so its

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the system tools the operator's tests and examples use, when
 # missing: git (the test git server runs `git http-backend`), curl (make run), jq (example
-# and benchmark hooks). Idempotent; needs root only when it installs.
+# and benchmark hooks), GNU time (peak RSS in the git benchmark). Idempotent; needs root only when it installs.
 set -euo pipefail
 missing=()
 command -v git >/dev/null || missing+=(git)
 command -v jq >/dev/null || missing+=(jq)
 command -v curl >/dev/null || missing+=(curl)
+[ -x /usr/bin/time ] || missing+=(time)
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 echo "installing: ${missing[*]}"
 SUDO=""

@@ -8,8 +8,10 @@ cat <<'TXT'
 One repository of 2000 files and 1000 commits behind `git http-backend` on loopback; each operation
 5 times, alternating, medians. `clone`: our first sync (a depth-1 fetch into the kept object store,
 then the tree written as a revision) against `git clone --depth 1`. `fetch`: one new commit,
-ours (fetch into the kept store and write the new revision's 2000 files) against `git fetch` into a
-bare clone (no checkout). `poll`: nothing changed, ours against `git ls-remote`; the benchmark fails
+ours (list refs, fetch in the same session into the kept store, and write the new revision: 1999
+files hard-linked from the previous one, one written; removing the revision before that one happens
+after publishing, off the critical path, and is not timed) against `git fetch` into a bare clone
+(no checkout). `poll`: nothing changed, ours against `git ls-remote`; the benchmark fails
 if a poll of ours sends a single object-transferring request. Ours runs in a child process so both
 sides pay a process start and report peak RSS (`-MiB`) the same way.
 TXT
