@@ -486,6 +486,13 @@ func sortEntries(es []*entry) {
 	})
 }
 
+// Len is the number of watched objects.
+func (m *Monitor) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.objects)
+}
+
 // Snapshot lists the watched objects, sorted by namespace and name.
 func (m *Monitor) Snapshot() []ObjectEvent {
 	m.mu.Lock()

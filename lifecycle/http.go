@@ -17,6 +17,18 @@ type ModuleStatus struct {
 	LastError string `json:"lastError,omitempty"`
 }
 
+// WatchStatus is one kubernetes binding's monitor in /status.
+type WatchStatus struct {
+	Hook    string `json:"hook"`
+	Module  string `json:"module,omitempty"`
+	Binding string `json:"binding"`
+	Kind    string `json:"kind"`
+	// Objects is how many objects the binding sees now.
+	Objects int `json:"objects"`
+	// LastError is the last list or watch error (retried with backoff).
+	LastError string `json:"lastError,omitempty"`
+}
+
 // Status is what /status serves (besides the source, which the caller adds).
 type Status struct {
 	Ready bool `json:"ready"`
@@ -26,6 +38,7 @@ type Status struct {
 	TreeError string            `json:"treeError,omitempty"`
 	Modules   []ModuleStatus    `json:"modules"`
 	Queues    []queue.QueueInfo `json:"queues"`
+	Watches   []WatchStatus     `json:"watches"`
 }
 
 // Status reports modules in tree order and the queues.
@@ -46,6 +59,7 @@ func (o *Operator) Status() Status {
 	if queues := o.Queues(); queues != nil {
 		st.Queues = queues.Dump()
 	}
+	st.Watches = o.watchStatus()
 	return st
 }
 
@@ -77,7 +91,7 @@ func (o *Operator) Handler(extra func() map[string]any) http.Handler {
 		}
 		st := o.Status()
 		body["ready"], body["modules"], body["queues"] = st.Ready, st.Modules, st.Queues
-		body["revision"], body["treeError"] = st.Revision, st.TreeError
+		body["revision"], body["treeError"], body["watches"] = st.Revision, st.TreeError, st.Watches
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -389,6 +389,32 @@ func (o *Operator) syncMonitors() {
 	}
 }
 
+// watchStatus lists the running monitors, by module, hook and binding.
+func (o *Operator) watchStatus() []WatchStatus {
+	o.kube.mu.Lock()
+	out := []WatchStatus{}
+	for _, hm := range o.kube.hooks {
+		for _, bm := range hm.bindings {
+			out = append(out, WatchStatus{
+				Hook: hm.hook.Name, Module: hm.hook.Module, Binding: bm.binding.Name, Kind: bm.monitor.Kind(),
+				Objects: bm.monitor.Len(), LastError: bm.monitor.LastError(),
+			})
+		}
+	}
+	o.kube.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Module != b.Module {
+			return a.Module < b.Module
+		}
+		if a.Hook != b.Hook {
+			return a.Hook < b.Hook
+		}
+		return a.Binding < b.Binding
+	})
+	return out
+}
+
 // stopMonitors stops every monitor (the operator is stopping).
 func (o *Operator) stopMonitors() {
 	o.kube.mu.Lock()

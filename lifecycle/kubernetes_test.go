@@ -131,6 +131,9 @@ func TestKubernetesBindingContexts(t *testing.T) {
 		t.Fatalf("secrets Synchronization objects = %v", objects)
 	}
 	assertJSON(t, sync["snapshots"], `{"cms":[{"filterResult":{"v":"1"}}]}`)
+	// /status lists the watches
+	watches := e.op.Status().Watches
+	assertJSON(t, watches, `[{"hook":"watch.sh","binding":"cms","kind":"ConfigMap","objects":1},{"hook":"watch.sh","binding":"secrets","kind":"Secret","objects":1}]`)
 	beforeAll := recs[2].Ctx[0]
 	if got := keys(beforeAll["snapshots"].(map[string]any)); !slices.Equal(got, []string{"cms", "secrets"}) {
 		t.Fatalf("beforeAll snapshots = %v", beforeAll)
