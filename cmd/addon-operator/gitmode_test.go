@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +32,8 @@ var (
 	client  kubernetes.Interface
 	binPath string
 )
+
+var nsSeq atomic.Int64
 
 func TestMain(m *testing.M) {
 	dir, _ := os.MkdirTemp("", "addon-operator-bin-")
@@ -138,8 +141,11 @@ func cmValue(ns, name string) string {
 	return cm.Data["v"]
 }
 
+// namespace creates a namespace named after name, unique in this process
+// (tests may run more than once against one control plane).
 func namespace(t testing.TB, name string) string {
 	t.Helper()
+	name = fmt.Sprintf("%s-%d", name, nsSeq.Add(1))
 	if _, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
