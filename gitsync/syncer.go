@@ -458,8 +458,15 @@ func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession
 		}
 	}
 	req.Wants = []plumbing.Hash{want}
+	// like git, tell the remote where a shallow store's history ends, so
+	// it does not count on objects behind it
+	if req.Shallows, err = s.repo.Storer.Shallow(); err != nil {
+		return err
+	}
 	if depth > 0 {
 		req.Depth = packp.DepthCommits(depth)
+	}
+	if depth > 0 || len(req.Shallows) > 0 {
 		if err := req.Capabilities.Set(capability.Shallow); err != nil {
 			return err
 		}

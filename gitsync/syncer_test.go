@@ -509,3 +509,26 @@ func TestIncrementalEqualsFullCheckout(t *testing.T) {
 		t.Fatal("an unchanged file was written again instead of linked")
 	}
 }
+
+// A commit that brings back content from behind the shallow first fetch
+// (a revert to a file's old version) still checks out: the remote is told
+// where the store's history ends, so it sends what lies behind.
+func TestRevertBehindShallowBoundary(t *testing.T) {
+	f := newFixture(t)
+	f.commit(t, "old", map[string]string{"modules/values.yaml": "global: {v: old-and-unique}\n"})
+	f.commit(t, "new", map[string]string{"modules/values.yaml": "global: {v: new}\n"})
+	s := f.syncer(t, f.http.URL("addons"), "main", Auth{Username: "alice", PasswordFile: f.passFile})
+	_, _, err := s.Sync(t.Context())
+	must(t, err)
+	if !s.shallow() {
+		t.Fatal("the first fetch was meant to be shallow")
+	}
+	f.commit(t, "revert", map[string]string{"modules/values.yaml": "global: {v: old-and-unique}\n"})
+	rev, _, err := s.Sync(t.Context())
+	must(t, err)
+	b, err := os.ReadFile(filepath.Join(rev.Dir, "modules/values.yaml"))
+	must(t, err)
+	if string(b) != "global: {v: old-and-unique}\n" {
+		t.Fatalf("values.yaml = %q", b)
+	}
+}
