@@ -97,8 +97,9 @@ func withKubernetes(hooks []*loader.Hook) []*loader.Hook {
 }
 
 // ensureMonitors starts the monitors of a hook's bindings unless they run;
-// it waits for each first list.
-func (o *Operator) ensureMonitors(ctx context.Context, h *loader.Hook) (*hookMonitors, error) {
+// it waits for each first list. The monitors live with the hook, not with
+// the task that starts them: they run under Run's context.
+func (o *Operator) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 	id := hookID(h)
 	o.kube.mu.Lock()
 	hm := o.kube.hooks[id]
@@ -119,7 +120,6 @@ func (o *Operator) ensureMonitors(ctx context.Context, h *loader.Hook) (*hookMon
 		})
 		if err == nil {
 			bm.monitor = m
-			// the monitors live with the hook, not with the task that starts them
 			err = m.Start(o.runCtx)
 		}
 		if err != nil {
@@ -149,7 +149,7 @@ func stopAll(hm *hookMonitors) {
 // are skipped, so a retry resumes where a failure stopped.
 func (o *Operator) synchronize(ctx context.Context, hooks []*loader.Hook) error {
 	for _, h := range withKubernetes(hooks) {
-		hm, err := o.ensureMonitors(ctx, h)
+		hm, err := o.ensureMonitors(h)
 		if err != nil {
 			return err
 		}
