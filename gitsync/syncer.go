@@ -405,14 +405,17 @@ func (s *Syncer) fetch(ctx context.Context, sess transport.UploadPackSession, ar
 	if _, err := s.repo.Object(plumbing.AnyObject, plumbing.NewHash(hash)); err == nil {
 		return nil // already here (a ref moved back, or a pinned SHA we have)
 	}
+	haves, err := s.haves()
+	if err != nil {
+		return err
+	}
 	depth := 0
-	if remoteRef != "" && s.emptyStore() {
+	if remoteRef != "" && len(haves) == 0 {
 		// the first fetch needs only the commit, not its history
 		depth = 1
 	}
-	var err error
 	if sess != nil && remoteRef != "" {
-		err = s.fetchPack(ctx, sess, ar, plumbing.NewHash(hash), depth)
+		err = s.fetchPack(ctx, sess, ar, plumbing.NewHash(hash), depth, haves)
 	} else {
 		specs := []config.RefSpec{"+refs/heads/*:refs/sync/heads/*", "+refs/tags/*:refs/sync/tags/*"}
 		err = s.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: auth, Force: true, Tags: git.NoTags})
@@ -448,9 +451,9 @@ func (s *Syncer) fetch(ctx context.Context, sess transport.UploadPackSession, ar
 }
 
 // fetchPack asks the remote for want (with depth, only that commit),
-// telling it which commits the store has, and stores the pack it sends.
-// refs/sync/target keeps what was fetched reachable.
-func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, want plumbing.Hash, depth int) (err error) {
+// telling it which commits the store has (haves), and stores the pack it
+// sends. refs/sync/target keeps what was fetched reachable.
+func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, want plumbing.Hash, depth int, haves []plumbing.Hash) (err error) {
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	if ar.Capabilities.Supports(capability.NoProgress) {
 		if err := req.Capabilities.Set(capability.NoProgress); err != nil {
@@ -471,9 +474,7 @@ func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession
 			return err
 		}
 	}
-	if req.Haves, err = s.haves(); err != nil {
-		return err
-	}
+	req.Haves = haves
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		return err
@@ -507,7 +508,7 @@ func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession
 }
 
 // haves are the commits the store's refs point at, which the remote need
-// not send again.
+// not send again; none means nothing was fetched yet.
 func (s *Syncer) haves() ([]plumbing.Hash, error) {
 	refs, err := s.repo.References()
 	if err != nil {
@@ -558,23 +559,6 @@ func (s *Syncer) resetStore() error {
 		return err
 	}
 	return s.openStore()
-}
-
-// emptyStore: nothing was fetched yet.
-func (s *Syncer) emptyStore() bool {
-	refs, err := s.repo.References()
-	if err != nil {
-		return false
-	}
-	defer refs.Close()
-	empty := true
-	_ = refs.ForEach(func(r *plumbing.Reference) error {
-		if strings.HasPrefix(r.Name().String(), "refs/sync/") {
-			empty = false
-		}
-		return nil
-	})
-	return empty
 }
 
 func orHash(ref, hash string) string {

@@ -445,36 +445,18 @@ func (m *Monitor) stub(e *entry) map[string]any {
 	return map[string]any{"apiVersion": m.gvr.GroupVersion().String(), "kind": m.kind, "metadata": md}
 }
 
-// replace handles a (re-)list: the first one of a source before the
-// monitor synced is silent; later ones report what changed in between.
+// replace handles a (re-)list. Before the monitor synced nothing is
+// reported (report checks), so the first list only fills the store; later
+// ones report what changed in between.
 func (m *Monitor) replace(s *source, list []any) {
-	m.mu.Lock()
-	silent := !m.synced
-	m.mu.Unlock()
 	seen := map[string]bool{}
 	for _, obj := range list {
 		if o, ok := obj.(metav1.Object); ok {
 			seen[o.GetNamespace()+"/"+o.GetName()] = true
 		}
-		if silent {
-			m.observeSilently(s, obj)
-		} else {
-			m.observe(s, Added, obj)
-		}
+		m.observe(s, Added, obj)
 	}
 	m.forget(s, seen)
-}
-
-// observeSilently records an object of the first list.
-func (m *Monitor) observeSilently(s *source, obj any) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || (len(m.spec.Names) > 0 && !slices.Contains(m.spec.Names, u.GetName())) {
-		return
-	}
-	e := m.entryFor(s, u)
-	m.mu.Lock()
-	m.objects[u.GetNamespace()+"/"+u.GetName()] = e
-	m.mu.Unlock()
 }
 
 func sortEntries(es []*entry) {

@@ -178,9 +178,9 @@ func (o *Operator) synchronize(ctx context.Context, hooks []*loader.Hook) error 
 	return nil
 }
 
-// groupOf lists the bindings of a group ("" → none).
+// groupOf lists the bindings of a group ("" or no monitors → none).
 func groupOf(hm *hookMonitors, group string) []*bindingMonitor {
-	if group == "" {
+	if group == "" || hm == nil {
 		return nil
 	}
 	var out []*bindingMonitor
@@ -221,8 +221,7 @@ func (o *Operator) syncContext(hm *hookMonitors, bm *bindingMonitor, group []*bi
 		x.live.Store(true)
 	}
 	if len(group) > 0 {
-		name := bm.binding.Group
-		return name, []map[string]any{{"binding": name, "type": typeGroup, "snapshots": snapshotsOf(group)}}
+		return bm.binding.Group, groupContext(hm, bm.binding.Group)
 	}
 	b := bm.binding
 	var objects []map[string]any
@@ -237,6 +236,12 @@ func (o *Operator) syncContext(hm *hookMonitors, bm *bindingMonitor, group []*bi
 		c["snapshots"] = s
 	}
 	return b.Name, []map[string]any{c}
+}
+
+// groupContext is the binding context of a group (kubernetes and schedule
+// bindings alike): the snapshots of the group's kubernetes bindings.
+func groupContext(hm *hookMonitors, group string) []map[string]any {
+	return []map[string]any{{"binding": group, "type": typeGroup, "snapshots": snapshotsOf(groupOf(hm, group))}}
 }
 
 // snapshotItem is one object as hooks see it: the object (unless only
@@ -331,8 +336,8 @@ func (o *Operator) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.Ob
 func (o *Operator) eventContexts(h *loader.Hook, bm *bindingMonitor, events []kube.ObjectEvent) []map[string]any {
 	hm := o.runningMonitors(h)
 	b := bm.binding
-	if b.Group != "" && hm != nil {
-		return []map[string]any{{"binding": b.Group, "type": typeGroup, "snapshots": snapshotsOf(groupOf(hm, b.Group))}}
+	if b.Group != "" {
+		return groupContext(hm, b.Group)
 	}
 	snapshots := o.includedSnapshots(hm, b.IncludeSnapshotsFrom)
 	out := make([]map[string]any, 0, len(events))

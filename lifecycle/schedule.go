@@ -101,11 +101,7 @@ func (o *Operator) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
 func (o *Operator) scheduleContext(h *loader.Hook, b loader.ScheduleBinding) (string, []map[string]any) {
 	hm := o.runningMonitors(h)
 	if b.Group != "" {
-		var group map[string]any
-		if hm != nil {
-			group = snapshotsOf(groupOf(hm, b.Group))
-		}
-		return b.Group, []map[string]any{{"binding": b.Group, "type": typeGroup, "snapshots": group}}
+		return b.Group, groupContext(hm, b.Group)
 	}
 	c := map[string]any{"binding": b.Name}
 	if s := o.includedSnapshots(hm, b.IncludeSnapshotsFrom); s != nil {
@@ -114,9 +110,10 @@ func (o *Operator) scheduleContext(h *loader.Hook, b loader.ScheduleBinding) (st
 	return b.Name, []map[string]any{c}
 }
 
-// runEventHook runs a hook for an event (schedule, kubernetes) and raises what its patches changed (LIFECYCLE-STEPS 11–14): a
-// global hook that changed global values or *Enabled flags reloads all
-// modules; a module hook that changed its values runs the module again.
+// runEventHook runs a hook for an event (schedule, kubernetes) and raises
+// what its patches changed (LIFECYCLE-STEPS 11–14): a global hook that
+// changed global values or *Enabled flags reloads all modules; a module
+// hook that changed its values runs the module again.
 func (o *Operator) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {
 	current := o.currentHook(h)
 	if current == nil {

@@ -82,17 +82,7 @@ func convergeOnce(b *testing.B, client kubernetes.Interface, bin, kubeconfig, tr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
+	defer stop(cmd, 10*time.Second)
 	var res convergeResult
 	poll(b, "readyz", 5*time.Millisecond, func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")

@@ -92,15 +92,7 @@ func operator(t testing.TB, env ...string) (string, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		stop(cmd, 15*time.Second)
 		logFile.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
@@ -239,6 +231,19 @@ func TestGitMode(t *testing.T) {
 	src, _ := status(t, addr)["source"].(map[string]any)
 	if h, _ := src["history"].([]any); len(h) < 4 {
 		t.Fatalf("history = %v", src["history"])
+	}
+}
+
+// stop ends a started operator: SIGTERM, then SIGKILL after grace.
+func stop(cmd *exec.Cmd, grace time.Duration) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-done
 	}
 }
 
