@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/addonops/addon-operator/internal/benchtree"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
 )
@@ -26,23 +27,66 @@ func (m *memBackend) Watch(ctx context.Context, _ func(map[string]string)) { <-c
 
 var _ ConfigBackend = (*memBackend)(nil)
 
-// BenchmarkHookRun compares one run of a trivial hook started directly
-// with os/exec against the same hook run by the operator (temp files,
-// values JSON, environment, patch read-back): the difference is the
-// operator's overhead per hook run.
+// BenchmarkHookRun compares one hook run started directly with os/exec
+// against the same hook run by the operator (temp files, values JSON,
+// environment, patch read-back and validation): the difference is the
+// operator's overhead per hook run. "trivial" is a /bin/sh hook that does
+// nothing; "reference" is a module's bash + jq beforeHelm hook of the
+// 100-module reference tree, whose direct run is the floor of each of a
+// re-converge's 101 hook runs.
 func BenchmarkHookRun(b *testing.B) {
-	dir := b.TempDir()
+	trivial := b.TempDir()
 	files := map[string]string{
 		"modules/values.yaml":        "oneEnabled: true\none: {a: 1}\nglobal: {g: 1}\n",
 		"modules/001-one/hooks/h.sh": "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"beforeHelm\": 1}'; exit 0; fi\nexit 0\n",
 	}
 	for p, c := range files {
-		full := filepath.Join(dir, p)
+		full := filepath.Join(trivial, p)
 		_ = os.MkdirAll(filepath.Dir(full), 0o755)
 		if err := os.WriteFile(full, []byte(c), 0o755); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reference := b.TempDir()
+	if err := benchtree.Generate(100, reference); err != nil {
+		b.Fatal(err)
+	}
+	for _, tree := range []struct{ name, dir string }{{"trivial", trivial}, {"reference", reference}} {
+		o, hook := hookBenchOperator(b, tree.dir)
+		// the same inputs the operator hands the hook, written once
+		config, vals, err := o.hookInputs(o.store, o.model.Module(hook.Module).Key, o.enabledList())
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir := b.TempDir()
+		env := append(os.Environ(), "VALUES_PATH="+filepath.Join(dir, "values.json"), "CONFIG_VALUES_PATH="+filepath.Join(dir, "config.json"),
+			"VALUES_JSON_PATCH_PATH="+filepath.Join(dir, "patch.json"), "CONFIG_VALUES_JSON_PATCH_PATH="+filepath.Join(dir, "config-patch.json"))
+		if writeJSON(filepath.Join(dir, "values.json"), vals) != nil || writeJSON(filepath.Join(dir, "config.json"), config) != nil {
+			b.Fatal("write inputs")
+		}
+		b.Run(tree.name+"/direct-exec", func(b *testing.B) {
+			for range b.N {
+				cmd := exec.Command(hook.Path)
+				cmd.Env = env
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatal(err, string(out))
+				}
+			}
+		})
+		b.Run(tree.name+"/operator", func(b *testing.B) {
+			for range b.N {
+				if _, err := o.runHook(b.Context(), hook, loader.BeforeHelm, o.orderedContext(hook, loader.BeforeHelm), false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// hookBenchOperator loads a tree into an operator (no API server: the
+// ConfigMap lives in memory) with every module enabled, and returns it
+// with the first module's first hook.
+func hookBenchOperator(b *testing.B, dir string) (*Operator, *loader.Hook) {
 	ld := loader.New(loader.WithLogger(quiet()))
 	model, err := ld.Load(b.Context(), dir, filepath.Join(dir, "modules"), filepath.Join(dir, "global-hooks"))
 	if err != nil {
@@ -53,21 +97,9 @@ func BenchmarkHookRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	o := New(Config{Logger: quiet()}, &memBackend{data: map[string]string{}}, nil, ld)
-	o.model, o.store, o.enabledModules = model, store, []string{"one"}
-	hook := model.Modules[0].Hooks[0]
-
-	b.Run("direct-exec", func(b *testing.B) {
-		for range b.N {
-			if err := exec.Command(hook.Path).Run(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("operator", func(b *testing.B) {
-		for range b.N {
-			if _, err := o.runHook(b.Context(), hook, loader.BeforeHelm, o.orderedContext(hook, loader.BeforeHelm), false); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	o.model, o.store = model, store
+	for _, m := range model.Modules {
+		o.enabledModules = append(o.enabledModules, m.Name)
+	}
+	return o, model.Modules[0].Hooks[0]
 }

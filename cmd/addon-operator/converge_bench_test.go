@@ -44,6 +44,8 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.upgrades, "upgrades")
 				b.ReportMetric(float64(r.peakRSS)/(1<<20), "peak-RSS-MiB")
 				b.ReportMetric(r.hookMS, "hook-ms/run")
+				b.ReportMetric(r.reHooks, "reconverge-in-hooks-s")
+				b.ReportMetric(r.reHelm, "reconverge-in-helm-s")
 				b.ReportMetric(r.helmMS, "helm-ms/module")
 			}
 		})
@@ -54,7 +56,9 @@ type convergeResult struct {
 	converge, reconverge time.Duration
 	upgrades, reupgrades float64
 	hookMS, helmMS       float64
-	peakRSS              int64
+	// seconds of the re-converge spent in hook runs and in Helm steps
+	reHooks, reHelm float64
+	peakRSS         int64
 }
 
 func convergeOnce(b *testing.B, client kubernetes.Interface, bin, kubeconfig, tree, ns string) convergeResult {
@@ -97,6 +101,7 @@ func convergeOnce(b *testing.B, client kubernetes.Interface, bin, kubeconfig, tr
 	res.helmMS = 1000 * metric(b, addr, "addon_operator_helm_seconds_sum") / metric(b, addr, "addon_operator_helm_seconds_count")
 	res.upgrades = metric(b, addr, "addon_operator_helm_upgrades")
 	converged := metric(b, addr, "addon_operator_convergence_seconds_count")
+	hookSum, helmSum := metric(b, addr, "addon_operator_hook_run_seconds_sum"), metric(b, addr, "addon_operator_helm_seconds_sum")
 
 	t0 := time.Now()
 	_, err = client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
@@ -109,6 +114,8 @@ func convergeOnce(b *testing.B, client kubernetes.Interface, bin, kubeconfig, tr
 	poll(b, "re-converge", 50*time.Millisecond, func() bool { return metric(b, addr, "addon_operator_convergence_seconds_count") > converged })
 	res.reconverge = time.Since(t0)
 	res.reupgrades = metric(b, addr, "addon_operator_helm_upgrades") - res.upgrades
+	res.reHooks = metric(b, addr, "addon_operator_hook_run_seconds_sum") - hookSum
+	res.reHelm = metric(b, addr, "addon_operator_helm_seconds_sum") - helmSum
 	res.peakRSS = peakRSS(cmd.Process.Pid)
 	return res
 }

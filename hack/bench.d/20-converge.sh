@@ -12,31 +12,19 @@ and a bash+jq beforeHelm hook; one global hook) in a fresh namespace. `converge-
 to `/readyz` 200. `reconverge-s`: an unused global key written to the ConfigMap until the reload it
 causes has converged; `reconverge-upgrades`: Helm upgrades in that reload (the checksum covers the
 rendered manifests, so an unused value upgrades nothing). `peak-RSS-MiB`: VmHWM of the operator
-process. `hook-ms/run` and `helm-ms/module`: averages from the operator's own metrics. While it
-waits for a re-converge the benchmark reads `/metrics` every 50 ms.
+process. `hook-ms/run` and `helm-ms/module`: averages over the whole run from the operator's own
+metrics; `reconverge-in-hooks-s` and `reconverge-in-helm-s`: how much of the re-converge was
+spent inside hook runs (101 of them, one after another) and inside Helm steps (100, none
+upgrading). While it waits for a re-converge the benchmark reads `/metrics` every 50 ms.
 TXT
 echo
-echo "## The reference hook run directly (the floor of a re-converge)"
-echo
-tree=$(mktemp -d)
-bash ../shared/bench/gen-modules.sh 1 "$tree" >/dev/null
-hook=$(ls "$tree"/modules/001-*/hooks/values.sh)
-echo '{"global":{"bench":{"param":"v1"}},"modAa":{"greeting":"x","index":1}}' > "$tree/values.json"
-start=$(date +%s%N)
-for _ in $(seq 50); do VALUES_PATH="$tree/values.json" VALUES_JSON_PATCH_PATH="$tree/patch.json" "$hook"; done
-end=$(date +%s%N)
-echo "\`for i in \$(seq 50); do values.sh; done\`: $(awk "BEGIN { printf \"%.1f\", ($end - $start) / 50 / 1e6 }") ms per run"
-rm -rf "$tree"
+gobench "One hook run: started directly and by the operator" "go test -run '^\$' -bench HookRun -benchmem ./lifecycle/"
 cat <<'TXT'
 
-One module's `beforeHelm` hook of `gen-modules.sh`, started 50 times from the shell with the same
-inputs. A re-converge runs 100 of them one after another (modules run one by one), so 100 × this is
-its floor on this machine.
-TXT
-echo
-gobench "Overhead of one hook run" "go test -run '^\$' -bench HookRun -benchmem ./lifecycle/"
-cat <<'TXT'
-
-The same trivial `/bin/sh` hook, started directly with os/exec and run by the operator (temp
-files, values JSON, environment, patch read-back); the difference is the operator's overhead.
+Each hook started directly with os/exec (its input files written once beforehand) and run by the
+operator (temp files, values JSON, environment, patch read-back and validation); the difference is
+the operator's overhead. `trivial`: a `/bin/sh` hook that does nothing. `reference`: a module's
+bash + jq `beforeHelm` hook from `gen-modules.sh 100`, with the values the operator hands it. A
+re-converge of the reference tree runs 101 such hooks one after another (modules run one by one),
+so 101 × `reference/direct-exec` is its floor on this machine.
 TXT
