@@ -83,10 +83,11 @@ func convergeOnce(b *testing.B, client kubernetes.Interface, bin, kubeconfig, tr
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	proc, err := startProcess(cmd)
+	if err != nil {
 		b.Fatal(err)
 	}
-	defer stop(cmd, 10*time.Second)
+	defer proc.stop(10 * time.Second)
 	var res convergeResult
 	poll(b, "readyz", 5*time.Millisecond, func() bool {
 		resp, err := http.Get("http://" + addr + "/readyz")
@@ -139,7 +140,7 @@ func poll(b *testing.B, what string, interval time.Duration, cond func() bool) {
 var plain = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
 // metric sums every series of a metric from /metrics.
-func metric(b *testing.B, addr, name string) float64 {
+func metric(b testing.TB, addr, name string) float64 {
 	resp, err := plain.Get("http://" + addr + "/metrics")
 	if err != nil {
 		b.Fatal(err)

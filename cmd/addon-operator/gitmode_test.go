@@ -73,6 +73,19 @@ func moduleFiles(name, key, value string) map[string]string {
 // and the log file.
 func operator(t testing.TB, env ...string) (string, string) {
 	t.Helper()
+	op := startOperator(t, env...)
+	return op.addr, op.log
+}
+
+// testOperator is the binary started by a test.
+type testOperator struct {
+	*process
+	addr, log string
+}
+
+// startOperator runs the binary until the test ends (or it exits).
+func startOperator(t testing.TB, env ...string) *testOperator {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -88,18 +101,49 @@ func operator(t testing.TB, env ...string) (string, string) {
 	cmd.Env = append(os.Environ(), append([]string{"KUBECONFIG=" + cp.KubeconfigPath, "LOG_TYPE=text", "ADDON_OPERATOR_RETRY_MIN=100ms", "ADDON_OPERATOR_RETRY_MAX=500ms"}, env...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p, err := startProcess(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		stop(cmd, 15*time.Second)
+		p.stop(15 * time.Second)
 		logFile.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
-			t.Logf("operator log:\n%s", b)
+			t.Logf("operator log (%s):\n%s", addr, b)
 		}
 	})
-	return addr, logPath
+	return &testOperator{process: p, addr: addr, log: logPath}
+}
+
+// process is a started binary, waited for once.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // its exit status, once done is closed
+}
+
+func startProcess(cmd *exec.Cmd) (*process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop ends the process: SIGTERM, then SIGKILL after grace.
+func (p *process) stop(grace time.Duration) {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 func eventually(t testing.TB, what string, cond func() bool) {
@@ -231,19 +275,6 @@ func TestGitMode(t *testing.T) {
 	src, _ := status(t, addr)["source"].(map[string]any)
 	if h, _ := src["history"].([]any); len(h) < 4 {
 		t.Fatalf("history = %v", src["history"])
-	}
-}
-
-// stop ends a started operator: SIGTERM, then SIGKILL after grace.
-func stop(cmd *exec.Cmd, grace time.Duration) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(grace):
-		_ = cmd.Process.Kill()
-		<-done
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,6 +38,19 @@ func (e *env) duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+func (e *env) boolean(name string, def bool) bool {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", name, v))
+		return def
+	}
+	return b
+}
+
 // operatorOptions are the operator's own settings (design.md, "The contract").
 type operatorOptions struct {
 	ModulesDir, GlobalHooksDir string
@@ -60,7 +74,20 @@ func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&o.RetryMin, "retry-min", e.duration("ADDON_OPERATOR_RETRY_MIN", 5*time.Second), "first retry delay of a failed task (env ADDON_OPERATOR_RETRY_MIN)")
 	fs.DurationVar(&o.RetryMax, "retry-max", e.duration("ADDON_OPERATOR_RETRY_MAX", 30*time.Second), "longest retry delay (env ADDON_OPERATOR_RETRY_MAX)")
 	fs.DurationVar(&o.ResourcesCheckInterval, "resources-check-interval", e.duration("ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL", 5*time.Minute), "period of the absent-resources check, auto-healing (env ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL; 0 turns it off)")
-	fs.BoolVar(&o.Pprof, "pprof", e.str([]string{"ADDON_OPERATOR_PPROF"}, "") == "true", "serve /debug/pprof on the listen address (env ADDON_OPERATOR_PPROF=true)")
+	fs.BoolVar(&o.Pprof, "pprof", e.boolean("ADDON_OPERATOR_PPROF", false), "serve /debug/pprof on the listen address (env ADDON_OPERATOR_PPROF=true)")
+}
+
+// leaderOptions configure leader election (off by default: one replica).
+type leaderOptions struct {
+	Enabled       bool
+	Name          string
+	LeaseDuration time.Duration
+}
+
+func (o *leaderOptions) bind(fs *flag.FlagSet, e *env) {
+	fs.BoolVar(&o.Enabled, "leader-election", e.boolean("ADDON_OPERATOR_LEADER_ELECTION", false), "act only while holding a Lease, so replicas can stand by (env ADDON_OPERATOR_LEADER_ELECTION=true)")
+	fs.StringVar(&o.Name, "leader-election-lease", e.str([]string{"ADDON_OPERATOR_LEADER_ELECTION_LEASE"}, ""), "name of the Lease in the operator's namespace (env ADDON_OPERATOR_LEADER_ELECTION_LEASE; default: the values ConfigMap's name)")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", e.duration("ADDON_OPERATOR_LEADER_ELECTION_LEASE_DURATION", 15*time.Second), "how long a leader that stopped renewing keeps the Lease (env ADDON_OPERATOR_LEADER_ELECTION_LEASE_DURATION)")
 }
 
 // podNamespace is the pod's namespace when running in a cluster, else "default".

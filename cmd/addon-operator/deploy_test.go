@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// TestDeployManifest applies deploy/addon-operator.yaml to the real API
+// server (the Deployment, Service and Secret as a server-side dry run: no
+// kubelet here) and runs the binary as its ServiceAccount, through
+// impersonation, with the manifest's leader election: the Role's
+// least-privilege rules must be enough for the operator to converge.
+func TestDeployManifest(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "..", "deploy", "addon-operator.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Config)))
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	ns := ""
+	for {
+		var obj unstructured.Unstructured
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if obj.Object == nil {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+		opts := metav1.CreateOptions{}
+		switch gvk.Kind {
+		case "Deployment", "Service", "Secret":
+			opts.DryRun = []string{metav1.DryRunAll}
+		case "ServiceAccount":
+			ns = obj.GetNamespace()
+		}
+		_, err = dyn.Resource(m.Resource).Namespace(obj.GetNamespace()).Create(t.Context(), &obj, opts)
+		if err != nil && !apierrors.IsAlreadyExists(err) { // a second run against the same control plane
+			t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+	}
+	if ns == "" {
+		t.Fatal("no ServiceAccount in the manifest")
+	}
+
+	// the admin kubeconfig, acting as the operator's ServiceAccount
+	kc, err := clientcmd.LoadFromFile(cp.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range kc.AuthInfos {
+		u.Impersonate = "system:serviceaccount:" + ns + ":addon-operator"
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	files := merged(moduleFiles("001-alpha", "alpha", "deployed"), map[string]string{"modules/values.yaml": "alphaEnabled: true\n"})
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "global-hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	op := startOperator(t, "KUBECONFIG="+kubeconfig, "ADDON_OPERATOR_NAMESPACE="+ns, "ADDON_OPERATOR_LEADER_ELECTION=true",
+		"MODULES_DIR="+filepath.Join(dir, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(dir, "global-hooks"))
+	eventually(t, "the operator to converge as its ServiceAccount", func() bool {
+		code, body := get(op.addr, "/readyz")
+		return code == http.StatusOK && body == "ok\n"
+	})
+	if v := cmValue(ns, "001-alpha-cm"); v != "deployed" {
+		t.Fatalf("module ConfigMap v = %q", v)
+	}
+}

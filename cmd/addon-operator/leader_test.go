@@ -1,0 +1,134 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+)
+
+// get returns an endpoint's status code and body ("" when it cannot be reached).
+func get(addr, path string) (int, string) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func election(t *testing.T, addr string) map[string]any {
+	t.Helper()
+	le, _ := status(t, addr)["leaderElection"].(map[string]any)
+	return le
+}
+
+// TestLeaderElection runs two replicas of the binary with leader election
+// on one tree and namespace: the second stands by (ready, no hook runs, no
+// queues) while the first leads; when the first is stopped it releases the
+// Lease and the second takes over at once; a Lease taken by someone else
+// makes the leader exit with an error rather than act beside them.
+func TestLeaderElection(t *testing.T) {
+	ns := namespace(t, "leader")
+	dir := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	files := merged(moduleFiles("001-alpha", "alpha", "1"), map[string]string{
+		"modules/values.yaml": "alphaEnabled: true\n",
+		// records which replica ran it, through the operator's own environment
+		"global-hooks/startup.sh": "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"onStartup\":1}'; exit 0; fi\necho \"$REPLICA\" >> \"$MARKER_FILE\"\n",
+	})
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := func() string { b, _ := os.ReadFile(marker); return string(b) }
+	const lease = 3 * time.Second
+	replica := func(name string) *testOperator {
+		return startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "MODULES_DIR="+filepath.Join(dir, "modules"),
+			"GLOBAL_HOOKS_DIR="+filepath.Join(dir, "global-hooks"), "ADDON_OPERATOR_LEADER_ELECTION=true",
+			"ADDON_OPERATOR_LEADER_ELECTION_LEASE_DURATION="+lease.String(), "REPLICA="+name, "MARKER_FILE="+marker)
+	}
+
+	a := replica("a")
+	eventually(t, "a to lead and converge", func() bool { code, _ := get(a.addr, "/readyz"); return code == http.StatusOK && cmValue(ns, "001-alpha-cm") == "1" })
+	if le := election(t, a.addr); le["leading"] != true || le["lease"] != ns+"/addon-operator" {
+		t.Fatalf("a's leaderElection = %v", le)
+	}
+
+	b := replica("b")
+	aID := election(t, a.addr)["identity"]
+	eventually(t, "b to see a as the leader", func() bool { le := election(t, b.addr); return le != nil && le["leader"] == aID })
+	// several of b's retry periods pass while it stands by
+	time.Sleep(lease * 2 / 3)
+	if le := election(t, b.addr); le["leading"] != false {
+		t.Fatalf("b's leaderElection = %v", le)
+	}
+	if code, body := get(b.addr, "/readyz"); code != http.StatusOK || !strings.HasPrefix(body, "standby") {
+		t.Fatalf("b's /readyz = %d %q, want 200 standby", code, body)
+	}
+	if code, _ := get(b.addr, "/queue"); code != http.StatusServiceUnavailable {
+		t.Fatalf("b's /queue = %d", code)
+	}
+	if v := metric(t, b.addr, "addon_operator_leader"); v != 0 {
+		t.Fatalf("b's addon_operator_leader = %v", v)
+	}
+	if v := metric(t, a.addr, "addon_operator_leader"); v != 1 {
+		t.Fatalf("a's addon_operator_leader = %v", v)
+	}
+	if got := ran(); got != "a\n" {
+		t.Fatalf("hook runs = %q, want only a's", got)
+	}
+
+	a.stop(15 * time.Second)
+	if a.err != nil {
+		t.Fatalf("a's exit after SIGTERM: %v", a.err)
+	}
+	stopped := time.Now()
+	eventually(t, "b to take over", func() bool { return election(t, b.addr)["leading"] == true })
+	if took := time.Since(stopped); took > lease/2 {
+		t.Fatalf("b took %v to take over a released Lease (lease %v)", took, lease)
+	}
+	eventually(t, "b to converge", func() bool { code, body := get(b.addr, "/readyz"); return code == http.StatusOK && body == "ok\n" })
+	if got := ran(); got != "a\nb\n" {
+		t.Fatalf("hook runs = %q, want a's then b's", got)
+	}
+
+	// someone else takes the Lease: b must stop acting, and say why
+	leases := client.CoordinationV1().Leases(ns)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := leases.Get(t.Context(), "addon-operator", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		intruder, long := "intruder", int32(60)
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &intruder, &long, &now
+		_, err = leases.Update(t.Context(), l, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.done:
+	case <-time.After(3 * lease):
+		t.Fatal("b still runs after losing the Lease")
+	}
+	if b.err == nil {
+		t.Fatal("b exited 0 after losing the Lease")
+	}
+	if logs, _ := os.ReadFile(b.log); !strings.Contains(string(logs), "lease lost") {
+		t.Fatalf("b's log does not say the lease was lost:\n%s", logs)
+	}
+}
