@@ -62,7 +62,10 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	a := replica("a")
-	eventually(t, "a to lead and converge", func() bool { code, _ := get(a.addr, "/readyz"); return code == http.StatusOK && cmValue(ns, "001-alpha-cm") == "1" })
+	eventually(t, "a to lead and converge", func() bool {
+		code, _ := get(a.addr, "/readyz")
+		return code == http.StatusOK && cmValue(ns, "001-alpha-cm") == "1"
+	})
 	if le := election(t, a.addr); le["leading"] != true || le["lease"] != ns+"/addon-operator" {
 		t.Fatalf("a's leaderElection = %v", le)
 	}
