@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+	"github.com/addonops/addon-operator/internal/testenv"
 )
 
 // leaderRun records when a candidate's work started and stopped.
@@ -92,18 +91,7 @@ func TestLeaderHandOverAndLoss(t *testing.T) {
 	}
 
 	// another holder takes the Lease: b must stop and say why
-	leases := client.CoordinationV1().Leases(ns)
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		l, err := leases.Get(t.Context(), "operator", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		intruder, long := "intruder", int32(60)
-		now := metav1.NewMicroTime(time.Now())
-		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.AcquireTime, l.Spec.RenewTime = &intruder, &long, &now, &now
-		_, err = leases.Update(t.Context(), l, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
+	if err := testenv.TakeLease(t.Context(), client, ns, "operator", "intruder"); err != nil {
 		t.Fatal(err)
 	}
 	receive(t, "b's work to stop", runB.stopped, 2*lease)

@@ -80,15 +80,7 @@ func TestDeployManifest(t *testing.T) {
 
 	dir := t.TempDir()
 	files := merged(moduleFiles("001-alpha", "alpha", "deployed"), map[string]string{"modules/values.yaml": "alphaEnabled: true\n"})
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	if err := os.MkdirAll(filepath.Join(dir, "global-hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -278,6 +278,21 @@ func TestGitMode(t *testing.T) {
 	}
 }
 
+// writeFiles writes files (path → content) under dir, executable so
+// that hooks run.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func merged(maps ...map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, m := range maps {

@@ -77,21 +77,12 @@ func BenchmarkLatency(b *testing.B) {
 		for i := range b.N {
 			ns := namespace(b, fmt.Sprintf("latency-local-%d-%d", i, time.Now().UnixNano()%100000))
 			dir := b.TempDir()
-			write := func(files map[string]string) {
-				for p, c := range files {
-					full := filepath.Join(dir, p)
-					_ = os.MkdirAll(filepath.Dir(full), 0o755)
-					if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			write(module("start"))
+			writeFiles(b, dir, module("start"))
 			addr, _ := operator(b, "ADDON_OPERATOR_NAMESPACE="+ns, "MODULES_DIR="+filepath.Join(dir, "modules"),
 				"GLOBAL_HOOKS_DIR="+filepath.Join(dir, "global-hooks"), "LOG_LEVEL=warn")
 			eventually(b, "first converge", func() bool { return cmValue(ns, "001-alpha-cm") == "start" })
 			med := measure(b, ns, func(v string) {
-				write(map[string]string{"modules/001-alpha/values.yaml": "alpha:\n  v: \"" + v + "\"\n"})
+				writeFiles(b, dir, map[string]string{"modules/001-alpha/values.yaml": "alpha:\n  v: \"" + v + "\"\n"})
 			})
 			b.ReportMetric(float64(med.Microseconds())/1000, "latency-ms")
 			b.ReportMetric(helmMS(b, addr), "helm-ms")

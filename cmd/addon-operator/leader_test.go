@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+	"github.com/addonops/addon-operator/internal/testenv"
 )
 
 // get returns an endpoint's status code and body ("" when it cannot be reached).
@@ -44,15 +43,7 @@ func TestLeaderElection(t *testing.T) {
 		// records which replica ran it, through the operator's own environment
 		"global-hooks/startup.sh": "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"configVersion\":\"v1\",\"onStartup\":1}'; exit 0; fi\necho \"$REPLICA\" >> \"$MARKER_FILE\"\n",
 	})
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	ran := func() string { b, _ := os.ReadFile(marker); return string(b) }
 	const lease = 3 * time.Second
 	replica := func(name string) *testOperator {
@@ -109,18 +100,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	// someone else takes the Lease: b must stop acting, and say why
-	leases := client.CoordinationV1().Leases(ns)
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		l, err := leases.Get(t.Context(), "addon-operator", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		intruder, long := "intruder", int32(60)
-		now := metav1.NewMicroTime(time.Now())
-		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &intruder, &long, &now
-		_, err = leases.Update(t.Context(), l, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
+	if err := testenv.TakeLease(t.Context(), client, ns, "addon-operator", "intruder"); err != nil {
 		t.Fatal(err)
 	}
 	select {
