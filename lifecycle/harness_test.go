@@ -135,6 +135,10 @@ type env struct {
 	runError error
 	// checkInterval is the absent-resources check period (0: off)
 	checkInterval time.Duration
+	// commit is the start-up revision (Config.Commit)
+	commit string
+	// beforeRun, if set, sees the operator between New and Run
+	beforeRun func(*Operator)
 }
 
 func newNamespace(t testing.TB) string {
@@ -207,8 +211,11 @@ func (e *env) start() {
 	e.op = New(Config{
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: 30 * time.Second,
-		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher,
+		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher, Commit: e.commit,
 	}, kube.NewConfigMap(client, e.ns, e.cmName), e.helm, loader.New(loader.WithLogger(quiet())))
+	if e.beforeRun != nil {
+		e.beforeRun(e.op)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.done = make(chan error, 1)

@@ -141,6 +141,14 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 // configuration or a tree that does not load at start-up is an error: the
 // operator stops (VALUES.md "Validation").
 func (o *Operator) Run(ctx context.Context) error {
+	// A tree change that came before Run (a standby following its ref) is
+	// in the tree loaded below, so the model carries that revision.
+	o.mu.Lock()
+	commit := o.cfg.Commit
+	if o.pendingTree {
+		commit, o.pendingTree = o.pendingCommit, false
+	}
+	o.mu.Unlock()
 	model, err := o.load(ctx)
 	if err != nil {
 		return fmt.Errorf("load modules: %w", err)
@@ -157,7 +165,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
 	o.mu.Lock()
-	o.model, o.store, o.configData, o.commit = model, store, data, o.cfg.Commit
+	o.model, o.store, o.configData, o.commit = model, store, data, commit
 	for _, m := range model.Modules {
 		o.modules[m.Name] = &moduleState{state: StateDisabled}
 	}

@@ -74,3 +74,23 @@ func TestWorkingCopyEdits(t *testing.T) {
 		t.Fatalf("modules = %+v", e.op.Status().Modules)
 	}
 }
+
+// A standby follows its ref before it leads: the revision a tree change
+// reported before Run is the tree Run loads, so the first converge records
+// it on the releases and in /status.
+func TestTreeChangedBeforeRun(t *testing.T) {
+	const first, latest = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	e := setup(t, twoModules(), nil)
+	e.commit = first
+	e.beforeRun = func(o *Operator) { o.TreeChanged(latest) }
+	e.start()
+	e.waitReady()
+	for _, m := range []string{"alpha", "beta"} {
+		if c, err := e.helm.Commit(m); err != nil || c != latest {
+			t.Fatalf("release %s records commit %q (%v), want %s", m, c, err, latest)
+		}
+	}
+	if rev := e.op.Status().Revision; rev != latest {
+		t.Fatalf("status revision = %q", rev)
+	}
+}
