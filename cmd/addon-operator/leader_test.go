@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/internal/gitserver"
 	"github.com/addonops/addon-operator/internal/testenv"
 )
 
@@ -113,5 +115,53 @@ func TestLeaderElection(t *testing.T) {
 	}
 	if logs, _ := os.ReadFile(b.log); !strings.Contains(string(logs), "lease lost") {
 		t.Fatalf("b's log does not say the lease was lost:\n%s", logs)
+	}
+}
+
+// TestWebhookToStandby: the Service sends a webhook to any replica; one
+// that reaches the standby is relayed, so the leader applies the push at
+// once (polling is off in practice here).
+func TestWebhookToStandby(t *testing.T) {
+	ns := namespace(t, "leader-webhook")
+	repo, err := gitserver.NewRepo(t.TempDir(), "addons", filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(v string) {
+		commitFiles(t, repo, "alpha "+v, merged(moduleFiles("001-alpha", "alpha", v), map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}))
+	}
+	push("1")
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cr3t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replica := func() *testOperator {
+		return startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL=file://"+repo.Bare, "GIT_REF=main", "GIT_POLL_INTERVAL=1h",
+			"GIT_WEBHOOK_SECRET_FILE="+secret, "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"),
+			"ADDON_OPERATOR_LEADER_ELECTION=true", "ADDON_OPERATOR_LEADER_ELECTION_LEASE_DURATION=3s")
+	}
+	a := replica()
+	eventually(t, "a to lead and apply 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
+	b := replica()
+	eventually(t, "b to stand by", func() bool {
+		le := election(t, b.addr)
+		return le != nil && le["leader"] == election(t, a.addr)["identity"]
+	})
+
+	push("2")
+	body := `{"ref":"refs/heads/main"}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+b.addr+"/hooks/git", strings.NewReader(body))
+	req.Header.Set("X-Hub-Signature-256", gitsync.Sign([]byte("s3cr3t"), []byte(body)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("webhook to the standby: %d", resp.StatusCode)
+	}
+	eventually(t, "the leader to apply 2", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
+	if election(t, b.addr)["leading"] != false {
+		t.Fatal("b took over; the push was not applied through the relay")
 	}
 }

@@ -193,7 +193,16 @@ func start(args []string) error {
 		if err != nil {
 			return fmt.Errorf("webhook secret: %w", err)
 		}
-		mux.Handle("/hooks/git", gitsync.WebhookHandler([]byte(strings.TrimSpace(string(secret))), src.syncer.Trigger))
+		trigger := src.syncer.Trigger
+		if leader != nil {
+			trigger = func() {
+				src.syncer.Trigger()
+				if !leader.Leading() {
+					go relayWebhook(ctx, sourceCM, logger)
+				}
+			}
+		}
+		mux.Handle("/hooks/git", gitsync.WebhookHandler([]byte(strings.TrimSpace(string(secret))), trigger))
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -209,7 +218,8 @@ func start(args []string) error {
 			return operator.CheckTree(ctx, dir, src.modulesDir, src.globalHooksDir)
 		})
 		go src.syncer.Run(ctx, gt.PollInterval, func(rev *gitsync.Revision) { operator.TreeChanged(rev.Commit) })
-		// live ref changes: `source set-ref` or an edit of the source ConfigMap
+		// live ref changes (`source set-ref`, an edit of the source ConfigMap)
+		// and webhooks relayed by a standby: SetRef syncs at once
 		go sourceCM.Watch(ctx, func(data map[string]string) {
 			ref := data[sourceRefKey]
 			if ref == "" {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -22,10 +23,26 @@ import (
 //
 //	data:
 //	  ref: v1.2.0   # a branch, tag, full ref or commit SHA; absent: GIT_REF
+//	  webhookAt: …  # when a standby replica last received a webhook
+//
+// Every replica watches it, and any change makes each one sync at once.
 const (
-	sourceSuffix = "-source"
-	sourceRefKey = "ref"
+	sourceSuffix     = "-source"
+	sourceRefKey     = "ref"
+	sourceWebhookKey = "webhookAt"
 )
+
+// relayWebhook passes a webhook that reached a standby replica (the Service
+// picks any replica) on to the leader, through the source ConfigMap.
+func relayWebhook(ctx context.Context, cm *kube.ConfigMap, logger *slog.Logger) {
+	_, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
+		d[sourceWebhookKey] = time.Now().UTC().Format(time.RFC3339Nano)
+		return d, nil
+	})
+	if err != nil {
+		logger.Error("relay a webhook to the leader; it syncs at its next poll", "err", err)
+	}
+}
 
 const sourceUsage = `usage:
   addon-operator source set-ref REF   set the ref the operator follows (write '' to go back to GIT_REF)
