@@ -93,7 +93,8 @@ func TestLeaderElection(t *testing.T) {
 	}
 	stopped := time.Now()
 	eventually(t, "b to take over", func() bool { return election(t, b.addr)["leading"] == true })
-	if took := time.Since(stopped); took > lease/2 {
+	// without the release on SIGTERM it takes the lease expiry: ≥ 2.6 s here
+	if took := time.Since(stopped); took > lease*2/3 {
 		t.Fatalf("b took %v to take over a released Lease (lease %v)", took, lease)
 	}
 	eventually(t, "b to converge", func() bool { code, body := get(b.addr, "/readyz"); return code == http.StatusOK && body == "ok\n" })
