@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/itchyny/gojq"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -110,23 +110,20 @@ func BenchmarkMonitorEvents(b *testing.B) {
 func BenchmarkMonitorMemory(b *testing.B) {
 	const n = 10000
 	ns := namespace(b)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	var g errgroup.Group
+	g.SetLimit(16)
 	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			_, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%05d", i), Labels: map[string]string{"app": "bench", "index": fmt.Sprint(i)}},
 				Data:       map[string]string{"payload": strings.Repeat("x", 800)},
 			}, metav1.CreateOptions{})
-			if err != nil {
-				b.Error(err)
-			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
 	w, err := NewWatcher(restCfg, nil)
 	if err != nil {
 		b.Fatal(err)

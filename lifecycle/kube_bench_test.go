@@ -6,11 +6,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -33,19 +33,14 @@ grep -o '"watchEvent"' "$BINDING_CONTEXT_PATH" | wc -l >> "$RECORD_FILE"
 `, cfg)
 	e := setup(b, map[string]string{"modules/values.yaml": "global: {}\n", "global-hooks/bench.sh": hook}, nil)
 	each := func(f func(i int) error) {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 8)
+		var g errgroup.Group
+		g.SetLimit(8)
 		for i := range n {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				if err := f(i); err != nil {
-					b.Error(err)
-				}
-			}()
+			g.Go(func() error { return f(i) })
 		}
-		wg.Wait()
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	cms := client.CoreV1().ConfigMaps(e.ns)
 	each(func(i int) error {

@@ -5,20 +5,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/addonops/addon-operator/internal/benchtree"
 )
@@ -29,16 +25,14 @@ import (
 // touched in the ConfigMap) with the Helm upgrades it caused. Run with
 // -benchtime=1x; each iteration is a fresh namespace and process.
 func BenchmarkConverge(b *testing.B) {
-	bin := binPath
 	for _, n := range []int{10, 50, 100} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			tree := b.TempDir()
 			if err := benchtree.Generate(n, tree); err != nil {
 				b.Skip(err)
 			}
-			for i := range b.N {
-				ns := fmt.Sprintf("bench-%d-%d-%d", n, i, time.Now().UnixNano()%100000)
-				r := convergeOnce(b, client, bin, cp.KubeconfigPath, tree, ns)
+			for range b.N {
+				r := convergeOnce(b, tree, namespace(b, fmt.Sprintf("bench-%d", n)))
 				b.ReportMetric(r.converge.Seconds(), "converge-s")
 				b.ReportMetric(r.reconverge.Seconds(), "reconverge-s")
 				b.ReportMetric(r.reupgrades, "reconverge-upgrades")
@@ -62,61 +56,43 @@ type convergeResult struct {
 	peakRSS         int64
 }
 
-func convergeOnce(b *testing.B, client kubernetes.Interface, bin, kubeconfig, tree, ns string) convergeResult {
-	ctx := context.Background()
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	logPath := filepath.Join(b.TempDir(), "operator.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(bin, "start", "--listen-address", addr)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "ADDON_OPERATOR_NAMESPACE="+ns,
-		"MODULES_DIR="+filepath.Join(tree, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(tree, "global-hooks"), "LOG_LEVEL=info", "LOG_TYPE=json")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+const (
+	hookSum, hookCount = "addon_operator_hook_run_seconds_sum", "addon_operator_hook_run_seconds_count"
+	helmSum, helmCount = "addon_operator_helm_seconds_sum", "addon_operator_helm_seconds_count"
+	helmUpgrades       = "addon_operator_helm_upgrades"
+)
+
+func convergeOnce(b *testing.B, tree, ns string) convergeResult {
 	start := time.Now()
-	proc, err := startProcess(cmd)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer proc.stop(10 * time.Second)
+	op := startOperator(b, "ADDON_OPERATOR_NAMESPACE="+ns, "MODULES_DIR="+filepath.Join(tree, "modules"),
+		"GLOBAL_HOOKS_DIR="+filepath.Join(tree, "global-hooks"), "LOG_LEVEL=info", "LOG_TYPE=json")
+	defer op.stop(10 * time.Second)
 	var res convergeResult
-	poll(b, "the first converge", func() bool { return convergedCount(b, logPath) > 0 })
+	poll(b, "the first converge", func() bool { return convergedCount(b, op.log) > 0 })
 	res.converge = time.Since(start)
-	if resp, err := http.Get("http://" + addr + "/readyz"); err != nil || resp.StatusCode != http.StatusOK {
-		b.Fatalf("/readyz after the first converge: %v", err)
-	} else {
-		resp.Body.Close()
+	if code, _ := get(op.addr, "/readyz"); code != http.StatusOK {
+		b.Fatalf("/readyz after the first converge: %d", code)
 	}
-	res.hookMS = 1000 * metric(b, addr, "addon_operator_hook_run_seconds_sum") / metric(b, addr, "addon_operator_hook_run_seconds_count")
-	res.helmMS = 1000 * metric(b, addr, "addon_operator_helm_seconds_sum") / metric(b, addr, "addon_operator_helm_seconds_count")
-	res.upgrades = metric(b, addr, "addon_operator_helm_upgrades")
-	hookSum, helmSum := metric(b, addr, "addon_operator_hook_run_seconds_sum"), metric(b, addr, "addon_operator_helm_seconds_sum")
+	before := scrape(b, op.addr)
+	res.hookMS = 1000 * before[hookSum] / before[hookCount]
+	res.helmMS = 1000 * before[helmSum] / before[helmCount]
+	res.upgrades = before[helmUpgrades]
 
 	t0 := time.Now()
-	_, err = client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+	_, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"},
 		Data:       map[string]string{"global": "unusedKey: touched\n"},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	poll(b, "the re-converge", func() bool { return convergedCount(b, logPath) > 1 })
+	poll(b, "the re-converge", func() bool { return convergedCount(b, op.log) > 1 })
 	res.reconverge = time.Since(t0)
-	res.reupgrades = metric(b, addr, "addon_operator_helm_upgrades") - res.upgrades
-	res.reHooks = metric(b, addr, "addon_operator_hook_run_seconds_sum") - hookSum
-	res.reHelm = metric(b, addr, "addon_operator_helm_seconds_sum") - helmSum
-	res.peakRSS = peakRSS(cmd.Process.Pid)
+	after := scrape(b, op.addr)
+	res.reupgrades = after[helmUpgrades] - before[helmUpgrades]
+	res.reHooks = after[hookSum] - before[hookSum]
+	res.reHelm = after[helmSum] - before[helmSum]
+	res.peakRSS = peakRSS(op.cmd.Process.Pid)
 	return res
 }
 
@@ -147,27 +123,28 @@ func convergedCount(b *testing.B, path string) int {
 // plain asks for uncompressed responses: gzip was most of a scrape's cost.
 var plain = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
-// metric sums every series of a metric from /metrics.
-func metric(b testing.TB, addr, name string) float64 {
+// scrape reads /metrics once and sums every series of each metric by name.
+func scrape(t testing.TB, addr string) map[string]float64 {
 	resp, err := plain.Get("http://" + addr + "/metrics")
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var sum float64
+	sums := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name) || (len(line) > len(name) && line[len(name)] != ' ' && line[len(name)] != '{') {
+		if strings.HasPrefix(line, "#") {
 			continue
 		}
+		name, _, _ := strings.Cut(line, " ")
+		name, _, _ = strings.Cut(name, "{")
 		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum += v
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sums[name] += v
 		}
 	}
-	return sum
+	return sums
 }
 
 // peakRSS is VmHWM of a process, in bytes.

@@ -51,6 +51,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// newRepo makes a repository named addons served from root, with a
+// working copy to commit from.
+func newRepo(t testing.TB, root string) *gitserver.Repo {
+	t.Helper()
+	repo, err := gitserver.NewRepo(root, "addons", filepath.Join(t.TempDir(), "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
 // commitFiles is gitserver.Repo.CommitFiles that fails the test on error.
 func commitFiles(t testing.TB, repo *gitserver.Repo, msg string, files map[string]string, remove ...string) string {
 	t.Helper()
@@ -157,6 +168,17 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// get returns an endpoint's status code and body ("" when it cannot be reached).
+func get(addr, path string) (int, string) {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 func status(t *testing.T, addr string) map[string]any {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/status")
@@ -191,10 +213,7 @@ func namespace(t testing.TB, name string) string {
 func TestGitMode(t *testing.T) {
 	ns := namespace(t, "git-mode")
 	root := t.TempDir()
-	repo, err := gitserver.NewRepo(root, "addons", filepath.Join(t.TempDir(), "work"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := newRepo(t, root)
 	files := moduleFiles("001-alpha", "alpha", "1")
 	files["modules/values.yaml"] = "alphaEnabled: true\nbetaEnabled: true\n"
 	c1 := commitFiles(t, repo, "alpha v1", files)
@@ -225,13 +244,8 @@ func TestGitMode(t *testing.T) {
 	eventually(t, "alpha v2", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
 	eventually(t, "the commit recorded", func() bool { c, _ := helm.Commit("alpha"); return c == c2 })
 	eventually(t, "the revision metric", func() bool {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(b), `addon_operator_git_revision_info{commit="`+c2+`",ref="main"} 1`)
+		_, body := get(addr, "/metrics")
+		return strings.Contains(body, `addon_operator_git_revision_info{commit="`+c2+`",ref="main"} 1`)
 	})
 
 	// bad YAML: refused, the previous revision keeps running, the error is reported
@@ -306,10 +320,7 @@ func merged(maps ...map[string]string) map[string]string {
 func TestGitWebhookAndRollback(t *testing.T) {
 	ns := namespace(t, "git-webhook")
 	root := t.TempDir()
-	repo, err := gitserver.NewRepo(root, "addons", filepath.Join(t.TempDir(), "work"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := newRepo(t, root)
 	push := func(v string) string {
 		t.Helper()
 		files := moduleFiles("001-alpha", "alpha", v)
@@ -385,10 +396,7 @@ func TestGitWebhookAndRollback(t *testing.T) {
 func TestSourceRefAtStartupAndReset(t *testing.T) {
 	ns := namespace(t, "git-source-ref")
 	root := t.TempDir()
-	repo, err := gitserver.NewRepo(root, "addons", filepath.Join(t.TempDir(), "work"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := newRepo(t, root)
 	files := moduleFiles("001-alpha", "alpha", "1")
 	files["modules/values.yaml"] = "alphaEnabled: true\n"
 	commitFiles(t, repo, "alpha 1", files)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/gitsync"
-	"github.com/addonops/addon-operator/internal/gitserver"
 )
 
 // BenchmarkLatency measures, with the real binary, how long a change takes
@@ -39,17 +38,15 @@ func BenchmarkLatency(b *testing.B) {
 		return d[len(d)/2]
 	}
 	helmMS := func(b *testing.B, addr string) float64 {
-		return 1000 * metric(b, addr, "addon_operator_helm_seconds_sum") / metric(b, addr, "addon_operator_helm_seconds_count")
+		m := scrape(b, addr)
+		return 1000 * m[helmSum] / m[helmCount]
 	}
 
 	b.Run("push+webhook", func(b *testing.B) {
 		for i := range b.N {
 			ns := namespace(b, fmt.Sprintf("latency-git-%d-%d", i, time.Now().UnixNano()%100000))
 			root := b.TempDir()
-			repo, err := gitserver.NewRepo(root, "addons", filepath.Join(b.TempDir(), "work"))
-			if err != nil {
-				b.Fatal(err)
-			}
+			repo := newRepo(b, root)
 			commitFiles(b, repo, "start", module("start"))
 			secret := filepath.Join(b.TempDir(), "secret")
 			if err := os.WriteFile(secret, []byte("s"), 0o600); err != nil {

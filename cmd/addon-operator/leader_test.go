@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,20 +9,8 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/gitsync"
-	"github.com/addonops/addon-operator/internal/gitserver"
 	"github.com/addonops/addon-operator/internal/testenv"
 )
-
-// get returns an endpoint's status code and body ("" when it cannot be reached).
-func get(addr, path string) (int, string) {
-	resp, err := http.Get("http://" + addr + path)
-	if err != nil {
-		return 0, ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 func election(t *testing.T, addr string) map[string]any {
 	t.Helper()
@@ -77,10 +64,10 @@ func TestLeaderElection(t *testing.T) {
 	if code, _ := get(b.addr, "/queue"); code != http.StatusServiceUnavailable {
 		t.Fatalf("b's /queue = %d", code)
 	}
-	if v := metric(t, b.addr, "addon_operator_leader"); v != 0 {
+	if v := scrape(t, b.addr)["addon_operator_leader"]; v != 0 {
 		t.Fatalf("b's addon_operator_leader = %v", v)
 	}
-	if v := metric(t, a.addr, "addon_operator_leader"); v != 1 {
+	if v := scrape(t, a.addr)["addon_operator_leader"]; v != 1 {
 		t.Fatalf("a's addon_operator_leader = %v", v)
 	}
 	if got := ran(); got != "a\n" {
@@ -124,10 +111,7 @@ func TestLeaderElection(t *testing.T) {
 // once (polling is off in practice here).
 func TestWebhookToStandby(t *testing.T) {
 	ns := namespace(t, "leader-webhook")
-	repo, err := gitserver.NewRepo(t.TempDir(), "addons", filepath.Join(t.TempDir(), "work"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := newRepo(t, t.TempDir())
 	push := func(v string) {
 		commitFiles(t, repo, "alpha "+v, merged(moduleFiles("001-alpha", "alpha", v), map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}))
 	}

@@ -166,12 +166,11 @@ func diffCommand(args []string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	toOpts := po
 	before, err := po.render(ctx, *from)
 	if err != nil {
 		return fmt.Errorf("--from %s: %w", *from, err)
 	}
-	after, err := toOpts.render(ctx, *to)
+	after, err := po.render(ctx, *to)
 	if err != nil {
 		return fmt.Errorf("--to %s: %w", *to, err)
 	}

@@ -7,16 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/addonops/addon-operator/internal/gitserver"
 )
 
 func TestRenderAndDiff(t *testing.T) {
 	root := t.TempDir()
-	repo, err := gitserver.NewRepo(root, "addons", filepath.Join(t.TempDir(), "work"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := newRepo(t, root)
 	base := merged(moduleFiles("001-alpha", "alpha", "1"), moduleFiles("002-gone", "gone", "g"),
 		map[string]string{"modules/values.yaml": "alphaEnabled: true\ngoneEnabled: true\nbetaEnabled: true\n"})
 	c1 := commitFiles(t, repo, "base", base)
@@ -45,7 +40,7 @@ func TestRenderAndDiff(t *testing.T) {
 	}
 
 	out.Reset()
-	err = diffCommand([]string{"--repo", repoURL, "--from", c1, "--to", c2}, &out)
+	err := diffCommand([]string{"--repo", repoURL, "--from", c1, "--to", c2}, &out)
 	if !errors.Is(err, errDiffFound) {
 		t.Fatalf("diff err = %v", err)
 	}
