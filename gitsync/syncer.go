@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +33,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/addonops/addon-operator/loader"
 )
 
 // Options configure a Syncer.
@@ -53,9 +57,18 @@ type Options struct {
 	VerifyKeysDir string
 	// Paths limits the checkout to these subtrees (empty: the whole tree):
 	// the operator needs only the modules and global hooks directories.
-	Paths  []string
+	Paths []string
+	// Validate checks a checked-out revision before it is published, and
+	// a revision restored from disk before it is used again; what it loaded
+	// rides on the Revision (Model). A refused revision is never current.
+	Validate func(ctx context.Context, dir string) (*loader.Model, error)
+	// InUse lists commits whose checkouts must stay on disk (the running
+	// model's files); old revisions are removed otherwise.
+	InUse  func() []string
 	Logger *slog.Logger
 	Now    func() time.Time
+	// After is the clock of the poll loop (default time.After).
+	After func(time.Duration) <-chan time.Time
 }
 
 // Revision is one checked-out commit.
@@ -68,6 +81,8 @@ type Revision struct {
 	AppliedAt time.Time `json:"appliedAt,omitzero"`
 	// Dir is the revision's checkout.
 	Dir string `json:"-"`
+	// Model is what Options.Validate loaded from Dir (nil without it).
+	Model *loader.Model `json:"-"`
 }
 
 // Status is what `source status` and /status show.
@@ -83,15 +98,15 @@ type Status struct {
 const (
 	historySize = 10
 	currentLink = "current"
+	historyFile = "history.json"
 )
 
 // Syncer keeps a checkout of one ref of a remote repository.
 type Syncer struct {
-	opts     Options
-	logger   *slog.Logger
-	repo     *git.Repository
-	store    *filesystem.Storage
-	validate func(ctx context.Context, dir string) error
+	opts   Options
+	logger *slog.Logger
+	repo   *git.Repository
+	store  *filesystem.Storage
 
 	mu      sync.Mutex
 	ref     string
@@ -119,6 +134,9 @@ func New(opts Options) (*Syncer, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
 	if err := os.MkdirAll(opts.CheckoutDir, 0o700); err != nil {
 		return nil, err
 	}
@@ -139,7 +157,6 @@ func New(opts Options) (*Syncer, error) {
 		return nil, err
 	}
 	s.status = Status{URL: Scrub(opts.URL), DesiredRef: opts.Ref, History: []Revision{}}
-	s.restore()
 	return s, nil
 }
 
@@ -161,37 +178,83 @@ func forgetOtherPaths(checkoutDir string, paths []string) error {
 	return os.WriteFile(marker, []byte(want), 0o600)
 }
 
-// restore adopts the revision the current link points at, left by an
-// earlier run, so a restarted operator resumes from it and the next new
-// revision is written incrementally.
-func (s *Syncer) restore() {
-	target, err := os.Readlink(s.CurrentDir())
-	if err != nil {
-		return
+// Restore resumes from the revisions an earlier run left on disk, newest
+// first: the first whose commit is in the store, whose signature the
+// current keys accept and which Validate accepts (against today's
+// configuration) becomes current again, so a restarted operator runs it
+// while the remote is unreachable, and the next revision is written
+// incrementally. It returns nil when none qualifies. A revision refused
+// here is never run, even if it was published before.
+func (s *Syncer) Restore(ctx context.Context) *Revision {
+	for _, rev := range s.readHistory() {
+		dir := filepath.Join(s.opts.CheckoutDir, "revisions", rev.Commit)
+		if !shaRe.MatchString(rev.Commit) {
+			continue
+		}
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		if err := s.reuse(ctx, &rev, dir); err != nil {
+			s.logger.Warn("revision on disk not resumed", "revision", rev.Commit, "err", Scrub(err.Error()))
+			continue
+		}
+		s.mu.Lock()
+		s.current = &rev
+		s.status.History = []Revision{rev}
+		s.mu.Unlock()
+		s.logger.Info("resumed the revision on disk", "revision", rev.Commit, "subject", rev.Subject)
+		c := rev
+		return &c
 	}
-	sha := filepath.Base(target)
-	dir := filepath.Join(s.opts.CheckoutDir, "revisions", sha)
-	if !shaRe.MatchString(sha) {
-		return
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return
-	}
-	c, err := s.repo.CommitObject(plumbing.NewHash(sha))
-	if err != nil {
-		return
-	}
-	rev := Revision{Commit: sha, Subject: firstLine(c.Message), Author: c.Author.Name + " <" + c.Author.Email + ">", Time: c.Author.When, Dir: dir}
-	s.current = &rev
-	s.status.History = []Revision{rev}
+	return nil
 }
 
-// SetValidate sets the check a revision must pass before it is published
-// (the operator loads the tree); a refused revision is never current.
-func (s *Syncer) SetValidate(fn func(ctx context.Context, dir string) error) {
-	s.mu.Lock()
-	s.validate = fn
-	s.mu.Unlock()
+// reuse checks a revision on disk as a new one is checked, and publishes it.
+func (s *Syncer) reuse(ctx context.Context, rev *Revision, dir string) error {
+	c, err := s.repo.CommitObject(plumbing.NewHash(rev.Commit))
+	if err != nil {
+		return err
+	}
+	if err := s.verify(c); err != nil {
+		return err
+	}
+	rev.Subject, rev.Author, rev.Time = firstLine(c.Message), c.Author.Name+" <"+c.Author.Email+">", c.Author.When
+	rev.Dir = dir
+	if s.opts.Validate != nil {
+		if rev.Model, err = s.opts.Validate(ctx, dir); err != nil {
+			return err
+		}
+	}
+	return s.publish(dir)
+}
+
+// readHistory lists the revisions published by earlier runs, newest
+// first; a checkout without the list (an older layout) offers the one its
+// current link points at.
+func (s *Syncer) readHistory() []Revision {
+	var hist []Revision
+	if b, err := os.ReadFile(filepath.Join(s.opts.CheckoutDir, historyFile)); err == nil {
+		if json.Unmarshal(b, &hist) == nil {
+			return hist
+		}
+	}
+	if target, err := os.Readlink(s.CurrentDir()); err == nil {
+		hist = append(hist, Revision{Commit: filepath.Base(target)})
+	}
+	return hist
+}
+
+// writeHistory records the published revisions for the next run's Restore.
+func (s *Syncer) writeHistory(hist []Revision) error {
+	b, err := json.Marshal(hist)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.opts.CheckoutDir, "."+historyFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(s.opts.CheckoutDir, historyFile))
 }
 
 // SetRef changes the desired ref and triggers a sync.
@@ -315,11 +378,8 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 			return nil, false, fmt.Errorf("revision %s has no %s", short(rev.Commit), p)
 		}
 	}
-	s.mu.Lock()
-	validate := s.validate
-	s.mu.Unlock()
-	if validate != nil {
-		if err := validate(ctx, dir); err != nil {
+	if s.opts.Validate != nil {
+		if rev.Model, err = s.opts.Validate(ctx, dir); err != nil {
 			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
 		}
 	}
@@ -333,7 +393,11 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	if len(s.status.History) > historySize {
 		s.status.History = s.status.History[:historySize]
 	}
+	hist := slices.Clone(s.status.History)
 	s.mu.Unlock()
+	if err := s.writeHistory(hist); err != nil {
+		s.logger.Warn("revision history not saved; a restart resumes from the current link only", "err", err)
+	}
 	s.cleaning.Go(s.cleanup)
 	s.logger.Info("revision published", "revision", rev.Commit, "ref", ref, "subject", rev.Subject)
 	return rev, true, nil
@@ -882,8 +946,9 @@ func (s *Syncer) publish(dir string) error {
 	return os.Rename(tmp, s.CurrentDir())
 }
 
-// cleanup removes revisions other than the current and the previous one
-// (a running model may still read the previous one's files).
+// cleanup removes the revisions nothing needs: it keeps the current and
+// the previous published one (a restart falls back to it when the current
+// one is refused) and those Options.InUse names (the running model's).
 func (s *Syncer) cleanup() {
 	s.mu.Lock()
 	keep := map[string]bool{}
@@ -893,6 +958,11 @@ func (s *Syncer) cleanup() {
 		}
 	}
 	s.mu.Unlock()
+	if s.opts.InUse != nil {
+		for _, c := range s.opts.InUse() {
+			keep[c] = true
+		}
+	}
 	dir := filepath.Join(s.opts.CheckoutDir, "revisions")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -907,13 +977,14 @@ func (s *Syncer) cleanup() {
 
 // Run syncs every interval (and at once on Trigger) until ctx is done,
 // calling onPublish for each new revision. Failures back off exponentially
-// up to the interval; the current revision keeps running meanwhile.
+// up to the interval; the current revision keeps running meanwhile. A
+// panic in a sync is logged and counts as a failure.
 func (s *Syncer) Run(ctx context.Context, interval time.Duration, onPublish func(*Revision)) {
 	defer s.cleaning.Wait()
 	failures := 0
 	for {
 		wait := interval
-		if rev, changed, err := s.Sync(ctx); err != nil {
+		if rev, changed, err := s.safeSync(ctx); err != nil {
 			failures++
 			wait = min(interval, time.Second<<min(failures, 6))
 			s.logger.Error("sync failed; the current revision keeps running", "err", err, "retry_in", wait)
@@ -927,9 +998,18 @@ func (s *Syncer) Run(ctx context.Context, interval time.Duration, onPublish func
 		case <-ctx.Done():
 			return
 		case <-s.trigger:
-		case <-time.After(wait):
+		case <-s.opts.After(wait):
 		}
 	}
+}
+
+func (s *Syncer) safeSync(ctx context.Context) (rev *Revision, changed bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("sync panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return s.Sync(ctx)
 }
 
 func firstLine(s string) string {

@@ -13,9 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/addonops/addon-operator/internal/gitserver"
+	"github.com/addonops/addon-operator/loader"
 )
 
 type fixture struct {
@@ -232,13 +231,13 @@ func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
 	}, "leads out of the checkout")
 	must(t, f.repo.Remove("modules/passwd"))
 
-	s.SetValidate(func(_ context.Context, dir string) error {
+	s.opts.Validate = func(_ context.Context, dir string) (*loader.Model, error) {
 		b, _ := os.ReadFile(filepath.Join(dir, "modules/values.yaml"))
 		if strings.Contains(string(b), "[") {
-			return errors.New("modules/values.yaml: bad YAML")
+			return nil, errors.New("modules/values.yaml: bad YAML")
 		}
-		return nil
-	})
+		return nil, nil
+	}
 	refuse("bad yaml", func() { must(t, f.repo.WriteFile("modules/values.yaml", "global: [\n", 0)) }, "bad YAML")
 	refuse("no modules dir", func() { must(t, f.repo.Remove("modules")) }, "has no modules")
 
@@ -379,7 +378,7 @@ func TestIncrementalCheckout(t *testing.T) {
 
 	// a restarted syncer picks up where the last one left off
 	s = open()
-	if cur := s.Current(); cur == nil || cur.Subject != "add two" {
+	if cur := s.Restore(t.Context()); cur == nil || cur.Subject != "add two" || s.Current().Commit != cur.Commit {
 		t.Fatalf("restored current = %+v", cur)
 	}
 	_, changed, err := s.Sync(t.Context())
@@ -403,22 +402,6 @@ func TestIncrementalCheckout(t *testing.T) {
 		if err != nil || string(b) != wantContent {
 			t.Fatalf("%s = %q, %v", p, b, err)
 		}
-	}
-}
-
-func TestRevisionInfoMetric(t *testing.T) {
-	f := newFixture(t)
-	s := f.syncer(t, "file://"+f.repo.Bare, "v1", Auth{})
-	if n := testutil.CollectAndCount(s); n != 0 {
-		t.Fatalf("metrics before the first sync: %d", n)
-	}
-	_, _, err := s.Sync(t.Context())
-	must(t, err)
-	want := "# HELP addon_operator_git_revision_info The git revision the operator runs: 1, labelled with the desired ref and the commit.\n" +
-		"# TYPE addon_operator_git_revision_info gauge\n" +
-		"addon_operator_git_revision_info{commit=\"" + f.c1 + "\",ref=\"v1\"} 1\n"
-	if err := testutil.CollectAndCompare(s, strings.NewReader(want)); err != nil {
-		t.Fatal(err)
 	}
 }
 

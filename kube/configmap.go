@@ -52,9 +52,11 @@ func dataOf(cm *corev1.ConfigMap) map[string]string {
 
 // Update applies fn to the current data and writes the result, creating the
 // ConfigMap when missing. On a conflict (someone else wrote in between) it
-// reads again and re-applies fn, so a concurrent edit is never lost.
-func (c *ConfigMap) Update(ctx context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, error) {
+// reads again and re-applies fn, so a concurrent edit is never lost. It
+// returns the data written and its resourceVersion.
+func (c *ConfigMap) Update(ctx context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, string, error) {
 	var result map[string]string
+	var version string
 	err := retry.OnError(retry.DefaultBackoff, func(err error) bool {
 		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 	}, func() error {
@@ -71,42 +73,51 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(map[string]string) (map[
 		}
 		result = next
 		if cm == nil {
-			_, err = cms.Create(ctx, &corev1.ConfigMap{
+			cm, err = cms.Create(ctx, &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace},
 				Data:       next,
 			}, metav1.CreateOptions{})
-			return err
+		} else if !maps.Equal(cm.Data, next) {
+			cm = cm.DeepCopy()
+			cm.Data = next
+			cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		}
-		if maps.Equal(cm.Data, next) {
-			return nil
+		if err == nil {
+			version = cm.ResourceVersion
 		}
-		cm = cm.DeepCopy()
-		cm.Data = next
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("update ConfigMap %s: %w", c.Name(), err)
+		return nil, "", fmt.Errorf("update ConfigMap %s: %w", c.Name(), err)
 	}
-	return result, nil
+	return result, version, nil
 }
 
-// Watch calls onChange with the data after every add, update or delete
-// (deleted: empty data) until ctx is done. The first call is the state at
-// start. Calls are sequential.
-func (c *ConfigMap) Watch(ctx context.Context, onChange func(map[string]string)) {
+// Watch calls onChange with the data and its resourceVersion after every
+// add, update or delete (deleted: empty data, no version) until ctx is
+// done. The first call is the state at start. Calls are sequential; a
+// panic in onChange is logged and the watch goes on.
+func (c *ConfigMap) Watch(ctx context.Context, onChange func(data map[string]string, version string)) {
+	call := func(cm *corev1.ConfigMap) {
+		defer recoverPanic("ConfigMap " + c.Name())
+		if cm == nil {
+			onChange(map[string]string{}, "")
+			return
+		}
+		onChange(dataOf(cm), cm.ResourceVersion)
+	}
 	lw := cache.NewListWatchFromClient(c.client.CoreV1().RESTClient(), "configmaps", c.namespace,
 		fields.OneTermEqualSelector("metadata.name", c.name))
 	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 10*time.Minute, cache.Indexers{})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { onChange(dataOf(obj.(*corev1.ConfigMap))) },
+		AddFunc: func(obj any) { call(obj.(*corev1.ConfigMap)) },
 		UpdateFunc: func(old, obj any) {
 			if o, n := old.(*corev1.ConfigMap), obj.(*corev1.ConfigMap); o.ResourceVersion == n.ResourceVersion {
 				return // a resync, not a change
 			}
-			onChange(dataOf(obj.(*corev1.ConfigMap)))
+			call(obj.(*corev1.ConfigMap))
 		},
-		DeleteFunc: func(any) { onChange(map[string]string{}) },
+		DeleteFunc: func(any) { call(nil) },
 	})
 	inf.Run(ctx.Done())
 }

@@ -54,16 +54,17 @@ func TestConfigMapUpdate(t *testing.T) {
 		t.Fatalf("missing ConfigMap: %v, %v (want empty data)", data, err)
 	}
 	// created when missing
-	if _, err := cm.Update(t.Context(), func(d map[string]string) (map[string]string, error) {
+	_, v1, err := cm.Update(t.Context(), func(d map[string]string) (map[string]string, error) {
 		d["global"] = "a: 1\n"
 		return d, nil
-	}); err != nil {
-		t.Fatal(err)
+	})
+	if err != nil || v1 == "" {
+		t.Fatalf("create: version %q, %v", v1, err)
 	}
 	// a user's edit lands between our read and our write: the write
 	// conflicts, is re-applied on fresh data, and both edits survive
 	calls := 0
-	_, err = cm.Update(t.Context(), func(d map[string]string) (map[string]string, error) {
+	_, v2, err := cm.Update(t.Context(), func(d map[string]string) (map[string]string, error) {
 		calls++
 		if calls == 1 {
 			user, _ := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "addon-operator", metav1.GetOptions{})
@@ -82,8 +83,11 @@ func TestConfigMapUpdate(t *testing.T) {
 	if calls != 2 || got["userKey"] != "mine" || got["hookKey"] != "ours" || got["global"] != "a: 1\n" {
 		t.Fatalf("calls = %d, data = %v", calls, got)
 	}
+	if live, _ := client.CoreV1().ConfigMaps(ns).Get(t.Context(), "addon-operator", metav1.GetOptions{}); live.ResourceVersion != v2 || v2 == v1 {
+		t.Fatalf("Update reported version %q (first %q), the ConfigMap has %q", v2, v1, live.ResourceVersion)
+	}
 	// an error from fn writes nothing
-	if _, err := cm.Update(t.Context(), func(map[string]string) (map[string]string, error) { return nil, errors.New("refused") }); err == nil {
+	if _, _, err := cm.Update(t.Context(), func(map[string]string) (map[string]string, error) { return nil, errors.New("refused") }); err == nil {
 		t.Fatal("error swallowed")
 	}
 }
@@ -94,8 +98,8 @@ func TestConfigMapWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	seen := make(chan map[string]string, 10)
-	go cm.Watch(ctx, func(d map[string]string) { seen <- d })
-	_, _ = cm.Update(ctx, func(d map[string]string) (map[string]string, error) { d["k"] = "1"; return d, nil })
+	go cm.Watch(ctx, func(d map[string]string, _ string) { seen <- d })
+	_, _, _ = cm.Update(ctx, func(d map[string]string) (map[string]string, error) { d["k"] = "1"; return d, nil })
 	next := func() map[string]string {
 		select {
 		case d := <-seen:

@@ -430,6 +430,7 @@ func (m *Monitor) report(typ string, obj map[string]any, result any, e *entry) {
 	if !m.isSynced() || (len(m.spec.Events) > 0 && !slices.Contains(m.spec.Events, typ)) {
 		return
 	}
+	defer recoverPanic("monitor of " + m.kind)
 	m.handler(ObjectEvent{Type: typ, Object: obj, FilterResult: result, Namespace: e.namespace, Name: e.name})
 }
 

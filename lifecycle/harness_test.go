@@ -135,8 +135,12 @@ type env struct {
 	runError error
 	// checkInterval is the absent-resources check period (0: off)
 	checkInterval time.Duration
-	// commit is the start-up revision (Config.Commit)
+	// commit is the start-up revision's commit (its tree is e.dir)
 	commit string
+	// hookTimeout bounds one hook run (default 30s)
+	hookTimeout time.Duration
+	// backend, if set, wraps the ConfigMap backend
+	backend func(*kube.ConfigMap) ConfigBackend
 	// beforeRun, if set, sees the operator between New and Run
 	beforeRun func(*Operator)
 }
@@ -208,11 +212,21 @@ func setup(t testing.TB, files map[string]string, cm map[string]string) *env {
 func (e *env) start() {
 	e.t.Helper()
 	e.reg = prometheus.NewRegistry()
+	if e.hookTimeout == 0 {
+		e.hookTimeout = 30 * time.Second
+	}
+	var backend ConfigBackend = kube.NewConfigMap(client, e.ns, e.cmName)
+	if e.backend != nil {
+		backend = e.backend(kube.NewConfigMap(client, e.ns, e.cmName))
+	}
 	e.op = New(Config{
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
-		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: 30 * time.Second,
-		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher, Commit: e.commit,
-	}, kube.NewConfigMap(client, e.ns, e.cmName), e.helm, loader.New(loader.WithLogger(quiet())))
+		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: e.hookTimeout,
+		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher,
+	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
+	if e.commit != "" {
+		e.op.TreeChanged(Revision{Commit: e.commit})
+	}
 	if e.beforeRun != nil {
 		e.beforeRun(e.op)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/addonops/addon-operator/internal/benchtree"
@@ -13,17 +14,22 @@ import (
 )
 
 // memBackend is a ConfigMap backend in memory: the edge of this benchmark.
-type memBackend struct{ data map[string]string }
+type memBackend struct {
+	data    map[string]string
+	version int
+}
 
 func (m *memBackend) Get(context.Context) (map[string]string, error) { return m.data, nil }
-func (m *memBackend) Update(_ context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, error) {
+func (m *memBackend) Update(_ context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, string, error) {
 	next, err := fn(m.data)
-	if err == nil {
-		m.data = next
+	if err != nil {
+		return nil, "", err
 	}
-	return next, err
+	m.data = next
+	m.version++
+	return next, strconv.Itoa(m.version), nil
 }
-func (m *memBackend) Watch(ctx context.Context, _ func(map[string]string)) { <-ctx.Done() }
+func (m *memBackend) Watch(ctx context.Context, _ func(map[string]string, string)) { <-ctx.Done() }
 
 var _ ConfigBackend = (*memBackend)(nil)
 

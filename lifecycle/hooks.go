@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/loader"
@@ -137,10 +136,10 @@ func (o *Operator) runHook(ctx context.Context, hook *loader.Hook, binding strin
 	if err != nil {
 		return res, fmt.Errorf("hook %s (%s): %w", hook.Name, binding, err)
 	}
-	return o.applyPatches(ctx, hook.Name, moduleKey, store, files)
+	return o.applyPatches(ctx, hook.Name, moduleKey, files)
 }
 
-func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string, store *values.Store, files *hookFiles) (hookResult, error) {
+func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string, files *hookFiles) (hookResult, error) {
 	var res hookResult
 	readPatch := func(path, what string) (values.Patch, error) {
 		b, err := os.ReadFile(path)
@@ -158,31 +157,33 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 		return res, err
 	}
 	if len(cp) > 0 {
-		data, err := o.backend.Update(ctx, func(cur map[string]string) (map[string]string, error) {
+		data, version, err := o.backend.Update(ctx, func(cur map[string]string) (map[string]string, error) {
 			next, err := values.ApplyConfigPatch(hookName, moduleKey, cur, cp)
 			if err != nil {
 				return nil, err
 			}
-			if err := store.CheckConfig(next); err != nil {
-				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
+			if _, store := o.current(); store.CheckConfig(next) != nil {
+				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, store.CheckConfig(next))
 			}
 			return next, nil
 		})
 		if err != nil {
 			return res, err
 		}
-		// adopted now, so the ConfigMap event that echoes this write is a no-op
-		ch, err := store.SetConfig(data)
+		// adopted now, so the ConfigMap event that echoes this write is a
+		// no-op; skipped when a newer edit already arrived
+		ch, _, err := o.setConfig(data, version)
 		if err != nil {
 			return res, err
 		}
-		o.mu.Lock()
-		o.configData = data
-		o.mu.Unlock()
 		res.ConfigChanged = !ch.Empty()
 	}
 	if len(vp) > 0 {
-		pr, err := store.ApplyValuesPatch(hookName, moduleKey, vp)
+		// the store current now: a tree adopted while the hook ran keeps
+		// the patch (docs/operator.md, "One state transition at a time")
+		o.mu.Lock()
+		pr, err := o.store.ApplyValuesPatch(hookName, moduleKey, vp)
+		o.mu.Unlock()
 		if err != nil {
 			return res, err
 		}
@@ -214,7 +215,7 @@ func (o *Operator) runEnabledScript(ctx context.Context, store *values.Store, m 
 	if err := os.WriteFile(files.enabledResult, nil, 0o600); err != nil {
 		return false, err
 	}
-	start := time.Now()
+	start := o.cfg.Now()
 	out, err := executor.Run(ctx, executor.Command{
 		Path: m.EnabledScript,
 		Dir:  m.Dir,
@@ -227,7 +228,7 @@ func (o *Operator) runEnabledScript(ctx context.Context, store *values.Store, m 
 		CaptureStdout: true,
 		Logger:        o.logger.With("module", m.Name, "hook", "enabled"),
 	})
-	o.metrics.hookSeconds.WithLabelValues(m.DirName+"/enabled", "enabled").Observe(time.Since(start).Seconds())
+	o.metrics.hookSeconds.WithLabelValues(m.DirName+"/enabled", "enabled").Observe(o.cfg.Now().Sub(start).Seconds())
 	if err != nil {
 		return false, fmt.Errorf("module %s: enabled script: %w", m.Name, err)
 	}

@@ -45,7 +45,7 @@ type Status struct {
 func (o *Operator) Status() Status {
 	model, _ := o.current()
 	o.mu.Lock()
-	st := Status{Ready: o.ready, Revision: o.commit, TreeError: o.treeError, Modules: []ModuleStatus{}}
+	st := Status{Ready: o.ready, Revision: o.rev.Commit, TreeError: o.treeError, Modules: []ModuleStatus{}}
 	if model != nil {
 		for _, m := range model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}

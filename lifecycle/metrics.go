@@ -17,7 +17,22 @@ type metrics struct {
 	kubeEvents        *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+var revisionInfo = prometheus.NewDesc("addon_operator_git_revision_info",
+	"The git revision the operator runs (its model was loaded from it): 1, labelled with the ref it was resolved from and the commit.", []string{"ref", "commit"}, nil)
+
+// revisionCollector reports addon_operator_git_revision_info for the
+// adopted revision (nothing without git).
+type revisionCollector func() (ref, commit string)
+
+func (c revisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- revisionInfo }
+
+func (c revisionCollector) Collect(ch chan<- prometheus.Metric) {
+	if ref, commit := c(); commit != "" {
+		ch <- prometheus.MustNewConstMetric(revisionInfo, prometheus.GaugeValue, 1, ref, commit)
+	}
+}
+
+func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics {
 	buckets := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 	m := &metrics{
 		moduleRunErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -57,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "addon_operator_kube_events", Help: "Kubernetes events queued for hooks (before compaction).",
 		}, []string{"hook", "binding"}),
 	}
-	reg.MustRegister(m.kubeEvents, m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
+	reg.MustRegister(revision, m.kubeEvents, m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
 		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors, m.treeErrors, m.absentResources)
 	return m
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -18,10 +20,12 @@ import (
 )
 
 // ConfigBackend is where config values live (ConfigMap/addon-operator).
+// Update and Watch report the version of the data (the ConfigMap's
+// resourceVersion), so a late write's echo cannot undo a newer edit.
 type ConfigBackend interface {
 	Get(ctx context.Context) (map[string]string, error)
-	Update(ctx context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, error)
-	Watch(ctx context.Context, onChange func(map[string]string))
+	Update(ctx context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, string, error)
+	Watch(ctx context.Context, onChange func(data map[string]string, version string))
 }
 
 // Helm installs and removes module releases.
@@ -51,9 +55,6 @@ type Config struct {
 	TempDir  string
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
-	// Commit is the git commit of the tree at start-up, recorded on
-	// releases; TreeChanged brings later ones.
-	Commit string
 	// ResourcesCheckInterval is the period of the absent-resources check
 	// (auto-healing); zero turns it off.
 	ResourcesCheckInterval time.Duration
@@ -94,19 +95,23 @@ type Operator struct {
 	kube      kubeMonitors
 	runCtx    context.Context // Run's: monitors live as long as it
 
+	// mu guards the state below. The model, the values store, the config
+	// data and the revision change together, under mu, in adopt; config
+	// changes and values patches reach the store under mu too.
 	mu             sync.Mutex
 	model          *loader.Model
 	store          *values.Store
+	rev            Revision                // the revision the model was loaded from
+	prevCommit     string                  // the revision adopted before it
+	incoming       *Revision               // the newest revision not yet adopted
 	modules        map[string]*moduleState // by module name
 	enabledModules []string
 	ready          bool
 	reloadStart    time.Time
 	globalChanged  bool              // an afterAll hook changed global values in this reload
 	configData     map[string]string // the ConfigMap data the store holds
-	commit         string            // the revision the model was loaded from
+	configVersion  string            // its resourceVersion
 	treeError      string            // why the last changed tree was refused
-	pendingTree    bool              // TreeChanged came before the queues existed
-	pendingCommit  string
 }
 
 // New prepares an Operator; Run starts it.
@@ -129,29 +134,40 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	if ld == nil {
 		ld = loader.New(loader.WithLogger(cfg.Logger))
 	}
-	return &Operator{
+	o := &Operator{
 		cfg: cfg, logger: cfg.Logger, loader: ld, backend: backend, helm: helm,
-		metrics: newMetrics(cfg.Registry), modules: map[string]*moduleState{}, schedules: newSchedules(),
+		modules: map[string]*moduleState{}, schedules: newSchedules(),
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background(),
 	}
+	o.metrics = newMetrics(cfg.Registry, o.revisionInfo)
+	return o
 }
 
-// Run loads the tree, reads and validates the config values, runs the
-// start-up steps and then reacts to events until ctx is done. Invalid
-// configuration or a tree that does not load at start-up is an error: the
-// operator stops (VALUES.md "Validation").
-func (o *Operator) Run(ctx context.Context) error {
-	// A tree change that came before Run (a standby following its ref) is
-	// in the tree loaded below, so the model carries that revision.
+// revisionInfo is the adopted revision for addon_operator_git_revision_info.
+func (o *Operator) revisionInfo() (ref, commit string) {
 	o.mu.Lock()
-	commit := o.cfg.Commit
-	if o.pendingTree {
-		commit, o.pendingTree = o.pendingCommit, false
+	defer o.mu.Unlock()
+	return o.rev.Ref, o.rev.Commit
+}
+
+// Run adopts the revision handed over by TreeChanged (or loads the
+// configured directories when there is none), reads and validates the
+// config values, runs the start-up steps and then reacts to events until
+// ctx is done. Invalid configuration or a tree that does not load at
+// start-up is an error: the operator stops (VALUES.md "Validation").
+func (o *Operator) Run(ctx context.Context) error {
+	o.mu.Lock()
+	var rev Revision
+	if o.incoming != nil {
+		rev, o.incoming = *o.incoming, nil
 	}
 	o.mu.Unlock()
-	model, err := o.load(ctx)
-	if err != nil {
-		return fmt.Errorf("load modules: %w", err)
+	model := rev.Model
+	if model == nil {
+		var err error
+		if model, err = o.load(ctx); err != nil {
+			return fmt.Errorf("load modules: %w", err)
+		}
 	}
 	store, _, err := values.NewStore(model.Values)
 	if err != nil {
@@ -165,12 +181,12 @@ func (o *Operator) Run(ctx context.Context) error {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
 	o.mu.Lock()
-	o.model, o.store, o.configData, o.commit = model, store, data, commit
+	o.model, o.store, o.configData, o.rev = model, store, data, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
 	for _, m := range model.Modules {
 		o.modules[m.Name] = &moduleState{state: StateDisabled}
 	}
 	o.mu.Unlock()
-	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks))
+	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
 	o.runCtx = ctx
 	defer o.stopMonitors()
 
@@ -180,28 +196,24 @@ func (o *Operator) Run(ctx context.Context) error {
 	})
 	o.mu.Lock()
 	o.queues = queues
-	pending, pendingCommit := o.pendingTree, o.pendingCommit
+	// a revision reported while the first one was loading
+	pending := o.incoming
 	o.mu.Unlock()
-	main := o.queues.Main()
+	main := queues.Main()
 	main.Add(o.globalHookTasks(loader.OnStartup)...)
 	main.Add(o.reloadAllTask())
-	if pending {
-		o.TreeChanged(pendingCommit)
+	if pending != nil {
+		o.TreeChanged(*pending)
 	}
 
-	go o.healLoop(ctx, o.cfg.ResourcesCheckInterval)
+	var g errgroup.Group
+	g.Go(func() error { o.healLoop(ctx, o.cfg.ResourcesCheckInterval); return nil })
+	g.Go(func() error { o.backend.Watch(ctx, o.onConfigChange); return nil })
 	o.schedules.cron.Start()
-	defer func() { <-o.schedules.cron.Stop().Done() }()
-
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		o.backend.Watch(ctx, o.onConfigChange)
-	}()
 	<-ctx.Done()
-	o.queues.Wait()
-	<-watchDone
-	return nil
+	<-o.schedules.cron.Stop().Done()
+	queues.Wait()
+	return g.Wait()
 }
 
 // Ready is true once the first 'reload all modules' finished.
@@ -240,28 +252,23 @@ func (o *Operator) setState(name, state string, err error) {
 }
 
 // onConfigChange: ConfigMap events (LIFECYCLE-STEPS step 16). Bad values
-// are logged and nothing is queued; the current state stays.
-func (o *Operator) onConfigChange(data map[string]string) {
-	_, store := o.current()
-	if store == nil {
-		return
-	}
-	ch, err := store.SetConfig(data)
+// are logged and nothing is queued; the current state stays. Data older
+// than what the store holds (a hook's write whose echo comes late) is
+// ignored. The runs it queues pre-empt a failing task.
+func (o *Operator) onConfigChange(data map[string]string, version string) {
+	ch, ok, err := o.setConfig(data, version)
 	if err != nil {
 		o.metrics.configErrors.Inc()
 		o.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
 		return
 	}
-	o.mu.Lock()
-	o.configData = data
-	o.mu.Unlock()
-	if ch.Empty() {
+	if !ok || ch.Empty() {
 		return
 	}
 	main := o.queues.Main()
 	if ch.Global || ch.Enabled {
 		o.logger.Info("global values or enabled flags changed; reloading all modules")
-		o.queueReloadAll()
+		main.Preempt(o.reloadAllTask(), supersededByReload)
 		return
 	}
 	for _, key := range ch.Modules {
@@ -269,16 +276,73 @@ func (o *Operator) onConfigChange(data map[string]string) {
 		o.mu.Lock()
 		st := o.modules[name]
 		enabled := st != nil && st.enabled
+		startup := enabled && !st.startupDone
 		o.mu.Unlock()
 		if enabled {
 			o.logger.Info("module values changed; running module", "module", name)
-			main.Add(o.moduleRunTask(name, false))
+			main.Preempt(o.moduleRunTask(name, startup), func(t *queue.Task) bool {
+				return t.Kind == kindModuleRun && t.Payload == name
+			})
 		}
 	}
 }
 
+// setConfig adopts ConfigMap data into the current store unless it is
+// older than the data the store holds; ok is false when it was skipped.
+func (o *Operator) setConfig(data map[string]string, version string) (values.Change, bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.store == nil || !newerVersion(version, o.configVersion) {
+		return values.Change{}, false, nil
+	}
+	ch, err := o.store.SetConfig(data)
+	if err != nil {
+		return ch, false, err
+	}
+	o.configData, o.configVersion = data, version
+	o.logDropped("the ConfigMap changed", ch.Dropped)
+	return ch, true, nil
+}
+
+// newerVersion compares resourceVersions. They are opaque to clients, but
+// etcd's are increasing integers; anything else counts as newer, and so
+// does data without a version (a deleted ConfigMap).
+func newerVersion(v, than string) bool {
+	if v == "" || than == "" {
+		return true
+	}
+	a, errA := strconv.ParseUint(v, 10, 64)
+	b, errB := strconv.ParseUint(than, 10, 64)
+	if errA != nil || errB != nil {
+		return v != than
+	}
+	return a > b
+}
+
+// supersededByReload: the work a 'reload all modules' replaces when it
+// pre-empts: an earlier reload's steps and module runs still waiting. Module
+// deletes and purges stay; discovery would not queue them again.
+func supersededByReload(t *queue.Task) bool {
+	switch t.Kind {
+	case kindReloadAll, kindDiscover, kindModuleRun, kindConverged:
+		return true
+	case kindGlobalHook:
+		return t.Payload == loader.BeforeAll || t.Payload == loader.AfterAll
+	}
+	return false
+}
+
+// queueReloadAll queues 'reload all modules' at the tail unless one waits.
 func (o *Operator) queueReloadAll() {
 	if !o.queues.Main().HasQueued(kindReloadAll) {
 		o.queues.Main().Add(o.reloadAllTask())
+	}
+}
+
+// logDropped logs temporary values patch operations that no longer apply
+// (their path is gone) and were dropped rather than wedge their module.
+func (o *Operator) logDropped(why string, dropped []values.DroppedOp) {
+	for _, d := range dropped {
+		o.logger.Warn("temporary values patch operation dropped: "+why, "section", d.Section, "hook", d.Hook, "op", d.Op, "path", d.Path, "reason", d.Reason)
 	}
 }

@@ -44,6 +44,8 @@ func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
 }
 
 // globalHookTasks: one task per global hook with the binding, in order.
+// Each runs the hook of that name in the model current when it runs, so a
+// retry after a tree change runs the new tree's hook.
 func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 	model, _ := o.current()
 	var tasks []*queue.Task
@@ -51,7 +53,12 @@ func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 		tasks = append(tasks, &queue.Task{
 			Kind:        kindGlobalHook,
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
+			Payload:     binding,
 			Do: func(ctx context.Context) error {
+				h := o.currentHook(h)
+				if h == nil {
+					return nil // gone from the tree
+				}
 				res, err := o.runHook(ctx, h, binding, o.orderedContext(h, binding), false)
 				if err != nil {
 					return err
@@ -209,6 +216,7 @@ func (o *Operator) moduleRunTask(name string, startup bool) *queue.Task {
 	t := &queue.Task{
 		Kind:        kindModuleRun,
 		Description: desc,
+		Payload:     name,
 		OnFailure: func(err error, _ int) {
 			o.metrics.moduleRunErrors.WithLabelValues(name).Inc()
 			o.setState(name, StateFailed, err)
@@ -263,9 +271,7 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 			return err
 		}
 		start := o.cfg.Now()
-		o.mu.Lock()
-		commit := o.commit
-		o.mu.Unlock()
+		_, commit := o.revisionInfo()
 		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit})
 		o.metrics.helmSeconds.WithLabelValues(name).Observe(o.cfg.Now().Sub(start).Seconds())
 		if err != nil {

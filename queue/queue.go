@@ -35,6 +35,13 @@ type Task struct {
 	lastError string
 	queuedAt  time.Time
 	running   bool
+	// retry: a failed task waits at the head until it fires; anything that
+	// preempts it runs meanwhile
+	retry <-chan time.Time
+	// urgent: queued by Preempt and not yet failed; runs before a failing task
+	urgent bool
+	// supersedes: for an urgent task, the queued work it replaces
+	supersedes func(*Task) bool
 }
 
 // Options configure a Set.
@@ -56,6 +63,7 @@ type Set struct {
 	queues map[string]*Queue
 	nextID atomic.Uint64
 	wg     sync.WaitGroup
+	closed bool // Wait was called: no new workers
 }
 
 // NewSet creates the queues; workers run until ctx is done.
@@ -89,6 +97,9 @@ func (s *Set) Queue(name string) *Queue {
 		return q
 	}
 	q := &Queue{name: name, set: s, wake: make(chan struct{}, 1), logger: s.opts.Logger.With("queue", name)}
+	if s.closed {
+		return q // after shutdown: accepts tasks that never run
+	}
 	s.queues[name] = q
 	s.wg.Add(1)
 	go func() {
@@ -101,8 +112,14 @@ func (s *Set) Queue(name string) *Queue {
 // Main is the "main" queue.
 func (s *Set) Main() *Queue { return s.Queue(MainQueue) }
 
-// Wait blocks until every worker has stopped (after ctx is done).
-func (s *Set) Wait() { s.wg.Wait() }
+// Wait blocks until every worker has stopped (after ctx is done); queues
+// asked for afterwards get no worker.
+func (s *Set) Wait() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
+}
 
 // Queue is a FIFO of tasks with one worker.
 type Queue struct {
@@ -155,6 +172,26 @@ func (q *Queue) AddAfterCurrent(tasks ...*Task) {
 	q.mu.Unlock()
 }
 
+// Preempt puts t at the head of the queue, ahead of a task that keeps
+// failing (its backoff wait ends) and behind the running task and earlier
+// preempting ones. Waiting tasks for which supersedes is true are dropped,
+// and so is a running task that fails afterwards: t replaces that work.
+func (q *Queue) Preempt(t *Task, supersedes func(*Task) bool) {
+	q.mu.Lock()
+	if supersedes != nil {
+		q.tasks = slices.DeleteFunc(q.tasks, func(x *Task) bool { return !x.running && supersedes(x) })
+	}
+	pos := 0
+	for pos < len(q.tasks) && (q.tasks[pos].running || q.tasks[pos].urgent) {
+		pos++
+	}
+	q.prepare(t)
+	t.urgent, t.supersedes = true, supersedes
+	q.tasks = slices.Insert(q.tasks, pos, t)
+	q.changed()
+	q.mu.Unlock()
+}
+
 // HasQueued reports whether a task of this kind waits (not running).
 func (q *Queue) HasQueued(kind string) bool {
 	q.mu.Lock()
@@ -189,43 +226,66 @@ func (q *Queue) work(ctx context.Context) {
 	for {
 		q.mu.Lock()
 		var t *Task
+		var retry <-chan time.Time
 		if len(q.tasks) > 0 {
 			t = q.tasks[0]
-			t.running = true
+			if retry = t.retry; retry == nil {
+				t.running = true
+			}
 		}
 		q.mu.Unlock()
-		if t == nil {
+		if t == nil || retry != nil {
 			select {
 			case <-ctx.Done():
 				return
 			case <-q.wake:
-				continue
+			case <-retry:
+				q.mu.Lock()
+				t.retry = nil
+				q.mu.Unlock()
 			}
+			continue
 		}
 		err := q.run(ctx, t)
 		if ctx.Err() != nil {
 			return
 		}
-		q.mu.Lock()
-		t.running = false
-		if err == nil || t.AllowFailure {
-			q.tasks = slices.DeleteFunc(q.tasks, func(x *Task) bool { return x == t })
-			q.changed()
-			q.mu.Unlock()
-			continue
-		}
-		t.attempts++
-		t.lastError = err.Error()
-		attempts := t.attempts
-		q.mu.Unlock()
-		delay := Backoff(q.set.opts.RetryMin, q.set.opts.RetryMax, attempts)
-		q.logger.Error("task failed; retrying", "task", t.Description, "attempt", attempts, "retry_in", delay, "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-q.set.opts.After(delay):
-		}
+		q.finish(t, err)
 	}
+}
+
+// finish removes a task that succeeded (or may fail) and otherwise keeps it
+// at the head with its backoff, behind the tasks that preempted it while it
+// ran; one of those that supersedes it drops it instead.
+func (q *Queue) finish(t *Task, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t.running, t.urgent = false, false
+	i := slices.Index(q.tasks, t)
+	j := i + 1
+	superseded := false
+	for j < len(q.tasks) && q.tasks[j].urgent {
+		if s := q.tasks[j].supersedes; s != nil && s(t) {
+			superseded = true
+		}
+		j++
+	}
+	if err == nil || t.AllowFailure || superseded {
+		if err != nil && superseded {
+			q.logger.Info("failed task superseded", "task", t.Description, "err", err)
+		}
+		q.tasks = slices.Delete(q.tasks, i, i+1)
+		q.changed()
+		return
+	}
+	t.attempts++
+	t.lastError = err.Error()
+	delay := Backoff(q.set.opts.RetryMin, q.set.opts.RetryMax, t.attempts)
+	t.retry = q.set.opts.After(delay)
+	// preempting tasks that came while it ran go first
+	q.tasks = slices.Insert(slices.Delete(q.tasks, i, i+1), j-1, t)
+	q.logger.Error("task failed; retrying", "task", t.Description, "attempt", t.attempts, "retry_in", delay, "err", err)
+	q.changed()
 }
 
 func (q *Queue) run(ctx context.Context, t *Task) (err error) {

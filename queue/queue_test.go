@@ -193,3 +193,149 @@ func TestPanicIsRetried(t *testing.T) {
 		t.Fatalf("runs = %d", n)
 	}
 }
+
+// recorder collects task names in run order.
+type recorder struct {
+	mu    sync.Mutex
+	order []string
+}
+
+func (r *recorder) task(kind string, err error) *Task {
+	return &Task{Kind: kind, Description: kind, Do: func(context.Context) error {
+		r.mu.Lock()
+		r.order = append(r.order, kind)
+		r.mu.Unlock()
+		return err
+	}}
+}
+
+func (r *recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.order, ",")
+}
+
+// A preempting task runs at once ahead of a task waiting out a long
+// backoff, and drops what it supersedes; tasks added at the tail wait.
+func TestPreemptEndsBackoff(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	s := NewSet(ctx, Options{RetryMin: time.Hour, RetryMax: time.Hour})
+	t.Cleanup(func() { cancel(); s.Wait() })
+	q := s.Main()
+	r := &recorder{}
+	q.Add(r.task("broken", errors.New("boom")), r.task("tail", nil))
+	deadline := time.Now().Add(10 * time.Second)
+	for r.String() != "broken" {
+		if time.Now().After(deadline) {
+			t.Fatal("the failing task did not run")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan struct{})
+	fix := r.task("fix", nil)
+	fixDo := fix.Do
+	fix.Do = func(ctx context.Context) error { defer close(done); return fixDo(ctx) }
+	q.Preempt(fix, func(x *Task) bool { return x.Kind == "broken" })
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the preempting task waited for the failing task's backoff")
+	}
+	waitIdle(t, q)
+	if got := r.String(); got != "broken,fix,tail" {
+		t.Fatalf("order = %s", got)
+	}
+}
+
+// A task preempting a running task that then fails runs before its retry;
+// preempting tasks keep their order; one that supersedes the running task
+// drops it when it fails.
+func TestPreemptRunningTask(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		supersedes func(*Task) bool
+		want       string
+	}{
+		{"retried after", nil, "running,p1,p2,running,tail"},
+		{"superseded", func(x *Task) bool { return x.Kind == "running" }, "running,p1,p2,tail"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newSet(t)
+			q := s.Main()
+			r := &recorder{}
+			release := make(chan struct{})
+			failed := false
+			running := r.task("running", nil)
+			runDo := running.Do
+			running.Do = func(ctx context.Context) error {
+				_ = runDo(ctx)
+				if !failed {
+					failed = true
+					<-release
+					return errors.New("boom")
+				}
+				return nil
+			}
+			q.Add(running, r.task("tail", nil))
+			waitRunning(t, s)
+			q.Preempt(r.task("p1", nil), tc.supersedes)
+			q.Preempt(r.task("p2", nil), nil)
+			close(release)
+			waitIdle(t, q)
+			if got := r.String(); got != tc.want {
+				t.Fatalf("order = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A preempting task that itself keeps failing does not block the next one.
+func TestPreemptedFailureYields(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Main()
+	r := &recorder{}
+	block := make(chan struct{})
+	q.Add(&Task{Kind: "gate", Do: gate(block)})
+	waitRunning(t, s)
+	fails := 2
+	bad := r.task("bad", nil)
+	bad.Do = func(context.Context) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.order = append(r.order, "bad")
+		if fails > 0 {
+			fails--
+			return errors.New("boom")
+		}
+		return nil
+	}
+	q.Preempt(bad, nil)
+	close(block)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasPrefix(r.String(), "bad") {
+		if time.Now().After(deadline) {
+			t.Fatal("bad never ran")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	q.Preempt(r.task("next", nil), nil)
+	waitIdle(t, q)
+	if got := r.String(); !strings.Contains(got, "next") || strings.Count(got, "bad") != 3 {
+		t.Fatalf("order = %s", got)
+	}
+}
+
+// After Wait, a new queue gets no worker (no WaitGroup.Add racing Wait).
+func TestQueueAfterShutdown(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	s := NewSet(ctx, Options{})
+	cancel()
+	s.Wait()
+	ran := make(chan struct{}, 1)
+	s.Queue("late").Add(&Task{Kind: "x", Do: func(context.Context) error { ran <- struct{}{}; return nil }})
+	select {
+	case <-ran:
+		t.Fatal("a queue made after shutdown ran a task")
+	case <-time.After(50 * time.Millisecond):
+	}
+}

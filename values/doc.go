@@ -35,13 +35,19 @@
 //
 // # Patches
 //
-// Hooks return RFC 6902 patches. A module hook may change only its own
-// section; a global hook only "global" and *Enabled flags. Temporary patches
-// are kept per section and re-applied on top of fresh config values, so a
-// ConfigMap change does not lose them; an operation that a later one
-// overwrites (same or parent object path) is dropped, so the stored patch
-// stays small. Config patches are applied to ConfigMap data by
-// ApplyConfigPatch; keys a patch does not change keep the user's text.
+// Hooks return RFC 6902 patches, applied one operation at a time. A module
+// hook may change only its own section; a global hook only "global" and
+// *Enabled flags, which are read from the document its patches leave. A
+// hook's patch that does not apply fails. Temporary patches are kept per
+// section and re-applied on top of fresh config values, so a ConfigMap
+// change does not lose them; an operation that no longer applies there (a
+// replace, copy or move of a key the change removed) is dropped, and
+// SetConfig and RestorePatches list what they dropped (DroppedOp). Reads
+// never fail because of a stored patch. Compaction drops operations that
+// later ones make redundant, so the stored patch stays small, and keeps the
+// result of every sequence that applies. Config patches are applied to
+// ConfigMap data by ApplyConfigPatch; keys a patch does not change keep the
+// user's text.
 //
 // # Validation
 //

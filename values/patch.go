@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -18,6 +17,9 @@ type Operation struct {
 	Path  string `json:"path"`
 	From  string `json:"from,omitempty"`
 	Value any    `json:"value,omitempty"`
+	// hook wrote the operation; the Store sets it on stored patches so that
+	// a dropped operation can name its hook.
+	hook string
 }
 
 // MarshalJSON keeps "value" for add/replace/test even when it is null.
@@ -138,9 +140,20 @@ func (p Patch) checkScope(hook, moduleKey string) error {
 	return nil
 }
 
-// apply runs the patch on a document. A remove of a path that is already
-// gone is not an error, so a stored patch re-applies after a config change.
+// apply runs the patch on a document and fails on the first operation that
+// does not apply. A remove of a path that is already gone is a no-op, and an
+// add creates missing parents: the semantics hooks have always had.
 func (p Patch) apply(doc map[string]any) (map[string]any, error) {
+	return p.run(doc, func(int, error) bool { return false })
+}
+
+// run applies the operations one at a time, each to the JSON the previous
+// one wrote. json-patch treats a null that an operation of the same patch
+// wrote otherwise than one it read from JSON, and a stored patch joins the
+// operations of several hooks, each checked on what the ones before wrote:
+// one at a time is the only order in which they all mean the same. When an
+// operation does not apply, skip says whether to go on without it.
+func (p Patch) run(doc map[string]any, skip func(i int, err error) bool) (map[string]any, error) {
 	if len(p) == 0 {
 		return doc, nil
 	}
@@ -148,61 +161,119 @@ func (p Patch) apply(doc map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ops, err := json.Marshal(p)
+	for i, op := range p {
+		next, err := applyOne(j, op)
+		if err != nil {
+			if !skip(i, err) {
+				return nil, err
+			}
+			continue
+		}
+		j = next
+	}
+	var res map[string]any
+	if err := json.Unmarshal(j, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// applyOne applies an operation to a JSON document, which must stay an
+// object: sections and flags are its keys.
+func applyOne(doc []byte, op Operation) (_ []byte, err error) {
+	// json-patch v5.9.11 dereferences nil on some nulls (a test comparing
+	// lists that hold null); the run is on a private copy, so such an
+	// operation simply does not apply
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("json-patch: %v", r)
+		}
+	}()
+	raw, err := json.Marshal(Patch{op})
 	if err != nil {
 		return nil, err
 	}
-	jp, err := jsonpatch.DecodePatch(ops)
+	jp, err := jsonpatch.DecodePatch(raw)
 	if err != nil {
 		return nil, err
 	}
 	opts := jsonpatch.NewApplyOptions()
 	opts.AllowMissingPathOnRemove = true
 	opts.EnsurePathExistsOnAdd = true
-	out, err := jp.ApplyWithOptions(j, opts)
+	out, err := jp.ApplyWithOptions(doc, opts)
 	if err != nil {
 		return nil, err
 	}
-	var res map[string]any
-	if err := json.Unmarshal(out, &res); err != nil {
-		return nil, err
+	if !bytes.HasPrefix(out, []byte("{")) {
+		return nil, errors.New("the document must stay an object")
 	}
-	return res, nil
+	return out, nil
 }
 
-// compact drops earlier operations that a later add/replace/remove of the
-// same or a parent object path overwrites, so a hook that patches the same
-// keys on every run does not grow the stored patch without bound. Paths with
-// array indexes are kept as they are, since their meaning depends on order.
-func compact(p Patch) Patch {
-	out := make(Patch, 0, len(p))
-	for _, op := range p {
-		if overwrites(op) {
-			kept := out[:0]
-			for _, prev := range out {
-				if overwrites(prev) && (prev.Path == op.Path || strings.HasPrefix(prev.Path, op.Path+"/")) {
-					continue
-				}
-				kept = append(kept, prev)
-			}
-			out = kept
+// DroppedOp is an operation of a stored temporary patch that no longer
+// applies to its section's values, because a ConfigMap edit or a new tree
+// removed what it reads or writes, and was discarded. It leaves out the
+// operation's value, which may be a secret a hook generated.
+type DroppedOp struct {
+	Section string // "global" or a module key
+	Hook    string // the hook that wrote the operation; empty when unknown
+	Op      string
+	Path    string
+	From    string // for move and copy
+	Reason  string
+}
+
+func (d DroppedOp) String() string {
+	var b strings.Builder
+	b.WriteString(d.Section + ": ")
+	if d.Hook != "" {
+		b.WriteString("hook " + d.Hook + ": ")
+	}
+	b.WriteString(d.Op)
+	if d.From != "" {
+		b.WriteString(" from " + d.From + " to")
+	}
+	b.WriteString(" " + d.Path + ": " + d.Reason)
+	return b.String()
+}
+
+func dropped(section string, op Operation, reason error) DroppedOp {
+	return DroppedOp{Section: section, Hook: op.hook, Op: op.Op, Path: op.Path, From: op.From, Reason: reason.Error()}
+}
+
+// replay re-applies a stored patch of a section on fresh values. Unlike
+// apply it cannot fail: an operation that no longer applies is left out
+// and reported, and the ones after it apply to what the others made, so a
+// stale operation never wedges the section's reads.
+func (p Patch) replay(section string, doc map[string]any) (map[string]any, Patch, []DroppedOp) {
+	stale := map[int]error{}
+	out, err := p.run(doc, func(i int, err error) bool {
+		stale[i] = err
+		return true
+	})
+	if err != nil {
+		// run fails only on a document that is not JSON, which values
+		// never are; the section then keeps its config values
+		return doc, nil, dropAll(section, p, err)
+	}
+	kept := make(Patch, 0, len(p))
+	var drops []DroppedOp
+	for i, op := range p {
+		if err, ok := stale[i]; ok {
+			drops = append(drops, dropped(section, op, err))
+		} else {
+			kept = append(kept, op)
 		}
-		out = append(out, op)
+	}
+	return out, kept, drops
+}
+
+// by sets the hook that wrote each operation.
+func (p Patch) by(hook string) Patch {
+	out := make(Patch, len(p))
+	for i, op := range p {
+		op.hook = hook
+		out[i] = op
 	}
 	return out
-}
-
-func overwrites(op Operation) bool {
-	if op.Op != "add" && op.Op != "replace" && op.Op != "remove" {
-		return false
-	}
-	for _, seg := range strings.Split(op.Path, "/")[1:] {
-		if seg == "-" {
-			return false
-		}
-		if _, err := strconv.Atoi(seg); err == nil {
-			return false
-		}
-	}
-	return true
 }

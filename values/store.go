@@ -62,6 +62,10 @@ type Store struct {
 	config  level            // the ConfigMap
 	patches map[string]Patch // temporary patches by section ("global" or module key)
 	cache   map[string]any   // effective values by section, reset on every change
+	// flags are the *Enabled flags by module key that the global patch
+	// leaves in its document, kept with patches["global"] so that Enabled
+	// need not replay it.
+	flags map[string]bool
 }
 
 // NewStore reads a tree's values. Warnings list keys that were ignored
@@ -75,6 +79,7 @@ func NewStore(src Source) (*Store, []string, error) {
 		config:        newLevel(),
 		patches:       map[string]Patch{},
 		cache:         map[string]any{},
+		flags:         map[string]bool{},
 	}
 	if s.globalSchemas == nil {
 		s.globalSchemas = &Schemas{}
@@ -226,6 +231,10 @@ type Change struct {
 	Global  bool     // the global section
 	Enabled bool     // an *Enabled flag or a module section's literal false
 	Modules []string // keys of modules whose section changed
+	// Dropped lists the stored temporary patch operations that no longer
+	// apply to the new config values and were discarded, for the caller to
+	// log. Their sections are among the changed ones.
+	Dropped []DroppedOp
 }
 
 // Empty is true when nothing changed.
@@ -253,7 +262,31 @@ func (s *Store) SetConfig(data map[string]string) (Change, error) {
 	}
 	s.config = l
 	clear(s.cache)
+	changed := ch.Modules
+	if ch.Global {
+		changed = append([]string{GlobalKey}, changed...)
+	}
+	flags := s.flags
+	ch.Dropped = s.pruneLocked(changed)
+	ch.Enabled = ch.Enabled || !equal(flags, s.flags)
 	return ch, nil
+}
+
+// pruneLocked re-applies the stored patches of sections whose config values
+// changed and keeps only the operations that still apply, so that the
+// caller learns once what was lost and reads replay a patch that applies.
+func (s *Store) pruneLocked(keys []string) []DroppedOp {
+	var drops []DroppedOp
+	for _, key := range keys {
+		if len(s.patches[key]) == 0 {
+			continue
+		}
+		sch, _ := s.schemasOf(key) // SetConfig passes the store's own sections
+		r := s.replay(key, s.patches[key], sch)
+		s.adoptLocked(key, r)
+		drops = append(drops, r.dropped...)
+	}
+	return drops
 }
 
 // CheckConfig validates a ConfigMap's data without adopting it.
@@ -299,21 +332,66 @@ func (s *Store) configMerged(cfg level, key string, sch *Schemas) any {
 	return v
 }
 
-// effective is a section's values: config values with the temporary patches
-// applied and values schema defaults.
-func (s *Store) effective(cfg level, patches map[string]Patch, key string, sch *Schemas) (any, error) {
-	v := s.configMerged(cfg, key, sch)
-	if p := patches[key]; len(p) > 0 {
-		doc, err := p.apply(map[string]any{key: v})
-		if err != nil {
-			return nil, fmt.Errorf("%s: re-apply stored patches: %w", key, err)
-		}
-		v = doc[key]
-	}
+// replayed is a section's stored patch re-applied on its config values.
+type replayed struct {
+	doc     map[string]any  // the patched document, before values defaults
+	values  any             // the section's values
+	flags   map[string]bool // *Enabled flags the patch set (global only)
+	kept    Patch           // the operations that applied
+	dropped []DroppedOp     // the ones that no longer do
+}
+
+// replay computes a section's values: config values with a temporary patch
+// applied, then values schema defaults. It cannot fail: operations that no
+// longer apply are dropped (Patch.replay).
+func (s *Store) replay(key string, p Patch, sch *Schemas) replayed {
+	doc, kept, drops := p.replay(key, map[string]any{key: s.configMerged(s.config, key, sch)})
+	r := patched(key, doc, sch)
+	r.kept, r.dropped = kept, drops
+	return r
+}
+
+// patched derives a section's values and flags from its patched document.
+func patched(key string, doc map[string]any, sch *Schemas) replayed {
+	v := doc[key]
 	if sch.Values != nil {
 		v = sch.Values.ApplyDefaults(v)
 	}
-	return v, nil
+	return replayed{doc: doc, values: v, flags: patchedFlags(key, doc)}
+}
+
+// patchedFlags reads the *Enabled flags from the document of a global patch,
+// where a global hook sets them next to "global". Reading the document the
+// whole patch made, rather than the flag operations alone, keeps a flag
+// whatever else the patch does.
+func patchedFlags(key string, doc map[string]any) map[string]bool {
+	flags := map[string]bool{}
+	if key != GlobalKey {
+		return flags
+	}
+	for k, v := range doc {
+		m, ok := strings.CutSuffix(k, EnabledSuffix)
+		if !ok || m == "" {
+			continue
+		}
+		if b, err := flagValue(v); err == nil {
+			flags[m] = b
+		}
+	}
+	return flags
+}
+
+// adoptLocked makes a replay the section's stored patch and values.
+func (s *Store) adoptLocked(key string, r replayed) {
+	if len(r.kept) == 0 {
+		delete(s.patches, key)
+	} else {
+		s.patches[key] = r.kept
+	}
+	s.cache[key] = r.values
+	if key == GlobalKey {
+		s.flags = r.flags
+	}
 }
 
 func (s *Store) schemasOf(key string) (*Schemas, error) {
@@ -341,10 +419,10 @@ func (s *Store) section(key string) (any, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err = s.effective(s.config, s.patches, key, sch)
-	if err != nil {
-		return nil, err
-	}
+	// SetConfig and RestorePatches prune what no longer applies, so this
+	// replay drops nothing; it tolerates stale operations all the same, as
+	// a read must not fail because of one.
+	v = s.replay(key, s.patches[key], sch).values
 	s.cache[key] = v
 	return v, nil
 }
@@ -446,34 +524,10 @@ func (s *Store) Enabled(key string) bool {
 			enabled = false
 		}
 	}
-	if b, ok := s.patchedFlag(key); ok {
+	if b, ok := s.flags[key]; ok {
 		enabled = b
 	}
 	return enabled
-}
-
-// patchedFlag reads an *Enabled flag set by global hooks' values patches.
-func (s *Store) patchedFlag(key string) (bool, bool) {
-	p := s.patches[GlobalKey]
-	if len(p) == 0 {
-		return false, false
-	}
-	flag := EnabledKey(key)
-	var touched bool
-	for _, op := range p {
-		if topKey(op.Path) == flag {
-			touched = true
-		}
-	}
-	if !touched {
-		return false, false
-	}
-	doc, err := p.apply(map[string]any{GlobalKey: map[string]any{}})
-	if err != nil {
-		return false, false
-	}
-	b, err := flagValue(doc[flag])
-	return b, err == nil
 }
 
 // PatchResult says what a hook's values patch changed.
@@ -500,39 +554,37 @@ func (s *Store) ApplyValuesPatch(hook, moduleKey string, p Patch) (PatchResult, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	before, err := s.effective(s.config, s.patches, key, sch)
+	cur := s.replay(key, s.patches[key], sch)
+	after, err := applyHookPatch(key, cur, p, sch)
 	if err != nil {
-		return PatchResult{}, err
-	}
-	beforeFlags := s.flagsLocked()
-	// Validate the patch against the current document so a bad op fails now,
-	// naming the hook, rather than on a later re-application.
-	doc := map[string]any{key: deepCopy(before)}
-	if _, err := p.apply(doc); err != nil {
 		return PatchResult{}, fmt.Errorf("hook %s: values patch: %w", hook, err)
 	}
-	next := maps.Clone(s.patches)
-	next[key] = compact(append(slices.Clone(s.patches[key]), p...))
-	after, err := s.effective(s.config, next, key, sch)
-	if err != nil {
+	if err := sch.Values.Validate(key, after.values); err != nil {
 		return PatchResult{}, fmt.Errorf("hook %s: %w", hook, err)
 	}
-	if err := sch.Values.Validate(key, after); err != nil {
-		return PatchResult{}, fmt.Errorf("hook %s: %w", hook, err)
-	}
-	s.patches = next
-	clear(s.cache)
-	return PatchResult{Changed: !equal(before, after) || !equal(beforeFlags, s.flagsLocked())}, nil
+	// cur.kept is the stored patch, which applies (SetConfig and
+	// RestorePatches prune it); compact keeps what it and p make, which is
+	// after.values
+	after.kept = compact(append(slices.Clone(cur.kept), p.by(hook)...))
+	s.adoptLocked(key, after)
+	return PatchResult{Changed: !equal(cur.values, after.values) || !equal(cur.flags, after.flags)}, nil
 }
 
-func (s *Store) flagsLocked() map[string]bool {
-	out := map[string]bool{}
-	for _, k := range s.order {
-		if b, ok := s.patchedFlag(k); ok {
-			out[k] = b
-		}
+// applyHookPatch applies a hook's patch strictly, unlike a replay, so that
+// a bad operation fails now, naming the hook. It must apply both to the
+// values the hook was given (with defaults) and to the document where the
+// patch will be replayed (before defaults).
+func applyHookPatch(key string, cur replayed, p Patch, sch *Schemas) (replayed, error) {
+	seen := maps.Clone(cur.doc)
+	seen[key] = cur.values
+	if _, err := p.apply(seen); err != nil {
+		return replayed{}, err
 	}
-	return out
+	doc, err := p.apply(cur.doc)
+	if err != nil {
+		return replayed{}, err
+	}
+	return patched(key, doc, sch), nil
 }
 
 // ApplyConfigPatch applies a hook's config patch to ConfigMap data and
@@ -604,36 +656,37 @@ func (s *Store) Patches() map[string]Patch {
 	return out
 }
 
-// RestorePatches adopts temporary patches from a previous store. A
-// section that no longer exists, or whose patch no longer applies or
-// validates, is dropped; the dropped sections are returned.
-func (s *Store) RestorePatches(patches map[string]Patch) []string {
-	var dropped []string
-	keys := make([]string, 0, len(patches))
-	for k := range patches {
-		keys = append(keys, k)
+// RestorePatches adopts temporary patches from a previous store. As on a
+// ConfigMap edit, operations that no longer apply to this tree's values are
+// dropped; so is a whole section whose module is gone or whose patched
+// values fail its values schema. It returns every dropped operation.
+func (s *Store) RestorePatches(patches map[string]Patch) []DroppedOp {
+	var drops []DroppedOp
+	for _, key := range slices.Sorted(maps.Keys(patches)) {
+		drops = append(drops, s.restore(key, patches[key])...)
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		sch, err := s.schemasOf(key)
-		if err != nil {
-			dropped = append(dropped, key)
-			continue
-		}
-		s.mu.Lock()
-		next := maps.Clone(s.patches)
-		next[key] = patches[key]
-		v, err := s.effective(s.config, next, key, sch)
-		if err == nil {
-			err = sch.Values.Validate(key, v)
-		}
-		if err == nil {
-			s.patches = next
-			clear(s.cache)
-		} else {
-			dropped = append(dropped, key)
-		}
-		s.mu.Unlock()
+	return drops
+}
+
+func (s *Store) restore(key string, p Patch) []DroppedOp {
+	sch, err := s.schemasOf(key)
+	if err != nil {
+		return dropAll(key, p, err)
 	}
-	return dropped
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.replay(key, p, sch)
+	if err := sch.Values.Validate(key, r.values); err != nil {
+		return append(r.dropped, dropAll(key, r.kept, err)...)
+	}
+	s.adoptLocked(key, r)
+	return r.dropped
+}
+
+func dropAll(section string, p Patch, reason error) []DroppedOp {
+	out := make([]DroppedOp, len(p))
+	for i, op := range p {
+		out[i] = dropped(section, op, reason)
+	}
+	return out
 }

@@ -582,7 +582,8 @@ func TestRestorePatches(t *testing.T) {
 	_, _ = old.ApplyValuesPatch("h", "two", Patch{{Op: "add", Path: "/two/a", Value: 1.0}})
 	next, _, _ := NewStore(Source{Modules: []ModuleSource{{Name: "one"}}})
 	dropped := next.RestorePatches(old.Patches())
-	if !reflect.DeepEqual(dropped, []string{"two"}) {
+	want := []DroppedOp{{Section: "two", Hook: "h", Op: "add", Path: "/two/a", Reason: `unknown module values key "two"`}}
+	if !reflect.DeepEqual(dropped, want) {
 		t.Fatalf("dropped = %v", dropped)
 	}
 	gv, _ := next.GlobalValues()

@@ -210,6 +210,16 @@ func namespace(t testing.TB, name string) string {
 	return name
 }
 
+// helmClient reads the releases in ns.
+func helmClient(t testing.TB, ns string) *kube.Helm {
+	t.Helper()
+	helm, err := kube.NewHelm(cp.Config, ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return helm
+}
+
 func TestGitMode(t *testing.T) {
 	ns := namespace(t, "git-mode")
 	root := t.TempDir()
@@ -231,10 +241,7 @@ func TestGitMode(t *testing.T) {
 		"GIT_USERNAME=deployer", "GIT_PASSWORD_FILE="+pw, "GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))
 	eventually(t, "alpha v1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
 
-	helm, err := kube.NewHelm(cp.Config, ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	helm := helmClient(t, ns)
 	if got, _ := helm.Commit("alpha"); got != c1 {
 		t.Fatalf("release commit = %q, want %s", got, c1)
 	}

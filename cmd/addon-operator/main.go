@@ -13,14 +13,15 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -59,6 +60,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// restoredSyncTimeout bounds the first sync when a revision on disk could
+// run instead: a remote that hangs does not hold up start-up.
+const restoredSyncTimeout = 5 * time.Second
 
 // watchDebounce is how long the tree must be quiet before a change counts.
 const watchDebounce = 200 * time.Millisecond
@@ -103,7 +108,6 @@ func start(args []string) error {
 	}
 	sourceCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
 
-	var src *source
 	configuredRef := gt.Ref // GIT_REF, what removing the live ref goes back to
 	if gt.URL != "" {
 		// the live ref in the source ConfigMap wins over GIT_REF
@@ -111,9 +115,6 @@ func start(args []string) error {
 			return err
 		} else if data[sourceRefKey] != "" {
 			gt.Ref = data[sourceRefKey]
-		}
-		if src, err = newSource(ctx, gt, &op, logger); err != nil {
-			return err
 		}
 	} else {
 		if op.ModulesDir == "" {
@@ -134,21 +135,20 @@ func start(args []string) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if src != nil {
-		reg.MustRegister(src.syncer)
-	}
-	cfg := lifecycle.Config{
+	operator := lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Watcher: watcher,
+	}, kube.NewConfigMap(client, op.Namespace, op.ConfigMap), helm, loader.New(loader.WithLogger(logger)))
+	var src *source
+	if gt.URL != "" {
+		if src, err = newSource(gt, &op, operator, logger); err != nil {
+			return err
+		}
 	}
-	if src != nil {
-		cfg.Root, cfg.Commit = src.syncer.CurrentDir(), src.first.Commit
-		cfg.ModulesDir = filepath.Join(cfg.Root, src.modulesDir)
-		cfg.GlobalHooksDir = filepath.Join(cfg.Root, src.globalHooksDir)
-	}
-	operator := lifecycle.New(cfg, kube.NewConfigMap(client, op.Namespace, op.ConfigMap), helm, loader.New(loader.WithLogger(logger)))
 
+	// HTTP first: /healthz answers while git is retried, /readyz says what
+	// start-up waits for
 	ln, err := net.Listen("tcp", op.ListenAddress)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", op.ListenAddress, err)
@@ -182,8 +182,12 @@ func start(args []string) error {
 		}
 		return parts
 	}
+	var waiting waitingFor
+	if src != nil {
+		waiting.set("the first sync from git")
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/", standby(leader, operator.Handler(extra)))
+	mux.Handle("/", waiting.handler(standby(leader, operator.Handler(extra))))
 	if op.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -205,42 +209,84 @@ func start(args []string) error {
 		mux.Handle("/hooks/git", gitsync.WebhookHandler([]byte(strings.TrimSpace(string(secret))), trigger))
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer func() {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
 	logger.Info("addon-operator starting", "modules_dir", op.ModulesDir, "global_hooks_dir", op.GlobalHooksDir,
 		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String())
-	if src != nil {
-		src.syncer.SetValidate(func(ctx context.Context, dir string) error {
-			return operator.CheckTree(ctx, dir, src.modulesDir, src.globalHooksDir)
-		})
-		go src.syncer.Run(ctx, gt.PollInterval, func(rev *gitsync.Revision) { operator.TreeChanged(rev.Commit) })
-		// live ref changes (`source set-ref`, an edit of the source ConfigMap)
-		// and webhooks relayed by a standby: SetRef syncs at once
-		go sourceCM.Watch(ctx, func(data map[string]string) {
-			ref := data[sourceRefKey]
-			if ref == "" {
-				ref = configuredRef
+
+	// every part runs in one group and start returns once all stopped
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdownCtx)
+	})
+	g.Go(func() error {
+		if src != nil {
+			first, err := src.first(ctx, gt, &waiting, logger)
+			if err != nil {
+				return err
 			}
-			src.syncer.SetRef(ref)
-		})
-	} else {
-		// no-git mode: every save under the directories reloads the tree
-		watcher := gitsync.NewWatcher(logger, watchDebounce, op.ModulesDir, op.GlobalHooksDir)
-		go func() {
-			if err := watcher.Run(ctx, func() { operator.TreeChanged("") }); err != nil {
-				logger.Error("tree watcher stopped; edits will not be picked up", "err", err)
+			operator.TreeChanged(first)
+			g.Go(func() error {
+				src.syncer.Run(ctx, gt.PollInterval, func(rev *gitsync.Revision) { operator.TreeChanged(revision(rev)) })
+				return nil
+			})
+			// live ref changes (`source set-ref`, an edit of the source ConfigMap)
+			// and webhooks relayed by a standby: SetRef syncs at once
+			g.Go(func() error {
+				sourceCM.Watch(ctx, func(data map[string]string, _ string) {
+					ref := data[sourceRefKey]
+					if ref == "" {
+						ref = configuredRef
+					}
+					src.syncer.SetRef(ref)
+				})
+				return nil
+			})
+		} else {
+			// no-git mode: every save under the directories reloads the tree
+			watcher := gitsync.NewWatcher(logger, watchDebounce, op.ModulesDir, op.GlobalHooksDir)
+			g.Go(func() error {
+				if err := watcher.Run(ctx, func() { operator.TreeChanged(lifecycle.Revision{}) }); err != nil {
+					logger.Error("tree watcher stopped; edits will not be picked up", "err", err)
+				}
+				return nil
+			})
+		}
+		waiting.set("")
+		if leader == nil {
+			return operator.Run(ctx)
+		}
+		// a standby keeps its checkout current (above) but runs no task
+		return leader.Run(ctx, operator.Run)
+	})
+	return g.Wait()
+}
+
+// waitingFor is what start-up waits for, answered on /readyz until it is
+// done ("" once the operator runs).
+type waitingFor struct{ what atomic.Pointer[string] }
+
+func (w *waitingFor) set(what string) { w.what.Store(&what) }
+
+func (w *waitingFor) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if p := w.what.Load(); r.URL.Path == "/readyz" && (p == nil || *p != "") {
+			what := "start-up"
+			if p != nil {
+				what = *p
 			}
-		}()
-	}
-	if leader == nil {
-		return operator.Run(ctx)
-	}
-	// a standby keeps its checkout current (above) but runs no task
-	return leader.Run(ctx, operator.Run)
+			http.Error(rw, "waiting for "+what, http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(rw, r)
+	})
 }
 
 // standby answers /readyz with 200 while this process stands by for the
@@ -270,13 +316,13 @@ func standby(leader *kube.Leader, next http.Handler) http.Handler {
 // source is git mode: the syncer and where the tree is inside the repository.
 type source struct {
 	syncer                     *gitsync.Syncer
-	first                      *gitsync.Revision
 	modulesDir, globalHooksDir string
 }
 
-// newSource makes the first checkout, retrying with backoff while the
-// remote cannot be reached: the operator starts on a published revision.
-func newSource(ctx context.Context, gt gitOptions, op *operatorOptions, logger *slog.Logger) (*source, error) {
+// newSource prepares the syncer. Every revision it publishes, and one it
+// resumes from disk, is checked by the operator against the real
+// ConfigMap first; the revisions the operator runs stay on disk.
+func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator, logger *slog.Logger) (*source, error) {
 	src := &source{modulesDir: "modules", globalHooksDir: "global-hooks"}
 	var err error
 	if op.ModulesDir != "" {
@@ -294,25 +340,53 @@ func newSource(ctx context.Context, gt gitOptions, op *operatorOptions, logger *
 		Require: []string{src.modulesDir}, Paths: []string{src.modulesDir, src.globalHooksDir}, Logger: logger,
 		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
 			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},
+		Validate: func(ctx context.Context, dir string) (*loader.Model, error) {
+			return operator.CheckTree(ctx, dir, src.modulesDir, src.globalHooksDir)
+		},
+		InUse: operator.InUse,
 	})
 	if err != nil {
 		return nil, err
 	}
+	return src, nil
+}
+
+// first is the revision the operator starts with: the remote's, or, while
+// the remote cannot be reached, the newest revision on disk that the
+// current keys and configuration still accept (the syncer keeps retrying
+// the remote). With neither, it retries with backoff until one comes.
+func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor, logger *slog.Logger) (lifecycle.Revision, error) {
+	restored := src.syncer.Restore(ctx)
 	for attempt := 0; ; attempt++ {
-		rev, _, err := src.syncer.Sync(ctx)
+		syncCtx, cancel := ctx, context.CancelFunc(func() {})
+		if restored != nil {
+			// a revision to run is at hand: wait for the remote only briefly
+			syncCtx, cancel = context.WithTimeout(ctx, restoredSyncTimeout)
+		}
+		rev, _, err := src.syncer.Sync(syncCtx)
+		cancel()
 		if err == nil {
-			src.first = rev
 			logger.Info("git source ready", "url", gitsync.Scrub(gt.URL), "ref", gt.Ref, "revision", rev.Commit)
-			return src, nil
+			return revision(rev), nil
+		}
+		if restored != nil {
+			logger.Error("first sync failed; running the revision on disk and retrying", "revision", restored.Commit, "err", err)
+			return revision(restored), nil
 		}
 		wait := min(time.Second<<min(attempt, 5), gt.PollInterval)
+		waiting.set("the first sync from git: " + err.Error())
 		logger.Error("first sync failed; retrying", "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return lifecycle.Revision{}, ctx.Err()
 		case <-time.After(wait):
 		}
 	}
+}
+
+// revision is what the operator needs of a published git revision.
+func revision(r *gitsync.Revision) lifecycle.Revision {
+	return lifecycle.Revision{Commit: r.Commit, Ref: r.Ref, Dir: r.Dir, Model: r.Model}
 }
 
 // restConfig loads a kubeconfig, or the in-cluster config when none is

@@ -35,7 +35,7 @@ const (
 // relayWebhook passes a webhook that reached a standby replica (the Service
 // picks any replica) on to the leader, through the source ConfigMap.
 func relayWebhook(ctx context.Context, cm *kube.ConfigMap, logger *slog.Logger) {
-	_, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
+	_, _, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
 		d[sourceWebhookKey] = time.Now().UTC().Format(time.RFC3339Nano)
 		return d, nil
 	})
@@ -84,7 +84,7 @@ func setRef(args []string) error {
 	cm := kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
+	if _, _, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
 		if ref == "" {
 			delete(d, sourceRefKey)
 		} else {

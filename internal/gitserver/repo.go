@@ -114,11 +114,16 @@ func (r *Repo) Commit(msg string) (string, error) {
 	return r.Head()
 }
 
-// CommitFiles writes files (path → content, mode 0644), removes paths,
-// commits everything and pushes; it returns the new commit.
+// CommitFiles writes files (path → content; mode 0644, or 0755 for a
+// script starting with #!), removes paths, commits everything and pushes;
+// it returns the new commit.
 func (r *Repo) CommitFiles(msg string, files map[string]string, remove ...string) (string, error) {
 	for p, c := range files {
-		if err := r.WriteFile(p, c, 0); err != nil {
+		mode := os.FileMode(0)
+		if strings.HasPrefix(c, "#!") {
+			mode = 0o755 // a script: a hook
+		}
+		if err := r.WriteFile(p, c, mode); err != nil {
 			return "", err
 		}
 	}

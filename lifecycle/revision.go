@@ -1,0 +1,199 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/queue"
+	"github.com/addonops/addon-operator/values"
+)
+
+const kindReloadTree = "ReloadTree"
+
+// Revision is one tree the operator can run: the commit it was checked out
+// from ("" for a working copy), where, and the model loaded from it when it
+// was checked. That model is the one that runs: the files are not read
+// again, and the commit recorded on releases and in /status is the one
+// the model came from.
+type Revision struct {
+	Commit string
+	// Ref is the ref the commit was resolved from (for the revision metric).
+	Ref string
+	// Dir is the checkout's root ("" without git).
+	Dir string
+	// Model is the checked tree; nil means the configured directories are
+	// loaded when the revision is adopted (a working copy).
+	Model *loader.Model
+}
+
+// resolve follows symlinks so a model's paths stay valid if a link in
+// the configured directories moves on; a missing path is kept as is.
+func resolve(p string) string {
+	if p == "" {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// load reads the tree at the configured directories (no-git mode).
+func (o *Operator) load(ctx context.Context) (*loader.Model, error) {
+	return o.loader.Load(ctx, resolve(o.cfg.Root), resolve(o.cfg.ModulesDir), resolve(o.cfg.GlobalHooksDir))
+}
+
+// TreeChanged hands the operator a new revision: a git revision that was
+// checked and published, or a working copy that was saved. Before Run it
+// is the revision Run starts with; afterwards its reload goes to the head
+// of "main", ahead of a task that keeps failing (docs/operator.md, "Changes
+// pre-empt failures"), and replaces a reload of an older revision still
+// waiting there.
+func (o *Operator) TreeChanged(rev Revision) {
+	o.mu.Lock()
+	o.incoming = &rev
+	queues := o.queues
+	o.mu.Unlock()
+	if queues == nil {
+		return
+	}
+	queues.Main().Preempt(&queue.Task{
+		Kind:        kindReloadTree,
+		Description: "load the changed tree " + rev.Commit,
+		Do:          func(ctx context.Context) error { return o.reloadTree(ctx, rev) },
+	}, func(t *queue.Task) bool { return t.Kind == kindReloadTree })
+}
+
+// InUse lists the commits whose checkouts the operator may still read:
+// the adopted revision, the one before it (its hooks may still be running
+// in named queues) and the newest revision not yet adopted. The git
+// syncer keeps these on disk.
+func (o *Operator) InUse() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for _, c := range []string{o.rev.Commit, o.prevCommit} {
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	if o.incoming != nil && o.incoming.Commit != "" {
+		out = append(out, o.incoming.Commit)
+	}
+	return out
+}
+
+// CheckTree loads the tree under root (modulesDir and globalHooksDir are
+// relative to it) and checks the ConfigMap's current data against its
+// schemas, without adopting it: the git syncer's check before it publishes
+// a revision, on a leader and on a standby alike. The model it returns is
+// the one that runs once the revision is adopted.
+func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksDir string) (*loader.Model, error) {
+	model, err := o.loader.Load(ctx, root, filepath.Join(root, modulesDir), filepath.Join(root, globalHooksDir))
+	if err != nil {
+		return nil, err
+	}
+	store, _, err := values.NewStore(model.Values)
+	if err != nil {
+		return nil, err
+	}
+	data, err := o.backend.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.CheckConfig(data); err != nil {
+		return nil, fmt.Errorf("its schemas refuse the current ConfigMap: %w", err)
+	}
+	return model, nil
+}
+
+// TreeError is the last refused tree's error ("" when the last load worked).
+func (o *Operator) TreeError() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.treeError
+}
+
+// reloadTree adopts a revision when its tree loads and its schemas accept
+// the current configuration; otherwise the previous model stays in force
+// and the error is kept for /status. A revision older than one reported
+// since is skipped: the newer one's reload follows.
+func (o *Operator) reloadTree(ctx context.Context, rev Revision) error {
+	o.mu.Lock()
+	stale := o.incoming != nil && *o.incoming != rev
+	o.mu.Unlock()
+	if stale {
+		return nil
+	}
+	model := rev.Model
+	var err error
+	if model == nil {
+		model, err = o.load(ctx)
+	}
+	if err == nil {
+		err = o.adopt(rev, model)
+	}
+	o.mu.Lock()
+	if o.incoming != nil && *o.incoming == rev {
+		o.incoming = nil
+	}
+	o.treeError = ""
+	if err != nil {
+		o.treeError = err.Error()
+	}
+	o.mu.Unlock()
+	if err != nil {
+		o.metrics.treeErrors.Inc()
+		o.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "err", err)
+	}
+	return nil // a bad tree waits for the next change, not for a retry
+}
+
+// adopt swaps in the revision's model and a values store built from it,
+// the current ConfigMap data and the temporary patches, all under one lock:
+// a ConfigMap change or a values patch cannot land in the old store after
+// it was copied (docs/operator.md, "One state transition at a time").
+// Removed modules alone are purged; any other change reloads all modules.
+func (o *Operator) adopt(rev Revision, model *loader.Model) error {
+	store, _, err := values.NewStore(model.Values)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	old, oldStore := o.model, o.store
+	diff := loader.Compare(old, model)
+	if diff.Empty() && rev.Commit == o.rev.Commit {
+		o.mu.Unlock()
+		return nil
+	}
+	if _, err := store.SetConfig(o.configData); err != nil {
+		o.mu.Unlock()
+		return fmt.Errorf("the new tree's schemas refuse the current ConfigMap: %w", err)
+	}
+	dropped := store.RestorePatches(oldStore.Patches())
+	o.prevCommit = o.rev.Commit
+	o.model, o.store, o.rev = model, store, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
+	var purges []*queue.Task
+	if diff.OnlyRemoved() {
+		for _, name := range diff.Removed {
+			delete(o.modules, name)
+			o.enabledModules = slices.DeleteFunc(o.enabledModules, func(m string) bool { return m == name })
+			purges = append(purges, o.modulePurgeTask(name))
+		}
+	}
+	o.mu.Unlock()
+	o.logDropped("the tree changed", dropped)
+	// the old tree's schedules and monitors stop; new ones start as modules run
+	o.syncSchedules()
+	o.syncMonitors()
+	o.logger.Info("tree changed", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global)
+	if len(purges) > 0 {
+		o.queues.Main().AddAfterCurrent(purges...)
+		return nil
+	}
+	o.queues.Main().Preempt(o.reloadAllTask(), supersededByReload)
+	return nil
+}
