@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/addonops/addon-operator/internal/gitserver"
@@ -327,7 +329,8 @@ func TestSignatureVerification(t *testing.T) {
 	trusted := filepath.Join(keys, "release.asc")
 	home, fpr, err := gitserver.NewSigningKey(t.TempDir(), "release@example.com", trusted)
 	must(t, err)
-	otherHome, otherFpr, err := gitserver.NewSigningKey(t.TempDir(), "someone@example.com", filepath.Join(t.TempDir(), "other.asc"))
+	otherPub := filepath.Join(t.TempDir(), "other.asc")
+	otherHome, otherFpr, err := gitserver.NewSigningKey(t.TempDir(), "someone@example.com", otherPub)
 	must(t, err)
 
 	f.repo.SignWith(home, fpr)
@@ -355,6 +358,61 @@ func TestSignatureVerification(t *testing.T) {
 		if s.Current().Commit != signed {
 			t.Fatalf("%s: the current revision moved", tc.name)
 		}
+	}
+
+	// a restart re-verifies the revision on disk against the keys of now
+	must(t, os.Remove(trusted))
+	must(t, os.Rename(otherPub, trusted))
+	restarted, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: s.opts.CheckoutDir,
+		VerifyKeysDir: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	if rev := restarted.Restore(t.Context()); rev != nil {
+		t.Fatalf("a revision signed by a key no longer trusted was resumed: %s", rev.Commit)
+	}
+}
+
+// The revisions the running model uses (Options.InUse) stay on disk
+// however many revisions are published after them; others go.
+func TestRevisionsPinnedWhileInUse(t *testing.T) {
+	f := newFixture(t)
+	var mu sync.Mutex
+	var inUse []string
+	s, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		InUse:  func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(inUse) }})
+	must(t, err)
+	running, _, err := s.Sync(t.Context())
+	must(t, err)
+	mu.Lock()
+	inUse = []string{running.Commit}
+	mu.Unlock()
+	var published []string
+	for i := range 3 {
+		f.commit(t, fmt.Sprint("publish ", i), map[string]string{"modules/values.yaml": fmt.Sprintf("global: {v: p%d}\n", i)})
+		rev, _, err := s.Sync(t.Context())
+		must(t, err)
+		published = append(published, rev.Commit)
+	}
+	s.cleaning.Wait()
+	exists := func(c string) bool {
+		_, err := os.Stat(filepath.Join(s.opts.CheckoutDir, "revisions", c, "modules", "values.yaml"))
+		return err == nil
+	}
+	if !exists(running.Commit) {
+		t.Fatal("the running revision's files were removed")
+	}
+	if exists(published[0]) || !exists(published[1]) || !exists(published[2]) {
+		t.Fatalf("kept: first %v, previous %v, current %v", exists(published[0]), exists(published[1]), exists(published[2]))
+	}
+	mu.Lock()
+	inUse = nil
+	mu.Unlock()
+	f.commit(t, "one more", map[string]string{"modules/values.yaml": "global: {v: last}\n"})
+	_, _, err = s.Sync(t.Context())
+	must(t, err)
+	s.cleaning.Wait()
+	if exists(running.Commit) {
+		t.Fatal("a revision no longer in use stayed")
 	}
 }
 

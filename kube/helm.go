@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -291,6 +292,13 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	}
 	var rel *release.Release
 	reason := "changed"
+	// An install or upgrade that started finishes even when ctx is
+	// cancelled (shutdown, a lost Lease): Helm's own cancellation path
+	// writes the release from a second goroutine while the upgrade still
+	// does (a data race in helm v3.22), and an interrupted upgrade leaves a
+	// pending revision behind. helmTimeout bounds it instead.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
+	defer cancel()
 	if !exists {
 		inst := action.NewInstall(h.cfg)
 		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
@@ -313,6 +321,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	h.record(rel.Name, rel)
 	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
 }
+
+// helmTimeout bounds one install or upgrade (Helm's own default).
+const helmTimeout = 5 * time.Minute
 
 // repair clears what would make an upgrade fail: a pending revision (left
 // by a crash mid-operation) is deleted from storage; a release whose every

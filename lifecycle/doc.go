@@ -1,6 +1,9 @@
 // Package lifecycle is the operator core: it turns events (tree changes,
 // ConfigMap changes, Kubernetes events, schedules) into tasks and runs the
-// documented steps of spec/LIFECYCLE-STEPS.md: start-up, reload all modules,
+// documented steps (docs/operator.md): start-up, reload all modules,
 // module discovery, module run, delete and purge; it executes hooks and
-// enabled scripts with their files and environment and applies their patches.
+// enabled scripts with their files and environment and applies their
+// patches. It owns the running state (model, values store, ConfigMap data,
+// revision), changed under one lock, and adopts the revisions the git
+// syncer checked (docs/operator.md, "Git wins").
 package lifecycle

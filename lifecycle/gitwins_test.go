@@ -202,16 +202,16 @@ func TestStalePatchDropped(t *testing.T) {
 		"modules/001-gamma/hooks/h.sh": "#!/usr/bin/env bash\n" +
 			`if [ "${1:-}" = "--config" ]; then echo '{"beforeHelm": 1}'; exit 0; fi` + "\n" +
 			`[ -e ` + once + ` ] && exit 0; touch ` + once + "\n" +
-			`echo '[{"op":"replace","path":"/gamma/y","value":2}]' > "$VALUES_JSON_PATCH_PATH"` + "\n",
-	}, withPrefix("modules/001-gamma", moduleChart("gamma", "gamma"))), map[string]string{"gamma": "y: 1\nz: 1\n"})
+			`echo '[{"op":"replace","path":"/gamma/old","value":2}]' > "$VALUES_JSON_PATCH_PATH"` + "\n",
+	}, withPrefix("modules/001-gamma", moduleChart("gamma", "gamma"))), map[string]string{"gamma": "old: 1\nkeep: 1\n"})
 	e.start()
 	e.waitReady()
-	assertJSON(t, e.releaseValues("gamma"), `{"y":2,"z":1}`)
+	assertJSON(t, e.releaseValues("gamma"), `{"old":2,"keep":1}`)
 
-	e.setConfigMap(map[string]string{"gamma": "z: 3\n"})
-	e.eventually("gamma to converge without y", func() bool { return e.releaseValues("gamma")["z"] == 3.0 })
+	e.setConfigMap(map[string]string{"gamma": "keep: 3\n"})
+	e.eventually("gamma to converge without old", func() bool { return e.releaseValues("gamma")["keep"] == 3.0 })
 	e.idle()
-	assertJSON(t, e.releaseValues("gamma"), `{"z":3}`)
+	assertJSON(t, e.releaseValues("gamma"), `{"keep":3}`)
 	if st := e.op.Status().Modules[0]; st.State != StateReady || st.LastError != "" {
 		t.Fatalf("gamma: %+v", st)
 	}

@@ -12,13 +12,11 @@ func (o *Operator) healLoop(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-o.cfg.After(interval):
 			o.checkAbsent()
 		}
 	}

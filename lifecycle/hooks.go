@@ -162,8 +162,10 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 			if err != nil {
 				return nil, err
 			}
-			if _, store := o.current(); store.CheckConfig(next) != nil {
-				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, store.CheckConfig(next))
+			// checked against the schemas current at the write
+			_, store := o.current()
+			if err := store.CheckConfig(next); err != nil {
+				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 			}
 			return next, nil
 		})

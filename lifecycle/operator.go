@@ -61,7 +61,8 @@ type Config struct {
 	// Watcher starts the monitors of kubernetes bindings (nil: a hook
 	// with kubernetes bindings fails with errNoWatcher).
 	Watcher Watcher
-	// After is the queues' clock (tests make retries instant).
+	// Now and After are the clock of retries, schedules and the
+	// absent-resources check (tests drive them without sleeping).
 	After func(time.Duration) <-chan time.Time
 	Now   func() time.Time
 }
@@ -128,6 +129,9 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
 	}
@@ -136,7 +140,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	}
 	o := &Operator{
 		cfg: cfg, logger: cfg.Logger, loader: ld, backend: backend, helm: helm,
-		modules: map[string]*moduleState{}, schedules: newSchedules(),
+		modules: map[string]*moduleState{}, schedules: newSchedules(cfg.Now, cfg.After),
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background(),
 	}
 	o.metrics = newMetrics(cfg.Registry, o.revisionInfo)
@@ -209,9 +213,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	var g errgroup.Group
 	g.Go(func() error { o.healLoop(ctx, o.cfg.ResourcesCheckInterval); return nil })
 	g.Go(func() error { o.backend.Watch(ctx, o.onConfigChange); return nil })
-	o.schedules.cron.Start()
+	o.schedules.start(ctx)
 	<-ctx.Done()
-	<-o.schedules.cron.Stop().Done()
+	o.schedules.stop()
 	queues.Wait()
 	return g.Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/robfig/cron/v3"
 
@@ -14,15 +15,83 @@ import (
 const kindScheduleHook = "ScheduleHookRun"
 
 // schedules runs the schedule bindings (HOOKS.md "schedule"): each firing
-// queues a hook run in the binding's queue.
+// queues a hook run in the binding's queue. Each entry waits on the
+// operator's clock (Config.Now, Config.After), so tests drive schedules
+// without sleeping.
 type schedules struct {
+	now   func() time.Time
+	after func(time.Duration) <-chan time.Time
+
 	mu      sync.Mutex
-	cron    *cron.Cron
-	entries map[string]cron.EntryID // by hook, binding and schedule
+	ctx     context.Context               // Run's; entries stop with it
+	entries map[string]context.CancelFunc // by hook, binding and schedule
+	wg      sync.WaitGroup
 }
 
-func newSchedules() *schedules {
-	return &schedules{cron: cron.New(), entries: map[string]cron.EntryID{}}
+func newSchedules(now func() time.Time, after func(time.Duration) <-chan time.Time) *schedules {
+	return &schedules{now: now, after: after, entries: map[string]context.CancelFunc{}}
+}
+
+// start lets entries run until ctx is done; stop waits for them.
+func (s *schedules) start(ctx context.Context) {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+}
+
+func (s *schedules) stop() {
+	s.mu.Lock()
+	for key, cancel := range s.entries {
+		cancel()
+		delete(s.entries, key)
+	}
+	s.ctx = nil
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// set makes the running entries exactly want's: new ones start, missing
+// ones stop.
+func (s *schedules) set(want map[string]scheduled) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, cancel := range s.entries {
+		if _, ok := want[key]; !ok {
+			cancel()
+			delete(s.entries, key)
+		}
+	}
+	if s.ctx == nil {
+		return
+	}
+	for key, j := range want {
+		if _, ok := s.entries[key]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(s.ctx)
+		s.entries[key] = cancel
+		s.wg.Go(func() { s.run(ctx, j) })
+	}
+}
+
+// run fires j at each activation of its schedule after now; activations
+// missed while a firing was being queued are skipped, as cron does.
+func (s *schedules) run(ctx context.Context, j scheduled) {
+	for {
+		next := j.schedule.Next(s.now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.after(next.Sub(s.now())):
+			j.fire()
+		}
+	}
+}
+
+// scheduled is one schedule binding's entry.
+type scheduled struct {
+	schedule cron.Schedule
+	fire     func()
 }
 
 func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
@@ -35,14 +104,10 @@ func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
 // tree's).
 func (o *Operator) syncSchedules() {
 	model, _ := o.current()
-	type job struct {
-		hook    *loader.Hook
-		binding loader.ScheduleBinding
-	}
-	want := map[string]job{}
+	want := map[string]scheduled{}
 	add := func(h *loader.Hook) {
 		for i, b := range h.Config.Schedules {
-			want[scheduleKey(h, i, b)] = job{h, b}
+			want[scheduleKey(h, i, b)] = scheduled{b.Schedule, func() { o.queueScheduled(h, b) }}
 		}
 	}
 	o.mu.Lock()
@@ -59,21 +124,7 @@ func (o *Operator) syncSchedules() {
 		}
 	}
 	o.mu.Unlock()
-
-	s := o.schedules
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for key, id := range s.entries {
-		if _, ok := want[key]; !ok {
-			s.cron.Remove(id)
-			delete(s.entries, key)
-		}
-	}
-	for key, j := range want {
-		if _, ok := s.entries[key]; !ok {
-			s.entries[key] = s.cron.Schedule(j.binding.Schedule, cron.FuncJob(func() { o.queueScheduled(j.hook, j.binding) }))
-		}
-	}
+	o.schedules.set(want)
 }
 
 // queueScheduled queues one run of a schedule binding in its queue; a run

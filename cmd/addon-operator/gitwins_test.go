@@ -71,8 +71,13 @@ func TestGitWinsOverFailingHook(t *testing.T) {
 	if err := repo.Push(); err != nil {
 		t.Fatal(err)
 	}
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
 	marks := t.TempDir()
-	addr, _ := operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL=file://"+repo.Bare, "GIT_REF=main",
+	addr, _ := operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL="+srv.URL("addons"), "GIT_REF=main",
 		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"),
 		"ADDON_OPERATOR_RETRY_MIN=1s", "ADDON_OPERATOR_RETRY_MAX="+retryMax.String(), "MARKS="+marks)
 	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
@@ -183,7 +188,7 @@ func TestRestartSkipsRefusedRevision(t *testing.T) {
 	files["modules/values.yaml"] = "alphaEnabled: true\n"
 	c1 := commitFiles(t, repo, "alpha 1, any config", files)
 	strict := moduleFiles("001-alpha", "alpha", "2")
-	strict["modules/001-alpha/openapi/config-values.yaml"] = "type: object\nproperties:\n  x: {type: string}\n"
+	strict["modules/001-alpha/openapi/config-values.yaml"] = "type: object\nproperties:\n  v: {type: string}\n  x: {type: string}\n"
 	c2 := commitFiles(t, repo, "alpha 2, x is a string", strict)
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"}, Data: map[string]string{"alpha": "x: a\n"},

@@ -230,7 +230,7 @@ func start(args []string) error {
 		if src != nil {
 			first, err := src.first(ctx, gt, &waiting, logger)
 			if err != nil {
-				return err
+				return nil // stopped before a revision came
 			}
 			operator.TreeChanged(first)
 			g.Go(func() error {
@@ -354,7 +354,8 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 // first is the revision the operator starts with: the remote's, or, while
 // the remote cannot be reached, the newest revision on disk that the
 // current keys and configuration still accept (the syncer keeps retrying
-// the remote). With neither, it retries with backoff until one comes.
+// the remote). With neither, it retries with backoff until one comes; it
+// fails only when ctx is done.
 func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor, logger *slog.Logger) (lifecycle.Revision, error) {
 	restored := src.syncer.Restore(ctx)
 	for attempt := 0; ; attempt++ {

@@ -35,6 +35,11 @@ const (
 // relayWebhook passes a webhook that reached a standby replica (the Service
 // picks any replica) on to the leader, through the source ConfigMap.
 func relayWebhook(ctx context.Context, cm *kube.ConfigMap, logger *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error("relaying a webhook panicked", "panic", r)
+		}
+	}()
 	_, _, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
 		d[sourceWebhookKey] = time.Now().UTC().Format(time.RFC3339Nano)
 		return d, nil

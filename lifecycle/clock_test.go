@@ -1,0 +1,107 @@
+package lifecycle
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// manualClock is a clock that moves only when the test advances it.
+type manualClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []waiter
+}
+
+type waiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
+	return ch
+}
+
+// waiting is how many After calls wait.
+func (c *manualClock) waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
+}
+
+// Advance moves the clock and fires the waits that are due.
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.now) {
+			kept = append(kept, w)
+			continue
+		}
+		w.ch <- c.now
+	}
+	c.waiters = kept
+}
+
+// A schedule fires on the operator's clock: once per activation reached,
+// never before, and not after it was removed or stopped.
+func TestSchedulesOnInjectedClock(t *testing.T) {
+	clock := newManualClock()
+	s := newSchedules(clock.Now, clock.After)
+	s.start(t.Context())
+	every10s, err := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse("*/10 * * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fired atomic.Int64
+	fires := make(chan struct{}, 10)
+	s.set(map[string]scheduled{"k": {every10s, func() { fired.Add(1); fires <- struct{}{} }}})
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor("the entry to wait", func() bool { return clock.waiting() == 1 })
+	clock.Advance(9 * time.Second)
+	if fired.Load() != 0 {
+		t.Fatal("fired before its activation")
+	}
+	clock.Advance(time.Second)
+	<-fires
+	waitFor("the next wait", func() bool { return clock.waiting() == 1 })
+	clock.Advance(10 * time.Second)
+	<-fires
+	if n := fired.Load(); n != 2 {
+		t.Fatalf("fired %d times", n)
+	}
+	s.set(nil)
+	s.stop()
+	clock.Advance(time.Minute)
+	if n := fired.Load(); n != 2 {
+		t.Fatalf("a removed schedule fired: %d", n)
+	}
+}
