@@ -30,7 +30,8 @@ func readSecret(path string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// method picks the auth for the URL's transport.
+// method picks the auth for the URL's transport. For http(s), the
+// credential files win over user info in the URL.
 func (a Auth) method(rawURL string) (transport.AuthMethod, error) {
 	ep, err := transport.NewEndpoint(rawURL)
 	if err != nil {
@@ -56,7 +57,7 @@ func (a Auth) method(rawURL string) (transport.AuthMethod, error) {
 			}
 			return &githttp.BasicAuth{Username: a.Username, Password: pw}, nil
 		}
-		return nil, nil
+		return urlAuth(ep), nil
 	case "ssh":
 		user := ep.User
 		if user == "" {
@@ -90,4 +91,15 @@ func (a Auth) method(rawURL string) (transport.AuthMethod, error) {
 		return auth, nil
 	}
 	return nil, nil
+}
+
+// urlAuth is the basic auth written in an http URL (a token alone is the
+// user name), or nil. It is passed explicitly because the object store's
+// remote, which a fetch by commit SHA goes through, holds the URL without
+// it (openStore).
+func urlAuth(ep *transport.Endpoint) transport.AuthMethod {
+	if ep.User == "" {
+		return nil
+	}
+	return &githttp.BasicAuth{Username: ep.User, Password: ep.Password}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -608,8 +607,11 @@ func (s *Syncer) openStore() error {
 	if err != nil {
 		return fmt.Errorf("object store %s: %w", dir, err)
 	}
+	// the store's config is readable by hooks: its remote is the URL
+	// without credentials (which Auth.method takes from the URL), and a
+	// remote written with them by an earlier version is replaced
 	_ = repo.DeleteRemote("origin")
-	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{s.opts.URL}}); err != nil {
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{Scrub(s.opts.URL)}}); err != nil {
 		return fmt.Errorf("remote %s: %w", Scrub(s.opts.URL), err)
 	}
 	s.repo, s.store = repo, st
@@ -1023,25 +1025,3 @@ func short(sha string) string {
 	}
 	return sha
 }
-
-// Scrub removes credentials from URLs in a string.
-func Scrub(s string) string {
-	return userinfoRe.ReplaceAllStringFunc(s, func(m string) string {
-		u, err := url.Parse(strings.TrimRight(m, ".,;:)\"'"))
-		// an ssh login name is not a secret; anything in an http URL may be a token
-		if err != nil || u.User == nil || !strings.HasPrefix(u.Scheme, "http") {
-			return m
-		}
-		u.User = nil
-		return u.String() + m[len(strings.TrimRight(m, ".,;:)\"'")):]
-	})
-}
-
-var userinfoRe = regexp.MustCompile(`[a-z][a-z0-9+.-]*://[^\s/@]+@[^\s]*`)
-
-type scrubbed struct{ error }
-
-func (e scrubbed) Error() string { return Scrub(e.error.Error()) }
-func (e scrubbed) Unwrap() error { return e.error }
-
-func scrubErr(err error) error { return scrubbed{err} }

@@ -1,25 +1,133 @@
 package gitsync
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 )
 
 // maxWebhookBody bounds what a webhook request may send.
 const maxWebhookBody = 1 << 20
 
+// errEmptySecret: an empty HMAC key is one anyone can sign with.
+var errEmptySecret = errors.New("empty or blank, a key anyone could sign with")
+
+// WebhookOption configures NewWebhook.
+type WebhookOption func(*webhookConfig)
+
+type webhookConfig struct {
+	logger *slog.Logger
+}
+
+// WebhookLogger sets where NewWebhook reports a secret file that became
+// unusable, or usable again (default slog.Default()).
+func WebhookLogger(l *slog.Logger) WebhookOption {
+	return func(c *webhookConfig) { c.logger = l }
+}
+
+// NewWebhook serves POST /hooks/git like WebhookHandler, with the secret
+// in secretFile (surrounding white space trimmed). The file is read again
+// at every signed request, so a rotated secret (a Secret volume updated in
+// place) takes effect without a restart; reading a small file costs little
+// next to reading and hashing the body. A secret file that is missing or
+// empty fails here, at start-up; one that becomes so while running gets
+// every request 503 until it is fixed, never an empty key.
+func NewWebhook(secretFile string, trigger func(), opts ...WebhookOption) (http.Handler, error) {
+	c := webhookConfig{logger: slog.Default()}
+	for _, o := range opts {
+		o(&c)
+	}
+	if _, err := readWebhookSecret(secretFile); err != nil {
+		return nil, err
+	}
+	sf := &rotatingSecret{path: secretFile, logger: c.logger}
+	return webhook(sf.key, trigger), nil
+}
+
+// readWebhookSecret reads the key from path; an empty one is an error.
+func readWebhookSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret: %w", err)
+	}
+	key := bytes.TrimSpace(b)
+	if len(key) == 0 {
+		return nil, fmt.Errorf("webhook secret %s: %w", path, errEmptySecret)
+	}
+	return key, nil
+}
+
+// rotatingSecret reads the key at each use and logs when its state changes,
+// not at each request: anyone can send requests.
+type rotatingSecret struct {
+	path   string
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	lastErr string // "" while the key is usable
+}
+
+func (f *rotatingSecret) key() ([]byte, error) {
+	key, err := readWebhookSecret(f.path)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if msg != f.lastErr {
+		if err != nil {
+			f.logger.Error("webhook secret unusable; webhooks are refused until it is fixed", "err", err)
+		} else {
+			f.logger.Info("webhook secret usable again")
+		}
+		f.lastErr = msg
+	}
+	return key, err
+}
+
 // WebhookHandler serves POST /hooks/git: a request signed with the secret
 // in GitHub's X-Hub-Signature-256 format (sha256=<hex HMAC of the body>)
 // triggers a sync at once; anything else gets 401 and changes nothing.
+// With an empty or blank secret every request gets 503. NewWebhook reads
+// the secret from a file and follows its rotation.
 func WebhookHandler(secret []byte, trigger func()) http.Handler {
+	return webhook(func() ([]byte, error) {
+		if len(bytes.TrimSpace(secret)) == 0 {
+			return nil, errEmptySecret
+		}
+		return secret, nil
+	}, trigger)
+}
+
+// webhook checks each request against the key of the moment. The
+// signature's form is checked before the key is read, so unsigned noise
+// costs nothing.
+func webhook(key func() ([]byte, error), trigger func()) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		got, ok := signature(r.Header.Get("X-Hub-Signature-256"))
+		if !ok {
+			http.Error(w, "bad or missing signature", http.StatusUnauthorized)
+			return
+		}
+		secret, err := key()
+		if err != nil {
+			// no key to check against: the sender may be right, but nothing is accepted
+			http.Error(w, "webhook secret unavailable", http.StatusServiceUnavailable)
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxWebhookBody))
@@ -27,11 +135,7 @@ func WebhookHandler(secret []byte, trigger func()) http.Handler {
 			http.Error(w, "read body", http.StatusBadRequest)
 			return
 		}
-		sig, ok := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256=")
-		got, err := hex.DecodeString(sig)
-		mac := hmac.New(sha256.New, secret)
-		mac.Write(body)
-		if !ok || err != nil || !hmac.Equal(got, mac.Sum(nil)) {
+		if !hmac.Equal(got, mac(secret, body)) {
 			http.Error(w, "bad or missing signature", http.StatusUnauthorized)
 			return
 		}
@@ -41,9 +145,23 @@ func WebhookHandler(secret []byte, trigger func()) http.Handler {
 	})
 }
 
+// signature decodes an X-Hub-Signature-256 value.
+func signature(header string) ([]byte, bool) {
+	hexSig, ok := strings.CutPrefix(header, "sha256=")
+	if !ok {
+		return nil, false
+	}
+	sig, err := hex.DecodeString(hexSig)
+	return sig, err == nil && len(sig) == sha256.Size
+}
+
+func mac(secret, body []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return m.Sum(nil)
+}
+
 // Sign is the X-Hub-Signature-256 value for a body (for clients and tests).
 func Sign(secret, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	return "sha256=" + hex.EncodeToString(mac(secret, body))
 }

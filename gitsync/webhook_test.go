@@ -1,9 +1,14 @@
 package gitsync
 
 import (
+	"bytes"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -38,5 +43,140 @@ func TestWebhook(t *testing.T) {
 	}
 	if triggered != 1 {
 		t.Fatalf("triggered %d times, want 1", triggered)
+	}
+}
+
+// An empty key is one anyone can sign with: nothing is accepted.
+func TestWebhookHandlerEmptyKey(t *testing.T) {
+	for _, secret := range []string{"", " \n\t"} {
+		h := WebhookHandler([]byte(secret), func() { t.Error("triggered with an empty key") })
+		if code := post(t, h, Sign([]byte(secret), []byte("{}")), "{}"); code != http.StatusServiceUnavailable {
+			t.Errorf("key %q: status = %d, want 503", secret, code)
+		}
+	}
+}
+
+func post(t *testing.T, h http.Handler, sig, body string) int {
+	t.Helper()
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/hooks/git", strings.NewReader(body))
+	if sig != "" {
+		req.Header.Set("X-Hub-Signature-256", sig)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+func writeSecret(t *testing.T, path, secret string) {
+	t.Helper()
+	// like a Secret volume: the new file replaces the old in one rename
+	tmp := path + ".tmp"
+	must(t, os.WriteFile(tmp, []byte(secret), 0o600))
+	must(t, os.Rename(tmp, path))
+}
+
+func TestNewWebhookRefusesUnusableSecret(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content string
+		missing       bool
+		want          string
+	}{
+		{name: "empty", content: "", want: "empty"},
+		{name: "whitespace only", content: " \n\t\n", want: "empty"},
+		{name: "missing", missing: true, want: "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
+			if !tt.missing {
+				writeSecret(t, path, tt.content)
+			}
+			h, err := NewWebhook(path, func() {})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("NewWebhook = %v, %v; want an error saying %q and naming the file", h, err, tt.want)
+			}
+		})
+	}
+}
+
+// A rotated secret takes effect at the next request, without a restart;
+// a secret file emptied while running refuses everything.
+func TestNewWebhookRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret")
+	writeSecret(t, path, "old-secret\n")
+	var triggered atomic.Int32
+	var logs bytes.Buffer // written by the handler, read once it has returned
+	h, err := NewWebhook(path, func() { triggered.Add(1) }, WebhookLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	must(t, err)
+	body := `{"ref":"refs/heads/main"}`
+	oldSig, newSig := Sign([]byte("old-secret"), []byte(body)), Sign([]byte("new-secret"), []byte(body))
+	steps := []struct {
+		name, secret string // secret: rotate to it first ("-": leave the file alone)
+		sig          string
+		want         int
+	}{
+		{name: "old key", secret: "-", sig: oldSig, want: http.StatusAccepted},
+		{name: "unsigned", secret: "-", want: http.StatusUnauthorized},
+		{name: "old key after rotation", secret: "new-secret\n", sig: oldSig, want: http.StatusUnauthorized},
+		{name: "new key after rotation", secret: "-", sig: newSig, want: http.StatusAccepted},
+		{name: "same size, in place", secret: "newer-key!\n", sig: Sign([]byte("newer-key!"), []byte(body)), want: http.StatusAccepted},
+		{name: "emptied file", secret: "", sig: Sign(nil, []byte(body)), want: http.StatusServiceUnavailable},
+		{name: "emptied file, old key", secret: "-", sig: newSig, want: http.StatusServiceUnavailable},
+		{name: "restored", secret: "new-secret", sig: newSig, want: http.StatusAccepted},
+	}
+	for _, st := range steps {
+		if st.secret != "-" {
+			if strings.Contains(st.name, "in place") {
+				must(t, os.WriteFile(path, []byte(st.secret), 0o600))
+			} else {
+				writeSecret(t, path, st.secret)
+			}
+		}
+		if code := post(t, h, st.sig, body); code != st.want {
+			t.Fatalf("%s: status = %d, want %d", st.name, code, st.want)
+		}
+	}
+	if n := triggered.Load(); n != 4 {
+		t.Fatalf("triggered %d times, want 4", n)
+	}
+	// once per change of state, not per request
+	if n := strings.Count(logs.String(), "webhook secret unusable"); n != 1 {
+		t.Fatalf("%d unusable-secret logs, want 1:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), "usable again"); n != 1 {
+		t.Fatalf("%d usable-again logs, want 1:\n%s", n, logs.String())
+	}
+}
+
+// NewWebhook answers like WebhookHandler for a usable secret.
+func TestNewWebhookRequests(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret")
+	writeSecret(t, path, "hook-secret\n")
+	h, err := NewWebhook(path, func() {})
+	must(t, err)
+	body := `{"ref":"refs/heads/main"}`
+	tests := []struct {
+		name, sig string
+		want      int
+	}{
+		{name: "signed, newline trimmed", sig: Sign([]byte("hook-secret"), []byte(body)), want: http.StatusAccepted},
+		{name: "signed with the newline", sig: Sign([]byte("hook-secret\n"), []byte(body)), want: http.StatusUnauthorized},
+		{name: "missing", want: http.StatusUnauthorized},
+		{name: "sha1", sig: "sha1=abc", want: http.StatusUnauthorized},
+		{name: "not hex", sig: "sha256=zz", want: http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if code := post(t, h, tt.sig, body); code != tt.want {
+				t.Fatalf("status = %d, want %d", code, tt.want)
+			}
+		})
+	}
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/hooks/git", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("GET: %d", rec.Code)
 	}
 }

@@ -330,9 +330,7 @@ func TestGitWebhookAndRollback(t *testing.T) {
 	repo := newRepo(t, root)
 	push := func(v string) string {
 		t.Helper()
-		files := moduleFiles("001-alpha", "alpha", v)
-		files["modules/values.yaml"] = "alphaEnabled: true\n"
-		return commitFiles(t, repo, "alpha "+v, files)
+		return commitFiles(t, repo, "alpha "+v, alphaOn(v))
 	}
 	c1 := push("1")
 	if err := repo.AnnotatedTag("v1", "first release"); err != nil {
@@ -404,9 +402,7 @@ func TestSourceRefAtStartupAndReset(t *testing.T) {
 	ns := namespace(t, "git-source-ref")
 	root := t.TempDir()
 	repo := newRepo(t, root)
-	files := moduleFiles("001-alpha", "alpha", "1")
-	files["modules/values.yaml"] = "alphaEnabled: true\n"
-	commitFiles(t, repo, "alpha 1", files)
+	commitFiles(t, repo, "alpha 1", alphaOn("1"))
 	if err := repo.Tag("v1"); err != nil {
 		t.Fatal(err)
 	}
@@ -420,10 +416,6 @@ func TestSourceRefAtStartupAndReset(t *testing.T) {
 		"GIT_POLL_INTERVAL=1h", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))
 	eventually(t, "started on the ConfigMap's ref v1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
 
-	cmd := exec.Command(binPath, "source", "set-ref", "")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath, "ADDON_OPERATOR_NAMESPACE="+ns)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("set-ref '': %v\n%s", err, out)
-	}
+	setRefTo(t, ns, "")
 	eventually(t, "back on GIT_REF main", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
 }

@@ -17,6 +17,13 @@ import (
 	"github.com/addonops/addon-operator/internal/gitserver"
 )
 
+// alphaOn is module alpha with value v, enabled.
+func alphaOn(v string) map[string]string {
+	files := moduleFiles("001-alpha", "alpha", v)
+	files["modules/values.yaml"] = "alphaEnabled: true\n"
+	return files
+}
+
 // alphaHook is module alpha's beforeHelm hook running body.
 func alphaHook(body string) map[string]string {
 	return map[string]string{"modules/001-alpha/hooks/h.sh": "#!/bin/sh\n" +
@@ -59,11 +66,7 @@ func TestGitWinsOverFailingHook(t *testing.T) {
 	ns := namespace(t, "git-wins")
 	root := t.TempDir()
 	repo := newRepo(t, root)
-	version := func(v, hook string) map[string]string {
-		files := merged(moduleFiles("001-alpha", "alpha", v), alphaHook(hook))
-		files["modules/values.yaml"] = "alphaEnabled: true\n"
-		return files
-	}
+	version := func(v, hook string) map[string]string { return merged(alphaOn(v), alphaHook(hook)) }
 	good := commitFiles(t, repo, "good", version("1", "true"))
 	if err := repo.Tag("good"); err != nil {
 		t.Fatal(err)
@@ -132,9 +135,7 @@ func TestRestartWithGitDown(t *testing.T) {
 	ns := namespace(t, "git-down")
 	root := t.TempDir()
 	repo := newRepo(t, root)
-	files := moduleFiles("001-alpha", "alpha", "1")
-	files["modules/values.yaml"] = "alphaEnabled: true\n"
-	c1 := commitFiles(t, repo, "alpha 1", files)
+	c1 := commitFiles(t, repo, "alpha 1", alphaOn("1"))
 	srv, err := gitserver.StartHTTP(root)
 	if err != nil {
 		t.Fatal(err)
@@ -184,9 +185,7 @@ func TestRestartSkipsRefusedRevision(t *testing.T) {
 	ns := namespace(t, "git-refused")
 	root := t.TempDir()
 	repo := newRepo(t, root)
-	files := moduleFiles("001-alpha", "alpha", "1")
-	files["modules/values.yaml"] = "alphaEnabled: true\n"
-	c1 := commitFiles(t, repo, "alpha 1, any config", files)
+	c1 := commitFiles(t, repo, "alpha 1, any config", alphaOn("1"))
 	strict := moduleFiles("001-alpha", "alpha", "2")
 	strict["modules/001-alpha/openapi/config-values.yaml"] = "type: object\nproperties:\n  v: {type: string}\n  x: {type: string}\n"
 	c2 := commitFiles(t, repo, "alpha 2, x is a string", strict)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -193,22 +192,27 @@ func start(args []string) error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	}
 	if src != nil && gt.WebhookSecret != "" {
-		secret, err := os.ReadFile(gt.WebhookSecret)
-		if err != nil {
-			return fmt.Errorf("webhook secret: %w", err)
-		}
 		trigger := src.syncer.Trigger
 		if leader != nil {
+			// a standby relays to the leader through the source ConfigMap, at
+			// most one write a second however many webhooks arrive
+			relay := gitsync.Coalesce(ctx, time.Second, func(ctx context.Context) { relayWebhook(ctx, sourceCM, logger) })
 			trigger = func() {
 				src.syncer.Trigger()
 				if !leader.Leading() {
-					go relayWebhook(ctx, sourceCM, logger)
+					relay()
 				}
 			}
 		}
-		mux.Handle("/hooks/git", gitsync.WebhookHandler([]byte(strings.TrimSpace(string(secret))), trigger))
+		hook, err := gitsync.NewWebhook(gt.WebhookSecret, trigger, gitsync.WebhookLogger(logger))
+		if err != nil {
+			return err
+		}
+		mux.Handle("/hooks/git", hook)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// WriteTimeout leaves room for /debug/pprof/profile's 30 s
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	logger.Info("addon-operator starting", "modules_dir", op.ModulesDir, "global_hooks_dir", op.GlobalHooksDir,
 		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String())
 
