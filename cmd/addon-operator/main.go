@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle"
 	"github.com/addonops/addon-operator/loader"
@@ -218,6 +219,10 @@ func start(args []string) error {
 
 	// every part runs in one group and start returns once all stopped
 	g, ctx := errgroup.WithContext(ctx)
+	if os.Getpid() == 1 {
+		// no init in the image: orphans of hooks would stay zombies
+		g.Go(func() error { executor.ReapOrphans(ctx, logger); return nil })
+	}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err

@@ -1,22 +1,22 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"os/exec"
+	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
 
 // ErrTimeout says the process ran longer than its timeout and was killed.
 var ErrTimeout = errors.New("timed out")
+
+// DefaultOutputLimit is Command.OutputLimit when it is zero.
+const DefaultOutputLimit = 64 << 10
 
 // Command is one process to run.
 type Command struct {
@@ -31,15 +31,34 @@ type Command struct {
 	CaptureStdout bool
 	// Logger receives output lines; it should carry the hook's name.
 	Logger *slog.Logger
+	// OutputLimit bounds what is kept of each logged line and of captured
+	// stdout: its first and its last OutputLimit bytes, with a
+	// "… N bytes dropped …" marker between them. Zero means
+	// DefaultOutputLimit.
+	OutputLimit int
 }
 
-// waitDelay bounds how long Wait waits for output pipes that a killed
-// process's orphaned children still hold open.
-const waitDelay = 2 * time.Second
+// stderrTail is how much of the end of stderr an error carries.
+const stderrTail = 2048
 
 // Run runs the command and returns its captured stdout (when asked). A
 // non-zero exit is an error that carries the last lines of stderr.
+//
+// The process runs in its own process group, which is killed (SIGKILL)
+// on timeout or cancel and, in any case, once the process has exited, so
+// that nothing the hook started outlives it. The process gets SIGKILL if
+// the operator dies first (Pdeathsig); its own children do not, as the
+// kernel clears that setting on fork, but when the operator is PID 1 of
+// its container they die with it anyway.
 func Run(ctx context.Context, c Command) ([]byte, error) {
+	// Pdeathsig fires when the OS thread that forked the child ends, not
+	// when the operator does: the runtime ends a thread whose locked
+	// goroutine exits, and this goroutine could be moved off the forking
+	// thread while the hook runs. Holding the thread until the hook is
+	// reaped keeps it alive; Run is then the only goroutine on it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
 	logger := c.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -49,139 +68,46 @@ func Run(ctx context.Context, c Command) ([]byte, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
-	cmd.Dir = c.Dir
-	cmd.Env = append(BaseEnv(), c.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// the whole group: a shell hook's children die with it
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("not started: %w", err)
 	}
-	cmd.WaitDelay = waitDelay
-
-	var stdout bytes.Buffer
-	tail := &tailWriter{max: 2048}
-	stderrLog := newLineLogger(logger, "stderr")
-	cmd.Stderr = io.MultiWriter(stderrLog, tail)
-	var stdoutLog *lineLogger
-	if c.CaptureStdout {
-		cmd.Stdout = &stdout
-	} else {
-		stdoutLog = newLineLogger(logger, "stdout")
-		cmd.Stdout = stdoutLog
+	limit := c.OutputLimit
+	if limit <= 0 {
+		limit = DefaultOutputLimit
 	}
-	err := cmd.Run()
-	stderrLog.Flush()
-	if stdoutLog != nil {
-		stdoutLog.Flush()
-	}
+	out, err := newStreams(logger, c.CaptureStdout, limit)
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) && c.Timeout > 0 {
-			return nil, fmt.Errorf("%w after %s (process group killed)", ErrTimeout, c.Timeout)
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("canceled (process group killed): %w", ctx.Err())
-		}
-		if msg := strings.TrimSpace(tail.String()); msg != "" {
-			return nil, fmt.Errorf("%w: %s", err, msg)
-		}
 		return nil, err
 	}
-	return stdout.Bytes(), nil
-}
-
-// secretVars are the operator's own settings that hooks must not see: they
-// name credential files or hold secrets.
-var secretVars = map[string]bool{
-	"GIT_SSH_KEY_FILE": true, "GIT_KNOWN_HOSTS_FILE": true, "GIT_USERNAME": true,
-	"GIT_PASSWORD_FILE": true, "GIT_TOKEN_FILE": true, "GIT_WEBHOOK_SECRET_FILE": true,
-	"GIT_VERIFY_KEYS_DIR": true, "GIT_URL": true,
-}
-
-// hookVars are set per run; stale values from the operator's own
-// environment must not leak into a hook.
-var hookVars = map[string]bool{
-	"BINDING_CONTEXT_PATH": true, "WORKING_DIR": true, "CONFIG_VALUES_PATH": true, "VALUES_PATH": true,
-	"CONFIG_VALUES_JSON_PATCH_PATH": true, "VALUES_JSON_PATCH_PATH": true, "MODULE_ENABLED_RESULT": true,
-}
-
-// BaseEnv is the operator's environment without its credential settings,
-// anything that looks like a secret, or hook variables.
-func BaseEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		upper := strings.ToUpper(name)
-		if secretVars[name] || hookVars[name] ||
-			strings.Contains(upper, "PASSWORD") || strings.Contains(upper, "SECRET") || strings.Contains(upper, "TOKEN") {
-			continue
-		}
-		out = append(out, kv)
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(BaseEnv(), c.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = out.stdoutW, out.stderrW
+	if err := startTracked(cmd); err != nil {
+		out.abort()
+		return nil, err
 	}
-	return out
-}
-
-// lineLogger logs each complete line it is written.
-type lineLogger struct {
-	mu     sync.Mutex
-	logger *slog.Logger
-	stream string
-	buf    []byte
-}
-
-func newLineLogger(l *slog.Logger, stream string) *lineLogger {
-	return &lineLogger{logger: l, stream: stream}
-}
-
-func (w *lineLogger) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		w.emit(w.buf[:i])
-		w.buf = w.buf[i+1:]
+	out.read()
+	waitErr := waitGroupLeader(ctx, cmd)
+	out.finish()
+	if waitErr != nil {
+		return nil, runError(ctx, c.Timeout, waitErr, out.stderrTail())
 	}
-	return len(p), nil
+	return out.captured(), nil
 }
 
-func (w *lineLogger) emit(line []byte) {
-	if len(bytes.TrimSpace(line)) == 0 {
-		return
+// runError says why a run failed: its timeout, a cancel, or the exit
+// with the end of stderr.
+func runError(ctx context.Context, timeout time.Duration, err error, stderr string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout > 0 {
+		return fmt.Errorf("%w after %s (process group killed)", ErrTimeout, timeout)
 	}
-	w.logger.Info(string(line), "output", w.stream)
-}
-
-// Flush logs a last line that had no newline.
-func (w *lineLogger) Flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.emit(w.buf)
-	w.buf = nil
-}
-
-// tailWriter keeps the last max bytes written.
-type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = t.buf[len(t.buf)-t.max:]
+	if ctx.Err() != nil {
+		return fmt.Errorf("canceled (process group killed): %w", ctx.Err())
 	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
+	if msg := strings.TrimSpace(stderr); msg != "" {
+		return fmt.Errorf("%w: %s", err, msg)
+	}
+	return err
 }
