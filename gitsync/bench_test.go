@@ -133,8 +133,10 @@ func TestHelperSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a child starts without the previous run's in-memory state: sync once
-	// from the kept object store and revision, as a restarted operator does
+	// a child starts without the previous run's in-memory state: it resumes
+	// the revision on disk and syncs once from the kept object store, as a
+	// restarted operator does
+	s.Restore(t.Context())
 	if _, _, err := s.Sync(t.Context()); err != nil {
 		t.Fatal(err)
 	}

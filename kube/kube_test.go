@@ -98,7 +98,21 @@ func TestConfigMapWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	seen := make(chan map[string]string, 10)
-	go cm.Watch(ctx, func(d map[string]string, _ string) { seen <- d })
+	panicked := make(chan struct{}, 1)
+	// a panicking callback is logged and the watch goes on
+	_, _, _ = cm.Update(ctx, func(d map[string]string) (map[string]string, error) { d["k"] = "panic"; return d, nil })
+	go cm.Watch(ctx, func(d map[string]string, _ string) {
+		if d["k"] == "panic" {
+			panicked <- struct{}{}
+			panic("a bug in the callback")
+		}
+		seen <- d
+	})
+	select {
+	case <-panicked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no first event")
+	}
 	_, _, _ = cm.Update(ctx, func(d map[string]string) (map[string]string, error) { d["k"] = "1"; return d, nil })
 	next := func() map[string]string {
 		select {
