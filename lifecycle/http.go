@@ -35,17 +35,20 @@ type Status struct {
 	// Revision is the commit the modules were loaded from ("" without git).
 	Revision string `json:"revision,omitempty"`
 	// TreeError says why the last changed tree was refused.
-	TreeError string            `json:"treeError,omitempty"`
-	Modules   []ModuleStatus    `json:"modules"`
-	Queues    []queue.QueueInfo `json:"queues"`
-	Watches   []WatchStatus     `json:"watches"`
+	TreeError string `json:"treeError,omitempty"`
+	// PurgeError says why the last discovery left releases of removed
+	// modules in place (the purge guard).
+	PurgeError string            `json:"purgeError,omitempty"`
+	Modules    []ModuleStatus    `json:"modules"`
+	Queues     []queue.QueueInfo `json:"queues"`
+	Watches    []WatchStatus     `json:"watches"`
 }
 
 // Status reports modules in tree order and the queues.
 func (o *Operator) Status() Status {
 	model, _ := o.current()
 	o.mu.Lock()
-	st := Status{Ready: o.ready, Revision: o.rev.Commit, TreeError: o.treeError, Modules: []ModuleStatus{}}
+	st := Status{Ready: o.ready, Revision: o.rev.Commit, TreeError: o.treeError, PurgeError: o.purgeError, Modules: []ModuleStatus{}}
 	if model != nil {
 		for _, m := range model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
@@ -92,6 +95,9 @@ func (o *Operator) Handler(extra func() map[string]any) http.Handler {
 		st := o.Status()
 		body["ready"], body["modules"], body["queues"] = st.Ready, st.Modules, st.Queues
 		body["revision"], body["treeError"], body["watches"] = st.Revision, st.TreeError, st.Watches
+		if st.PurgeError != "" {
+			body["purgeError"] = st.PurgeError
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

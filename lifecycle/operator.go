@@ -61,6 +61,9 @@ type Config struct {
 	// Watcher starts the monitors of kubernetes bindings (nil: a hook
 	// with kubernetes bindings fails with errNoWatcher).
 	Watcher Watcher
+	// PurgeLimit is how many modules one revision may purge: PurgeHalf
+	// (the zero value), PurgeNone, or a number.
+	PurgeLimit int
 	// Now and After are the clock of retries, schedules and the
 	// absent-resources check (tests drive them without sleeping).
 	After func(time.Duration) <-chan time.Time
@@ -113,6 +116,9 @@ type Operator struct {
 	configData     map[string]string // the ConfigMap data the store holds
 	configVersion  string            // its resourceVersion
 	treeError      string            // why the last changed tree was refused
+	purgeConfirmed string            // the commit allowed past the purge guard
+	purgeRefused   *Revision         // the revision the purge guard refused
+	purgeError     string            // why the last discovery purged nothing
 }
 
 // New prepares an Operator; Run starts it.

@@ -164,7 +164,18 @@ func (o *Operator) adopt(rev Revision, model *loader.Model) error {
 	}
 	o.mu.Lock()
 	old, oldStore := o.model, o.store
+	enabled := slices.Clone(o.enabledModules)
+	o.mu.Unlock()
 	diff := loader.Compare(old, model)
+	purged := slices.DeleteFunc(slices.Clone(diff.Removed), func(m string) bool { return !slices.Contains(enabled, m) })
+	if err := o.checkPurge(rev.Commit, purged, len(enabled)); err != nil {
+		o.mu.Lock()
+		o.purgeRefused = &rev
+		o.mu.Unlock()
+		return err
+	}
+	// only adopt changes the model, and it runs in "main", one at a time
+	o.mu.Lock()
 	if diff.Empty() && rev.Commit == o.rev.Commit {
 		o.mu.Unlock()
 		return nil

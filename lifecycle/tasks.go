@@ -149,10 +149,27 @@ func (o *Operator) discoverTask() *queue.Task {
 				}
 			}
 			o.mu.Unlock()
+			var purged []string
 			for _, r := range releases {
 				if model.Module(r) == nil {
-					tasks = append(tasks, o.modulePurgeTask(r))
+					purged = append(purged, r)
 				}
+			}
+			_, commit := o.revisionInfo()
+			err = o.checkPurge(commit, purged, len(enabled)+len(purged))
+			o.mu.Lock()
+			o.purgeError = ""
+			if err != nil {
+				o.purgeError = err.Error()
+			}
+			o.mu.Unlock()
+			if err != nil {
+				// the releases stay; everything else converges
+				o.logger.Error("purge refused", "revision", commit, "err", err)
+				purged = nil
+			}
+			for _, r := range purged {
+				tasks = append(tasks, o.modulePurgeTask(r))
 			}
 			tasks = append(tasks, o.globalHookTasks(loader.AfterAll)...)
 			tasks = append(tasks, o.convergedTask())

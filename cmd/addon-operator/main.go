@@ -139,6 +139,7 @@ func start(args []string) error {
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Watcher: watcher,
+		PurgeLimit: op.PurgeLimit,
 	}, kube.NewConfigMap(client, op.Namespace, op.ConfigMap), helm, loader.New(loader.WithLogger(logger)))
 	var src *source
 	if gt.URL != "" {
@@ -254,6 +255,7 @@ func start(args []string) error {
 					if ref == "" {
 						ref = configuredRef
 					}
+					operator.ConfirmPurge(data[sourceConfirmPurgeKey])
 					src.syncer.SetRef(ref)
 				})
 				return nil

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/addonops/addon-operator/lifecycle"
 )
 
 // env reads settings from the environment; a bad value is remembered and
@@ -61,6 +63,7 @@ type operatorOptions struct {
 	RetryMin, RetryMax         time.Duration
 	ResourcesCheckInterval     time.Duration
 	Pprof                      bool
+	PurgeLimit                 int // lifecycle.PurgeHalf, PurgeNone or a number
 }
 
 func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
@@ -75,6 +78,36 @@ func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&o.RetryMax, "retry-max", e.duration("ADDON_OPERATOR_RETRY_MAX", 30*time.Second), "longest retry delay (env ADDON_OPERATOR_RETRY_MAX)")
 	fs.DurationVar(&o.ResourcesCheckInterval, "resources-check-interval", e.duration("ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL", 5*time.Minute), "period of the absent-resources check, auto-healing (env ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL; 0 turns it off)")
 	fs.BoolVar(&o.Pprof, "pprof", e.boolean("ADDON_OPERATOR_PPROF", false), "serve /debug/pprof on the listen address (env ADDON_OPERATOR_PPROF=true)")
+	o.PurgeLimit = e.purgeLimit("ADDON_OPERATOR_PURGE_LIMIT")
+	fs.Func("purge-limit", "most modules one revision may purge: a number (0: none without confirmation) or 'half' (env ADDON_OPERATOR_PURGE_LIMIT; default half of the enabled modules, never all)", func(v string) error {
+		limit, err := parsePurgeLimit(v)
+		o.PurgeLimit = limit
+		return err
+	})
+}
+
+// parsePurgeLimit reads ADDON_OPERATOR_PURGE_LIMIT: "half" (or empty), or
+// a number of modules, 0 meaning none without confirmation.
+func parsePurgeLimit(v string) (int, error) {
+	if v == "" || v == "half" {
+		return lifecycle.PurgeHalf, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want 'half' or a number ≥ 0, got %q", v)
+	}
+	if n == 0 {
+		return lifecycle.PurgeNone, nil
+	}
+	return n, nil
+}
+
+func (e *env) purgeLimit(name string) int {
+	limit, err := parsePurgeLimit(os.Getenv(name))
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return limit
 }
 
 // leaderOptions configure leader election (off by default: one replica).

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,14 +23,16 @@ import (
 // The source ConfigMap, <config-map>-source, holds the live ref:
 //
 //	data:
-//	  ref: v1.2.0   # a branch, tag, full ref or commit SHA; absent: GIT_REF
-//	  webhookAt: …  # when a standby replica last received a webhook
+//	  ref: v1.2.0          # a branch, tag, full ref or commit SHA; absent: GIT_REF
+//	  webhookAt: …         # when a standby replica last received a webhook
+//	  confirmPurge: <sha>  # the commit allowed past the purge guard
 //
 // Every replica watches it, and any change makes each one sync at once.
 const (
-	sourceSuffix     = "-source"
-	sourceRefKey     = "ref"
-	sourceWebhookKey = "webhookAt"
+	sourceSuffix          = "-source"
+	sourceRefKey          = "ref"
+	sourceWebhookKey      = "webhookAt"
+	sourceConfirmPurgeKey = "confirmPurge"
 )
 
 // relayWebhook passes a webhook that reached a standby replica (the Service
@@ -51,6 +54,8 @@ func relayWebhook(ctx context.Context, cm *kube.ConfigMap, logger *slog.Logger) 
 
 const sourceUsage = `usage:
   addon-operator source set-ref REF   set the ref the operator follows (write '' to go back to GIT_REF)
+  addon-operator source confirm-purge COMMIT
+                                      let that revision purge more modules than ADDON_OPERATOR_PURGE_LIMIT allows
   addon-operator source status        show the desired ref, the running revision and recent revisions`
 
 func sourceCommand(args []string) error {
@@ -60,6 +65,8 @@ func sourceCommand(args []string) error {
 	switch args[0] {
 	case "set-ref":
 		return setRef(args[1:])
+	case "confirm-purge":
+		return confirmPurge(args[1:])
 	case "status":
 		return sourceStatus(args[1:], os.Stdout)
 	}
@@ -67,36 +74,11 @@ func sourceCommand(args []string) error {
 }
 
 func setRef(args []string) error {
-	fs := flag.NewFlagSet("source set-ref", flag.ContinueOnError)
-	e := &env{}
-	var op operatorOptions
-	op.bind(fs, e)
-	if err := parse(fs, e, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: addon-operator source set-ref REF")
-	}
-	ref := fs.Arg(0)
-	cfg, err := restConfig(op.Kubeconfig)
+	cm, ref, err := sourceArg("set-ref REF", args)
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	cm := kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, _, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
-		if ref == "" {
-			delete(d, sourceRefKey)
-		} else {
-			d[sourceRefKey] = ref
-		}
-		return d, nil
-	}); err != nil {
+	if err := updateSource(cm, sourceRefKey, ref); err != nil {
 		return err
 	}
 	if ref == "" {
@@ -105,6 +87,64 @@ func setRef(args []string) error {
 		fmt.Printf("ConfigMap %s: ref = %s; the operator syncs to it now\n", cm.Name(), ref)
 	}
 	return nil
+}
+
+// confirmPurge lets one commit purge more modules than
+// ADDON_OPERATOR_PURGE_LIMIT allows (docs/operator.md, "Purge guard").
+func confirmPurge(args []string) error {
+	cm, commit, err := sourceArg("confirm-purge COMMIT", args)
+	if err != nil {
+		return err
+	}
+	if !shaRe.MatchString(commit) {
+		return fmt.Errorf("confirm-purge: %q is not a full commit SHA (see treeError or purgeError in /status)", commit)
+	}
+	if err := updateSource(cm, sourceConfirmPurgeKey, commit); err != nil {
+		return err
+	}
+	fmt.Printf("ConfigMap %s: confirmPurge = %s; that revision may now purge its removed modules\n", cm.Name(), commit)
+	return nil
+}
+
+var shaRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// sourceArg parses a source subcommand's settings and its one argument,
+// and returns the source ConfigMap.
+func sourceArg(usage string, args []string) (*kube.ConfigMap, string, error) {
+	fs := flag.NewFlagSet("source "+strings.Fields(usage)[0], flag.ContinueOnError)
+	e := &env{}
+	var op operatorOptions
+	op.bind(fs, e)
+	if err := parse(fs, e, args); err != nil {
+		return nil, "", err
+	}
+	if fs.NArg() != 1 {
+		return nil, "", errors.New("usage: addon-operator source " + usage)
+	}
+	cfg, err := restConfig(op.Kubeconfig)
+	if err != nil {
+		return nil, "", err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	return kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix), fs.Arg(0), nil
+}
+
+// updateSource sets key in the source ConfigMap ("" removes it).
+func updateSource(cm *kube.ConfigMap, key, value string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _, err := cm.Update(ctx, func(d map[string]string) (map[string]string, error) {
+		if value == "" {
+			delete(d, key)
+		} else {
+			d[key] = value
+		}
+		return d, nil
+	})
+	return err
 }
 
 func sourceStatus(args []string, out io.Writer) error {
