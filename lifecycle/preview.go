@@ -16,13 +16,18 @@ type Preview struct {
 	Enabled []string
 	// Manifests are the rendered charts of enabled modules, by module.
 	Manifests map[string]string
+	// NotEvaluated lists the modules whose enabled script was not run
+	// (counted as enabled when their flag is on).
+	NotEvaluated []string
 }
 
 // RenderPreview loads a tree, resolves its enabled modules from the values
-// files and the given ConfigMap data (running enabled scripts) and renders
-// each enabled module's chart with its values. Other hooks do not run, so
-// values that hooks would add are absent.
-func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, globalHooksDir string, config map[string]string, namespace string, logger *slog.Logger) (*Preview, error) {
+// files and the given ConfigMap data and renders each enabled module's
+// chart with its values. Hooks never run, so values that hooks would add
+// are absent; enabled scripts run only with execHooks (the loader then
+// also runs the hooks' --config): a preview of an untrusted ref runs
+// none of its code.
+func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, globalHooksDir string, config map[string]string, namespace string, execHooks bool, logger *slog.Logger) (*Preview, error) {
 	model, err := ld.Load(ctx, root, modulesDir, globalHooksDir)
 	if err != nil {
 		return nil, err
@@ -34,14 +39,25 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	if _, err := store.SetConfig(config); err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
-	o := New(Config{Logger: logger}, nil, nil, ld)
-	o.model, o.store = model, store
-	enabled, err := o.resolveEnabled(ctx, model, store)
-	if err != nil {
-		return nil, err
+	p := &Preview{Manifests: map[string]string{}}
+	if execHooks {
+		o := New(Config{Logger: logger}, nil, nil, ld)
+		o.model, o.store = model, store
+		if p.Enabled, err = o.resolveEnabled(ctx, model, store); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, m := range model.Modules {
+			if !store.Enabled(m.Key) {
+				continue
+			}
+			if m.EnabledScript != "" {
+				p.NotEvaluated = append(p.NotEvaluated, m.Name)
+			}
+			p.Enabled = append(p.Enabled, m.Name)
+		}
 	}
-	p := &Preview{Enabled: enabled, Manifests: map[string]string{}}
-	for _, name := range enabled {
+	for _, name := range p.Enabled {
 		m := model.Module(name)
 		if !m.HasChart {
 			continue

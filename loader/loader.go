@@ -1,22 +1,17 @@
 package loader
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -76,8 +71,9 @@ type Hook struct {
 	// WorkingDir is WORKING_DIR for the hook: the global hooks directory,
 	// or the module's hooks directory.
 	WorkingDir string
-	Config     *HookConfig
-	Hash       string
+	// Config is nil only from a Loader made WithHookConfigs(false).
+	Config *HookConfig
+	Hash   string
 }
 
 // Loader loads trees. It caches hook configurations by the hook file's
@@ -85,12 +81,19 @@ type Hook struct {
 type Loader struct {
 	configTimeout time.Duration
 	parallel      int
+	maxFile       int64
+	maxConfig     int
+	runConfigs    bool
 	logger        *slog.Logger
-
-	mu    sync.Mutex
-	cache map[string]*HookConfig // by module, name in the tree and content hash
-	runs  int
+	configs       *configCache
 }
+
+// DefaultMaxFileSize bounds each file the loader reads whole: values.yaml,
+// the OpenAPI schemas and Chart.yaml.
+const DefaultMaxFileSize = 4 << 20
+
+// DefaultMaxConfigOutput bounds what a hook may print for --config.
+const DefaultMaxConfigOutput = 1 << 20
 
 // Option configures a Loader.
 type Option func(*Loader)
@@ -104,9 +107,38 @@ func WithParallelism(n int) Option { return func(l *Loader) { l.parallel = n } }
 // WithLogger sets the logger for warnings and hook output.
 func WithLogger(lg *slog.Logger) Option { return func(l *Loader) { l.logger = lg } }
 
+// WithMaxFileSize bounds each file the loader reads whole (default
+// DefaultMaxFileSize; n <= 0 keeps it); a larger one fails the load.
+func WithMaxFileSize(n int64) Option {
+	return func(l *Loader) {
+		if n > 0 {
+			l.maxFile = n
+		}
+	}
+}
+
+// WithMaxConfigOutput bounds what a hook may print for --config (default
+// DefaultMaxConfigOutput; n <= 0 keeps it); more fails the load rather
+// than being cut.
+func WithMaxConfigOutput(n int) Option {
+	return func(l *Loader) {
+		if n > 0 {
+			l.maxConfig = n
+		}
+	}
+}
+
+// WithHookConfigs says whether Load runs each hook with --config (default
+// true). Off, nothing from the tree runs and every Hook.Config is nil: for
+// a preview of a tree that is not trusted, never for a model that runs.
+func WithHookConfigs(run bool) Option { return func(l *Loader) { l.runConfigs = run } }
+
 // New returns a Loader.
 func New(opts ...Option) *Loader {
-	l := &Loader{configTimeout: 30 * time.Second, parallel: 2 * runtime.NumCPU(), logger: slog.Default(), cache: map[string]*HookConfig{}}
+	l := &Loader{
+		configTimeout: 30 * time.Second, parallel: 2 * runtime.NumCPU(), logger: slog.Default(),
+		maxFile: DefaultMaxFileSize, maxConfig: DefaultMaxConfigOutput, runConfigs: true, configs: newConfigCache(),
+	}
 	for _, o := range opts {
 		o(l)
 	}
@@ -114,11 +146,10 @@ func New(opts ...Option) *Loader {
 }
 
 // ConfigRuns counts --config executions so far (cache misses).
-func (l *Loader) ConfigRuns() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.runs
-}
+func (l *Loader) ConfigRuns() int { return l.configs.runCount() }
+
+// cachedConfigs is the number of hook configs the cache holds.
+func (l *Loader) cachedConfigs() int { return l.configs.len() }
 
 // Error is a load failure that names the file.
 type Error struct {
@@ -131,78 +162,43 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func fileErr(path string, err error) error { return &Error{Path: path, Err: err} }
 
-// Load reads a tree. root bounds symlinks: nothing may lead outside it (an
-// empty root bounds each directory by itself). A missing global hooks
-// directory is an empty one; a missing modules directory is an error.
-func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir string) (*Model, error) {
-	modulesDir, err := filepath.Abs(modulesDir)
-	if err != nil {
-		return nil, err
-	}
-	globalHooksDir, err = filepath.Abs(globalHooksDir)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := os.Stat(modulesDir); err != nil || !st.IsDir() {
-		return nil, fileErr(modulesDir, errors.New("modules directory not found"))
-	}
-	m := &Model{ModulesDir: modulesDir, GlobalHooksDir: globalHooksDir}
-	w := &walker{root: root, warnings: &m.Warnings}
+// Load reads a tree. Every read resolves beneath root, so no link, nor a
+// chain of links, leads a read outside it (an empty root bounds the modules
+// directory, each module and the global hooks directory by itself). Only
+// regular files and directories are read. ctx bounds the whole load, reads
+// and hashing included. A missing global hooks directory is an empty one;
+// a missing modules directory is an error.
+func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir string) (_ *Model, err error) {
+	s := newSession(ctx, l.maxFile)
+	defer s.close()
+	use := l.configs.begin()
+	defer func() { l.configs.end(use, err == nil) }()
 
-	global, err := l.loadGlobal(w, modulesDir, globalHooksDir)
+	modules, global, err := s.openDirs(root, modulesDir, globalHooksDir)
 	if err != nil {
 		return nil, err
 	}
-	m.Global = global
-	entries, err := os.ReadDir(modulesDir)
-	if err != nil {
-		return nil, fileErr(modulesDir, err)
-	}
-	byName := map[string]string{}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		full := filepath.Join(modulesDir, e.Name())
-		info, err := w.stat(full, modulesDir)
-		if err != nil {
-			return nil, err
-		}
-		if !info.IsDir() {
-			continue
-		}
-		mod, err := l.loadModule(w, modulesDir, full, e.Name())
-		if err != nil {
-			return nil, err
-		}
-		if prev, dup := byName[mod.Key]; dup {
-			return nil, fileErr(full, fmt.Errorf("module %q has the same values key %q as %s", mod.Name, mod.Key, prev))
-		}
-		byName[mod.Key] = e.Name()
-		m.Modules = append(m.Modules, mod)
-	}
-	slices.SortStableFunc(m.Modules, func(a, b *Module) int {
-		if a.Order != b.Order {
-			return a.Order - b.Order
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-
-	if err := l.configureHooks(ctx, m); err != nil {
+	m := &Model{ModulesDir: modules.abs, GlobalHooksDir: global.abs}
+	if m.Global, err = loadGlobal(modules, global); err != nil {
 		return nil, err
 	}
-
-	commonFile := filepath.Join(modulesDir, "values.yaml")
-	common, err := readValues(commonFile)
+	if m.Modules, err = loadModules(modules); err != nil {
+		return nil, err
+	}
+	if err := l.configureHooks(ctx, use, m); err != nil {
+		return nil, err
+	}
+	common, err := readValues(modules, "values.yaml")
 	if err != nil {
 		return nil, err
 	}
-	m.Values = values.Source{Common: common, CommonFile: commonFile, GlobalSchemas: global.Schemas}
+	m.Values = values.Source{Common: common, CommonFile: modules.path("values.yaml"), GlobalSchemas: m.Global.Schemas}
 	for _, mod := range m.Modules {
 		m.Values.Modules = append(m.Values.Modules, values.ModuleSource{
 			Name: mod.Name, Values: mod.Values, Schemas: mod.Schemas, File: filepath.Join(mod.Dir, "values.yaml"),
 		})
 	}
+	m.Warnings = s.warnings
 	// Values errors (bad flags, duplicate keys) fail the load, as the tree is
 	// what is wrong; warnings ride along.
 	if _, warnings, err := values.NewStore(m.Values); err != nil {
@@ -216,31 +212,74 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 	return m, nil
 }
 
-func readValues(path string) (values.Values, error) {
-	b, err := os.ReadFile(path)
+// openDirs opens the modules and global hooks directories beneath root,
+// or, with no root, each beneath itself. A directory that does not exist
+// comes back with no root: the caller decides whether that is an error.
+func (s *session) openDirs(root, modulesDir, globalHooksDir string) (modules, global dir, err error) {
+	modulesAbs, err := filepath.Abs(modulesDir)
+	if err != nil {
+		return dir{}, dir{}, err
+	}
+	globalAbs, err := filepath.Abs(globalHooksDir)
+	if err != nil {
+		return dir{}, dir{}, err
+	}
+	open := s.ownDir
+	if root == "" {
+		s.ownRoots = true
+	} else {
+		rootAbs, err := filepath.Abs(root)
+		if err != nil {
+			return dir{}, dir{}, err
+		}
+		r, err := s.openRoot(rootAbs)
+		if err != nil {
+			return dir{}, dir{}, err
+		}
+		open = func(path string) (dir, error) { return s.dirBeneath(r, rootAbs, path) }
+	}
+	if modules, err = open(modulesAbs); err != nil {
+		return dir{}, dir{}, err
+	}
+	if modules.root == nil {
+		return dir{}, dir{}, fileErr(modulesAbs, errors.New("modules directory not found"))
+	}
+	global, err = open(globalAbs)
+	return modules, global, err
+}
+
+func readValues(d dir, entry string) (values.Values, error) {
+	b, err := d.readFile(entry)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fileErr(path, err)
+		return nil, err
 	}
-	return values.ParseYAML(path, b)
+	return values.ParseYAML(d.path(entry), b)
 }
 
-func readSchemas(w *walker, dir, boundary string) (*values.Schemas, error) {
+// readSchemas reads the schemas in parent's openapi directory, if any. The
+// directory is resolved first, so a link in its place that leads out is
+// the error, rather than the files that cannot be reached through it.
+func readSchemas(parent dir) (*values.Schemas, error) {
+	d := parent.sub("openapi")
+	info, err := optionalStat(parent, "openapi")
+	if err != nil {
+		return nil, err
+	}
+	if info != nil && !info.IsDir() {
+		return nil, fileErr(d.abs, errors.New("not a directory"))
+	}
 	read := func(name string) ([]byte, error) {
-		p := filepath.Join(dir, name)
-		if _, err := w.stat(p, boundary); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, nil
-			}
-			return nil, err
+		if info == nil {
+			return nil, nil
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fileErr(p, err)
+		b, err := d.readFile(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
 		}
-		return b, nil
+		return b, err
 	}
 	c, err := read(values.ConfigSchemaFile)
 	if err != nil {
@@ -250,89 +289,173 @@ func readSchemas(w *walker, dir, boundary string) (*values.Schemas, error) {
 	if err != nil {
 		return nil, err
 	}
-	return values.LoadSchemas(dir, c, v)
+	return values.LoadSchemas(d.abs, c, v)
 }
 
-func (l *Loader) loadGlobal(w *walker, modulesDir, dir string) (*Global, error) {
-	g := &Global{}
-	h := sha256.New()
-	if st, err := os.Stat(dir); err == nil && st.IsDir() {
-		hooks, err := w.findHooks(dir, dir, "", map[string]bool{"openapi": true})
-		if err != nil {
-			return nil, err
-		}
-		g.Hooks = hooks
-		sch, err := readSchemas(w, filepath.Join(dir, "openapi"), dir)
-		if err != nil {
-			return nil, err
-		}
-		g.Schemas = sch
-		if err := hashTree(h, dir); err != nil {
-			return nil, err
-		}
-	} else {
-		g.Schemas = &values.Schemas{}
+// optionalStat is stat with a missing entry as nil info and no error.
+func optionalStat(d dir, entry string) (fs.FileInfo, error) {
+	info, err := d.stat(entry)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	if err := hashFile(h, filepath.Join(modulesDir, "values.yaml"), "values.yaml"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	return info, err
+}
+
+func loadGlobal(modules, global dir) (*Global, error) {
+	g := &Global{Schemas: &values.Schemas{}}
+	h := sha256.New()
+	if global.root != nil {
+		var err error
+		if g.Hooks, err = findHooks(global, global.abs, "", map[string]bool{"openapi": true}); err != nil {
+			return nil, err
+		}
+		if g.Schemas, err = readSchemas(global); err != nil {
+			return nil, err
+		}
+		if err := hashTree(h, global); err != nil {
+			return nil, err
+		}
+	}
+	if err := hashFile(h, modules, "values.yaml", "values.yaml"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	g.Hash = hex.EncodeToString(h.Sum(nil))
 	return g, nil
 }
 
-func (l *Loader) loadModule(w *walker, modulesDir, dir, dirName string) (*Module, error) {
+// loadModules loads every module directory, in run order: by numeric
+// prefix, then name.
+func loadModules(modules dir) ([]*Module, error) {
+	_, entries, err := modules.list(func(name string) bool { return strings.HasPrefix(name, ".") })
+	if err != nil {
+		return nil, err
+	}
+	var out []*Module
+	byKey := map[string]string{}
+	for _, e := range entries {
+		if !e.isDir {
+			continue
+		}
+		mod, err := loadModule(modules, e.name)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := byKey[mod.Key]; dup {
+			return nil, fileErr(mod.Dir, fmt.Errorf("module %q has the same values key %q as %s", mod.Name, mod.Key, prev))
+		}
+		byKey[mod.Key] = e.name
+		out = append(out, mod)
+	}
+	slices.SortStableFunc(out, func(a, b *Module) int {
+		if a.Order != b.Order {
+			return a.Order - b.Order
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
+}
+
+func loadModule(modules dir, dirName string) (*Module, error) {
 	order, name, err := values.ParseModuleDir(dirName)
 	if err != nil {
-		return nil, fileErr(dir, err)
+		return nil, fileErr(modules.path(dirName), err)
 	}
 	key, err := values.ModuleKey(name)
 	if err != nil {
-		return nil, fileErr(dir, err)
+		return nil, fileErr(modules.path(dirName), err)
 	}
-	mod := &Module{Name: name, Key: key, Order: order, Dir: dir, DirName: dirName}
-	hooksDir := filepath.Join(dir, "hooks")
-	if st, err := w.stat(hooksDir, dir); err == nil && st.IsDir() {
-		if mod.Hooks, err = w.findHooks(hooksDir, modulesDir, name, nil); err != nil {
-			return nil, err
-		}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	d, err := modules.s.moduleDir(modules, dirName)
+	if err != nil {
 		return nil, err
 	}
-	enabled := filepath.Join(dir, "enabled")
-	if st, err := w.stat(enabled, dir); err == nil && !st.IsDir() {
-		if st.Mode()&0o111 == 0 {
-			return nil, fileErr(enabled, errors.New("the enabled script is not executable (chmod +x)"))
-		}
-		mod.EnabledScript = enabled
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	mod := &Module{Name: name, Key: key, Order: order, Dir: d.abs, DirName: dirName}
+	if err := loadModuleHooks(mod, modules, d); err != nil {
 		return nil, err
 	}
-	if mod.Values, err = readValues(filepath.Join(dir, "values.yaml")); err != nil {
+	if mod.Values, err = readValues(d, "values.yaml"); err != nil {
 		return nil, err
 	}
-	if mod.Schemas, err = readSchemas(w, filepath.Join(dir, "openapi"), dir); err != nil {
+	if mod.Schemas, err = readSchemas(d); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil {
-		mod.HasChart, mod.HasChartFile = true, true
-	}
-	if st, err := os.Stat(filepath.Join(dir, "templates")); err == nil && st.IsDir() {
-		mod.HasChart = true
-	}
-	if err := w.checkLinks(dir, dir); err != nil {
+	if err := findChart(mod, d); err != nil {
 		return nil, err
 	}
+	// the hash walk reads every file of the module, hidden ones too, so it
+	// is also what refuses a link out of the tree anywhere in it
 	h := sha256.New()
-	if err := hashTree(h, dir); err != nil {
+	if err := hashTree(h, d); err != nil {
 		return nil, err
 	}
 	mod.Hash = hex.EncodeToString(h.Sum(nil))
 	return mod, nil
 }
 
+// moduleDir is a module's directory: beneath the tree's root, or, with no
+// root, beneath the module directory itself, as before roots.
+func (s *session) moduleDir(modules dir, name string) (dir, error) {
+	if !s.ownRoots {
+		return modules.sub(name), nil
+	}
+	r, err := modules.root.OpenRoot(modules.name(name))
+	if err != nil {
+		return dir{}, modules.explain(name, err)
+	}
+	s.roots = append(s.roots, r)
+	return dir{s: s, root: r, rel: ".", abs: modules.path(name)}, nil
+}
+
+// loadModuleHooks finds the module's hooks and its enabled script.
+func loadModuleHooks(mod *Module, modules, d dir) error {
+	info, err := optionalStat(d, "hooks")
+	if err != nil {
+		return err
+	}
+	if info != nil && info.IsDir() {
+		if mod.Hooks, err = findHooks(d.sub("hooks"), modules.abs, mod.Name, nil); err != nil {
+			return err
+		}
+	}
+	info, err = optionalStat(d, "enabled")
+	if err != nil || info == nil || info.IsDir() {
+		return err
+	}
+	if info.Mode()&0o111 == 0 {
+		return fileErr(d.path("enabled"), errors.New("the enabled script is not executable (chmod +x)"))
+	}
+	mod.EnabledScript = d.path("enabled")
+	return nil
+}
+
+// findChart: Chart.yaml or templates/ make a chart. Helm reads Chart.yaml
+// whole, so it is held to the same bound as the files the loader reads.
+func findChart(mod *Module, d dir) error {
+	info, err := optionalStat(d, "Chart.yaml")
+	if err != nil {
+		return err
+	}
+	if info != nil && !info.IsDir() {
+		if err := d.checkSize("Chart.yaml", info.Size()); err != nil {
+			return err
+		}
+		mod.HasChart, mod.HasChartFile = true, true
+	}
+	info, err = optionalStat(d, "templates")
+	if err != nil {
+		return err
+	}
+	if info != nil && info.IsDir() {
+		mod.HasChart = true
+	}
+	return nil
+}
+
 // configureHooks runs every hook with --config (cached by content) through
 // a bounded pool and parses the result.
-func (l *Loader) configureHooks(ctx context.Context, m *Model) error {
+func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) error {
+	if !l.runConfigs {
+		return nil
+	}
 	var all []*Hook
 	all = append(all, m.Global.Hooks...)
 	for _, mod := range m.Modules {
@@ -342,7 +465,7 @@ func (l *Loader) configureHooks(ctx context.Context, m *Model) error {
 	g.SetLimit(l.parallel)
 	for _, h := range all {
 		g.Go(func() error {
-			cfg, err := l.hookConfig(ctx, h)
+			cfg, err := l.hookConfig(ctx, use, h)
 			if err != nil {
 				return fileErr(h.Path, err)
 			}
@@ -353,17 +476,11 @@ func (l *Loader) configureHooks(ctx context.Context, m *Model) error {
 	return g.Wait()
 }
 
-func (l *Loader) hookConfig(ctx context.Context, h *Hook) (*HookConfig, error) {
+func (l *Loader) hookConfig(ctx context.Context, use *cacheUse, h *Hook) (*HookConfig, error) {
 	// by the name inside the tree, not the absolute path, so a new git
 	// revision (a new directory) reuses the configs of unchanged hooks
 	cacheKey := h.Module + "\x00" + h.Name + "\x00" + h.Hash
-	l.mu.Lock()
-	cfg, ok := l.cache[cacheKey]
-	if !ok {
-		l.runs++
-	}
-	l.mu.Unlock()
-	if ok {
+	if cfg, ok := l.configs.get(use, cacheKey); ok {
 		return cfg, nil
 	}
 	out, err := executor.Run(ctx, executor.Command{
@@ -373,183 +490,22 @@ func (l *Loader) hookConfig(ctx context.Context, h *Hook) (*HookConfig, error) {
 		Env:           []string{"WORKING_DIR=" + h.WorkingDir},
 		Timeout:       l.configTimeout,
 		CaptureStdout: true,
-		Logger:        l.logger.With("hook", h.Name, "phase", "config"),
+		// the executor keeps a head and a tail of this size each: output
+		// that fits both whole is exactly what was printed, anything
+		// longer comes back longer than maxConfig, cut, and is refused
+		OutputLimit: (l.maxConfig + 1) / 2,
+		Logger:      l.logger.With("hook", h.Name, "phase", "config"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("run with --config: %w", err)
 	}
-	cfg, err = ParseHookConfig(out, h.Module == "")
+	if len(out) > l.maxConfig {
+		return nil, fmt.Errorf("--config printed more than %d bytes, over the limit for a hook config (refused rather than cut)", l.maxConfig)
+	}
+	cfg, err := ParseHookConfig(out, h.Module == "")
 	if err != nil {
 		return nil, fmt.Errorf("hook config: %w", err)
 	}
-	l.mu.Lock()
-	l.cache[cacheKey] = cfg
-	l.mu.Unlock()
+	l.configs.put(use, cacheKey, cfg)
 	return cfg, nil
-}
-
-// walker walks directories within a boundary and collects warnings.
-type walker struct {
-	root     string
-	warnings *[]string
-}
-
-// boundaryFor is the directory nothing may lead out of.
-func (w *walker) boundaryFor(fallback string) string {
-	if w.root != "" {
-		return w.root
-	}
-	return fallback
-}
-
-// stat follows a symlink only if it stays inside the boundary.
-func (w *walker) stat(path, boundary string) (fs.FileInfo, error) {
-	info, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if info.Mode()&fs.ModeSymlink == 0 {
-		return info, nil
-	}
-	if err := w.checkLink(path, boundary); err != nil {
-		return nil, err
-	}
-	info, err = os.Stat(path)
-	if err != nil {
-		return nil, fileErr(path, fmt.Errorf("broken symlink: %w", err))
-	}
-	return info, nil
-}
-
-func (w *walker) checkLink(path, boundary string) error {
-	b, err := filepath.EvalSymlinks(w.boundaryFor(boundary))
-	if err != nil {
-		return fileErr(boundary, err)
-	}
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return fileErr(path, fmt.Errorf("broken symlink: %w", err))
-	}
-	if target != b && !strings.HasPrefix(target, b+string(filepath.Separator)) {
-		return fileErr(path, fmt.Errorf("symlink leads out of the tree (to %s)", target))
-	}
-	return nil
-}
-
-// checkLinks refuses any symlink under dir that leads outside the boundary.
-func (w *walker) checkLinks(dir, boundary string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fileErr(p, err)
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return w.checkLink(p, boundary)
-		}
-		return nil
-	})
-}
-
-// findHooks lists the executable files under dir, recursively and sorted,
-// skipping dot entries and the named top-level directories. Names are
-// relative to nameBase.
-func (w *walker) findHooks(dir, nameBase, module string, skipTop map[string]bool) ([]*Hook, error) {
-	var hooks []*Hook
-	boundary := w.boundaryFor(dir)
-	if module != "" {
-		boundary = w.boundaryFor(filepath.Dir(dir))
-	}
-	visited := map[string]bool{}
-	var walk func(string) error
-	walk = func(d string) error {
-		real, err := filepath.EvalSymlinks(d)
-		if err != nil {
-			return fileErr(d, err)
-		}
-		if visited[real] {
-			return nil
-		}
-		visited[real] = true
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			return fileErr(d, err)
-		}
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), ".") || (d == dir && skipTop[e.Name()]) {
-				continue
-			}
-			p := filepath.Join(d, e.Name())
-			info, err := w.stat(p, boundary)
-			if err != nil {
-				return err
-			}
-			if info.IsDir() {
-				if err := walk(p); err != nil {
-					return err
-				}
-				continue
-			}
-			rel, _ := filepath.Rel(nameBase, p)
-			if info.Mode()&0o111 == 0 {
-				if looksLikeHook(p) {
-					*w.warnings = append(*w.warnings, fmt.Sprintf("%s: looks like a hook but is not executable (chmod +x); skipped", p))
-				}
-				continue
-			}
-			content, err := os.ReadFile(p)
-			if err != nil {
-				return fileErr(p, err)
-			}
-			sum := sha256.Sum256(content)
-			hooks = append(hooks, &Hook{Name: rel, Path: p, Module: module, WorkingDir: dir, Hash: hex.EncodeToString(sum[:])})
-		}
-		return nil
-	}
-	if err := walk(dir); err != nil {
-		return nil, err
-	}
-	return hooks, nil
-}
-
-// looksLikeHook: a script extension or a shebang line.
-func looksLikeHook(path string) bool {
-	switch filepath.Ext(path) {
-	case ".sh", ".py", ".rb", ".pl", ".bash":
-		return true
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadBytes('\n')
-	return bytes.HasPrefix(line, []byte("#!"))
-}
-
-// hashTree writes every file under dir (path, mode, content) into h.
-func hashTree(h io.Writer, dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fileErr(p, err)
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, p)
-		return hashFile(h, p, rel)
-	})
-}
-
-func hashFile(h io.Writer, path, name string) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fileErr(path, err)
-	}
-	defer f.Close()
-	fmt.Fprintf(h, "%s\x00%o\x00%d\x00", name, info.Mode().Perm()&0o111, info.Size())
-	_, err = io.Copy(h, f)
-	return err
 }

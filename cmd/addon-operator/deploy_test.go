@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,7 @@ func TestDeployManifest(t *testing.T) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Config)))
 	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
 	ns := ""
+	kinds := map[string]bool{}
 	for {
 		var obj unstructured.Unstructured
 		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
@@ -45,6 +47,8 @@ func TestDeployManifest(t *testing.T) {
 			continue
 		}
 		gvk := obj.GroupVersionKind()
+		kinds[gvk.Kind] = true
+		checkHardening(t, &obj)
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
@@ -63,6 +67,9 @@ func TestDeployManifest(t *testing.T) {
 	}
 	if ns == "" {
 		t.Fatal("no ServiceAccount in the manifest")
+	}
+	if !kinds["NetworkPolicy"] {
+		t.Error("no NetworkPolicy in the manifest")
 	}
 
 	// the admin kubeconfig, acting as the operator's ServiceAccount
@@ -92,5 +99,46 @@ func TestDeployManifest(t *testing.T) {
 	})
 	if v := cmValue(ns, "001-alpha-cm"); v != "deployed" {
 		t.Fatalf("module ConfigMap v = %q", v)
+	}
+}
+
+// checkHardening checks what the manifest promises beyond RBAC: bounded
+// resources and volumes, the runtime's seccomp profile, and Role rules
+// without verbs the operator never calls.
+func checkHardening(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	switch obj.GetKind() {
+	case "Deployment":
+		pod, _, _ := unstructured.NestedMap(obj.Object, "spec", "template", "spec")
+		if p, _, _ := unstructured.NestedString(pod, "securityContext", "seccompProfile", "type"); p != "RuntimeDefault" {
+			t.Errorf("pod seccompProfile = %q", p)
+		}
+		containers, _, _ := unstructured.NestedSlice(pod, "containers")
+		for _, c := range containers {
+			if mem, _, _ := unstructured.NestedString(c.(map[string]any), "resources", "limits", "memory"); mem == "" {
+				t.Errorf("container %v has no memory limit", c.(map[string]any)["name"])
+			}
+		}
+		volumes, _, _ := unstructured.NestedSlice(pod, "volumes")
+		for _, v := range volumes {
+			if ed, ok := v.(map[string]any)["emptyDir"].(map[string]any); ok && ed["sizeLimit"] == nil {
+				t.Errorf("emptyDir %v has no sizeLimit", v.(map[string]any)["name"])
+			}
+		}
+	case "Role":
+		rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+		for _, r := range rules {
+			verbs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs")
+			resources, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+			for _, v := range verbs {
+				if v == "patch" || v == "*" || (v == "watch" && slices.Contains(resources, "secrets")) {
+					t.Errorf("Role grants %s on %v, which the operator never calls", v, resources)
+				}
+			}
+		}
+	case "Secret":
+		if v, _, _ := unstructured.NestedString(obj.Object, "stringData", "webhook-secret"); v != "" {
+			t.Errorf("the manifest ships a webhook secret (%q): anyone who reads it can trigger syncs", v)
+		}
 	}
 }

@@ -33,6 +33,11 @@ type previewOptions struct {
 	ValuesFile     string
 	Namespace      string
 	Auth           gitsync.Auth
+	// ExecHooks runs the tree's --config and enabled scripts (and then
+	// verifies signatures with VerifyKeysDir); off, a preview runs none of
+	// the previewed code.
+	ExecHooks     bool
+	VerifyKeysDir string
 }
 
 func (o *previewOptions) bind(fs *flag.FlagSet, e *env) {
@@ -47,6 +52,8 @@ func (o *previewOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&o.Auth.TokenFile, "git-token-file", e.str([]string{"GIT_TOKEN_FILE"}, ""), "https token file (env GIT_TOKEN_FILE)")
 	fs.StringVar(&o.Auth.SSHKeyFile, "git-ssh-key-file", e.str([]string{"GIT_SSH_KEY_FILE"}, ""), "ssh key file (env GIT_SSH_KEY_FILE)")
 	fs.StringVar(&o.Auth.KnownHostsFile, "git-known-hosts-file", e.str([]string{"GIT_KNOWN_HOSTS_FILE"}, ""), "known_hosts file (env GIT_KNOWN_HOSTS_FILE)")
+	fs.BoolVar(&o.ExecHooks, "exec-hooks", false, "run the previewed tree's hook --config calls and enabled scripts (off: nothing from the tree runs; refs must then pass GIT_VERIFY_KEYS_DIR)")
+	fs.StringVar(&o.VerifyKeysDir, "git-verify-keys-dir", e.str([]string{"GIT_VERIFY_KEYS_DIR"}, ""), "trusted signing keys; with --exec-hooks a ref's commit must be signed by one (env GIT_VERIFY_KEYS_DIR)")
 }
 
 // configData reads --values.
@@ -93,7 +100,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ld := loader.New(loader.WithLogger(logger))
+	ld := loader.New(loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks))
 	if ref == "" {
 		wt := o.WorkTree
 		if wt == "" {
@@ -102,7 +109,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 				wt = o.Repo
 			}
 		}
-		return lifecycle.RenderPreview(ctx, ld, wt, filepath.Join(wt, o.ModulesDir), filepath.Join(wt, o.GlobalHooksDir), config, o.Namespace, logger)
+		return lifecycle.RenderPreview(ctx, ld, wt, filepath.Join(wt, o.ModulesDir), filepath.Join(wt, o.GlobalHooksDir), config, o.Namespace, o.ExecHooks, logger)
 	}
 	repo := o.Repo
 	if !strings.Contains(repo, "://") && !strings.Contains(repo, "@") {
@@ -115,8 +122,12 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	verify := ""
+	if o.ExecHooks {
+		verify = o.VerifyKeysDir
+	}
 	s, err := gitsync.New(gitsync.Options{URL: repo, Ref: ref, CheckoutDir: dir, Auth: o.Auth, Logger: logger,
-		Require: []string{o.ModulesDir}, Paths: []string{o.ModulesDir, o.GlobalHooksDir}})
+		Require: []string{o.ModulesDir}, Paths: []string{o.ModulesDir, o.GlobalHooksDir}, VerifyKeysDir: verify})
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +135,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 	if err != nil {
 		return nil, err
 	}
-	return lifecycle.RenderPreview(ctx, ld, rev.Dir, filepath.Join(rev.Dir, o.ModulesDir), filepath.Join(rev.Dir, o.GlobalHooksDir), config, o.Namespace, logger)
+	return lifecycle.RenderPreview(ctx, ld, rev.Dir, filepath.Join(rev.Dir, o.ModulesDir), filepath.Join(rev.Dir, o.GlobalHooksDir), config, o.Namespace, o.ExecHooks, logger)
 }
 
 func renderCommand(args []string, out io.Writer) error {
@@ -143,6 +154,7 @@ func renderCommand(args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "# enabled modules: %s\n", strings.Join(p.Enabled, ", "))
+	notEvaluated(out, p)
 	for _, name := range p.Enabled {
 		if m, ok := p.Manifests[name]; ok {
 			fmt.Fprintf(out, "---\n# module: %s\n%s\n", name, strings.TrimSpace(m))
@@ -178,6 +190,8 @@ func diffCommand(args []string, out io.Writer) error {
 	if toName == "" {
 		toName = "working copy"
 	}
+	notEvaluated(out, before)
+	notEvaluated(out, after)
 	var added, removed, changed []string
 	for _, m := range after.Enabled {
 		if !slices.Contains(before.Enabled, m) {
@@ -214,4 +228,12 @@ func diffCommand(args []string, out io.Writer) error {
 		fmt.Fprint(out, text)
 	}
 	return errDiffFound
+}
+
+// notEvaluated says what a preview did not evaluate: hooks never run, and
+// without --exec-hooks neither do enabled scripts.
+func notEvaluated(out io.Writer, p *lifecycle.Preview) {
+	if len(p.NotEvaluated) > 0 {
+		fmt.Fprintf(out, "# not evaluated: the enabled scripts of %s (counted as enabled; --exec-hooks runs them)\n", strings.Join(p.NotEvaluated, ", "))
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/addonops/addon-operator/internal/gitserver"
 )
 
 func TestRenderAndDiff(t *testing.T) {
@@ -76,5 +78,57 @@ func TestRenderAndDiff(t *testing.T) {
 	err = diffCommand([]string{"--repo", repoURL, "--from", c2, "--work-tree", repo.Dir}, &out)
 	if !errors.Is(err, errDiffFound) || !strings.Contains(out.String(), `+  v: "edited"`) {
 		t.Fatalf("working copy diff: %v\n%s", err, out.String())
+	}
+}
+
+// A preview runs nothing from the previewed tree unless --exec-hooks is
+// given: no hook --config, no enabled script; the output says what was not
+// evaluated. With --exec-hooks a ref must pass GIT_VERIFY_KEYS_DIR.
+func TestPreviewRunsNothingUntrusted(t *testing.T) {
+	marks := t.TempDir()
+	root := t.TempDir()
+	repo := newRepo(t, root)
+	files := merged(moduleFiles("001-alpha", "alpha", "1"), map[string]string{
+		"modules/values.yaml":          "alphaEnabled: true\n",
+		"modules/001-alpha/hooks/h.sh": "#!/bin/sh\ntouch " + filepath.Join(marks, "config") + "\necho '{\"beforeHelm\": 1}'\n",
+		"modules/001-alpha/enabled":    "#!/bin/sh\ntouch " + filepath.Join(marks, "enabled") + "\necho false > \"$MODULE_ENABLED_RESULT\"\n",
+	})
+	c1 := commitFiles(t, repo, "untrusted", files)
+	repoURL := "file://" + repo.Bare
+	ran := func() []string {
+		entries, _ := os.ReadDir(marks)
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+
+	var out strings.Builder
+	if err := renderCommand([]string{"--repo", repoURL, "--ref", c1}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if r := ran(); len(r) != 0 {
+		t.Fatalf("a preview ran code of the tree: %v", r)
+	}
+	if s := out.String(); !strings.Contains(s, "# enabled modules: alpha") || !strings.Contains(s, "not evaluated: the enabled scripts of alpha") {
+		t.Fatalf("render:\n%s", s)
+	}
+
+	out.Reset()
+	if err := renderCommand([]string{"--repo", repoURL, "--ref", c1, "--exec-hooks"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if r := ran(); len(r) != 2 || !strings.Contains(out.String(), "# enabled modules: \n") {
+		t.Fatalf("with --exec-hooks: ran %v\n%s", r, out.String())
+	}
+
+	keys := t.TempDir()
+	if _, _, err := gitserver.NewSigningKey(t.TempDir(), "release@example.com", filepath.Join(keys, "release.asc")); err != nil {
+		t.Fatal(err)
+	}
+	err := renderCommand([]string{"--repo", repoURL, "--ref", c1, "--exec-hooks", "--git-verify-keys-dir", keys}, &out)
+	if err == nil || !strings.Contains(err.Error(), "not signed") {
+		t.Fatalf("an unsigned ref rendered with --exec-hooks and keys: %v", err)
 	}
 }

@@ -190,15 +190,15 @@ func (b *headTail) Write(p []byte) (int, error) {
 }
 
 func (b *headTail) keepTail(p []byte) {
+	if len(p) == 0 {
+		return // all in the head: no tail buffer (most output is small)
+	}
 	if over := len(p) - b.tailMax; over > 0 {
 		// would be overwritten before Write returns
 		b.dropped += int64(over)
 		p = p[over:]
 	}
 	if len(b.tail) < b.tailMax {
-		if b.tail == nil {
-			b.tail = make([]byte, 0, b.tailMax)
-		}
 		k := min(len(p), b.tailMax-len(b.tail))
 		b.tail = append(b.tail, p[:k]...)
 		p = p[k:]
