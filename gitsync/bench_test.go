@@ -91,27 +91,34 @@ func pushCommit(b *testing.B, bare string, n int) {
 // and peak RSS (bytes). The rusage of a child started from this process
 // would not do: its maximum RSS includes this process's, which the child
 // shares until it execs.
-func measure(b *testing.B, cmd *exec.Cmd) (time.Duration, int64) {
-	b.Helper()
-	report := filepath.Join(b.TempDir(), "rss")
+func measure(tb testing.TB, cmd *exec.Cmd) (time.Duration, int64) {
+	tb.Helper()
+	took, rss, _ := measureOutput(tb, cmd)
+	return took, rss
+}
+
+// measureOutput is measure that also returns the command's output.
+func measureOutput(tb testing.TB, cmd *exec.Cmd) (time.Duration, int64, string) {
+	tb.Helper()
+	report := filepath.Join(tb.TempDir(), "rss")
 	timed := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", report}, cmd.Args...)...)
 	timed.Dir, timed.Env = cmd.Dir, cmd.Env
 	var out bytes.Buffer
 	timed.Stdout, timed.Stderr = &out, &out
 	start := time.Now()
 	if err := timed.Run(); err != nil {
-		b.Fatalf("%v: %v\n%s", cmd.Args, err, out.String())
+		tb.Fatalf("%v: %v\n%s", cmd.Args, err, out.String())
 	}
 	took := time.Since(start)
 	data, err := os.ReadFile(report)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	kib, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
 	if err != nil {
-		b.Fatalf("/usr/bin/time reported %q", data)
+		tb.Fatalf("/usr/bin/time reported %q", data)
 	}
-	return took, kib * 1024
+	return took, kib * 1024, out.String()
 }
 
 // ours runs one Syncer.Sync in a child process (this test binary), so its

@@ -349,6 +349,7 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 	src.syncer, err = gitsync.New(gitsync.Options{
 		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout, VerifyKeysDir: gt.VerifyKeysDir,
 		Require: []string{src.modulesDir}, Paths: []string{src.modulesDir, src.globalHooksDir}, Logger: logger,
+		MaxFileSize: gt.MaxFileSize, MaxFiles: gt.MaxFiles, MaxCheckoutSize: gt.MaxCheckoutSize,
 		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
 			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},
 		Validate: func(ctx context.Context, dir string) (*loader.Model, error) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/addonops/addon-operator/lifecycle"
 )
 
@@ -175,6 +177,9 @@ type gitOptions struct {
 	KnownHostsFile string
 	WebhookSecret  string
 	VerifyKeysDir  string
+	// limits of one revision (gitsync.Options; 0: its default, -1: none)
+	MaxFileSize, MaxCheckoutSize int64
+	MaxFiles                     int
 }
 
 func (o *gitOptions) bind(fs *flag.FlagSet, e *env) {
@@ -190,6 +195,48 @@ func (o *gitOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&o.WebhookSecret, "git-webhook-secret-file", e.str([]string{"GIT_WEBHOOK_SECRET_FILE"}, ""), "file with the webhook secret; enables POST /hooks/git (env GIT_WEBHOOK_SECRET_FILE)")
 	fs.StringVar(&o.VerifyKeysDir, "git-verify-keys-dir", e.str([]string{"GIT_VERIFY_KEYS_DIR"}, ""), "directory of trusted OpenPGP public keys; enables commit signature verification (env GIT_VERIFY_KEYS_DIR)")
 	fs.StringVar(&o.KnownHostsFile, "git-known-hosts-file", e.str([]string{"GIT_KNOWN_HOSTS_FILE"}, ""), "known_hosts file (env GIT_KNOWN_HOSTS_FILE; default ~/.ssh/known_hosts)")
+	o.MaxFileSize = e.size("GIT_MAX_FILE_SIZE")
+	o.MaxCheckoutSize = e.size("GIT_MAX_CHECKOUT_SIZE")
+	o.MaxFiles = int(e.size("GIT_MAX_FILES"))
+	fs.Func("git-max-file-size", "largest file of a revision, e.g. 16Mi (env GIT_MAX_FILE_SIZE; default 16Mi; -1: no limit)", sizeFlag(&o.MaxFileSize))
+	fs.Func("git-max-checkout-size", "largest revision on disk, e.g. 512Mi (env GIT_MAX_CHECKOUT_SIZE; default 512Mi; -1: no limit)", sizeFlag(&o.MaxCheckoutSize))
+	fs.Func("git-max-files", "most files of a revision (env GIT_MAX_FILES; default 20000; -1: no limit)", func(v string) error {
+		n, err := parseSize(v)
+		o.MaxFiles = int(n)
+		return err
+	})
+}
+
+// parseSize reads a size limit: a quantity such as 16Mi or 20000, or -1
+// for none.
+func parseSize(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if v == "-1" {
+		return -1, nil
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() <= 0 {
+		return 0, fmt.Errorf("want a positive size such as 16Mi, or -1 for none; got %q", v)
+	}
+	return q.Value(), nil
+}
+
+func sizeFlag(dst *int64) func(string) error {
+	return func(v string) error {
+		n, err := parseSize(v)
+		*dst = n
+		return err
+	}
+}
+
+func (e *env) size(name string) int64 {
+	n, err := parseSize(os.Getenv(name))
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return n
 }
 
 // inRepo checks that a directory setting is a relative path inside the

@@ -27,6 +27,8 @@ type HTTPServer struct {
 	srv      *http.Server
 	uploads  atomic.Int64
 	requests atomic.Int64
+	// omit: per repository, objects left out of the packs sent (Omit)
+	omit map[string]map[string]bool
 }
 
 // StartHTTP starts serving root on 127.0.0.1 at a free port.
@@ -84,6 +86,10 @@ func (s *HTTPServer) Start() error {
 		}
 		if strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 			s.uploads.Add(1)
+		}
+		if omit, bare := s.omitted(r); omit != nil {
+			serveUploadPack(w, r, bare, omit)
+			return
 		}
 		h := *backend
 		// http-backend allows pushes only for an authenticated REMOTE_USER.

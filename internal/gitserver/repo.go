@@ -51,21 +51,7 @@ func NewRepo(root, name, workDir string) (*Repo, error) {
 // Git runs git in the work tree with a fixed identity and returns its trimmed stdout.
 func (r *Repo) Git(args ...string) (string, error) { return runGit(r.Dir, args...) }
 
-func runGit(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=Fixture Author", "GIT_AUTHOR_EMAIL=author@example.com",
-		"GIT_COMMITTER_NAME=Fixture Author", "GIT_COMMITTER_EMAIL=author@example.com",
-		"GIT_CONFIG_NOSYSTEM=1", "HOME="+os.TempDir(),
-	)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return strings.TrimSpace(out.String()), nil
-}
+func runGit(dir string, args ...string) (string, error) { return runGitEnv(dir, nil, nil, args...) }
 
 // WriteFile writes a file (creating directories); mode 0 means 0644.
 func (r *Repo) WriteFile(path, content string, mode os.FileMode) error {

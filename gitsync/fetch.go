@@ -1,0 +1,283 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+)
+
+// open starts a conversation with the remote's upload-pack and lists its
+// refs (one round trip); a fetch in the same session asks for objects
+// without listing them again.
+func (s *Syncer) open(ctx context.Context, auth transport.AuthMethod) (transport.UploadPackSession, *packp.AdvRefs, error) {
+	ep, err := transport.NewEndpoint(s.opts.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := c.NewUploadPackSession(ep, auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		sess.Close()
+		return nil, nil, fmt.Errorf("list remote refs: %w", err)
+	}
+	return sess, ar, nil
+}
+
+// resolve finds the desired ref among the listed ones: the remote name
+// and the hash it points at. A commit SHA needs no listing (ar is nil).
+func resolve(ar *packp.AdvRefs, ref string) (string, string, error) {
+	if ar == nil {
+		return "", ref, nil
+	}
+	all, err := ar.AllReferences()
+	if err != nil {
+		return "", "", fmt.Errorf("list remote refs: %w", err)
+	}
+	byName := map[string]*plumbing.Reference{}
+	for name, r := range all {
+		byName[name.String()] = r
+	}
+	candidates := []string{ref, "refs/heads/" + ref, "refs/tags/" + ref}
+	if ref == "" {
+		head := byName["HEAD"]
+		if head == nil {
+			return "", "", errors.New("the remote has no HEAD; set GIT_REF")
+		}
+		if head.Type() == plumbing.SymbolicReference {
+			candidates = []string{head.Target().String()}
+		} else {
+			return "HEAD", head.Hash().String(), nil
+		}
+	}
+	for _, c := range candidates {
+		if r, ok := byName[c]; ok && r.Type() == plumbing.HashReference {
+			return c, r.Hash().String(), nil
+		}
+	}
+	return "", "", fmt.Errorf("ref %q not found on the remote", ref)
+}
+
+// fetch brings the objects of remoteRef into the object store (only what
+// is missing; forced, so a force-pushed ref is followed). A named ref is
+// fetched in the session that listed it; a commit SHA fetches branches and
+// tags, then looks for it. Whether what arrived is complete is for the
+// checkout to find (it reads every object it needs).
+func (s *Syncer) fetch(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, remoteRef, hash string, auth transport.AuthMethod) error {
+	want := plumbing.NewHash(hash)
+	if here, err := s.has(want); err != nil || here {
+		return err // already here (a ref moved back, or a pinned SHA we have)
+	}
+	haves, err := s.haves()
+	if err != nil {
+		return err
+	}
+	depth := 0
+	if remoteRef != "" && len(haves) == 0 {
+		// the first fetch needs only the commit, not its history
+		depth = 1
+	}
+	if sess != nil && remoteRef != "" {
+		err = s.fetchRef(ctx, sess, ar, want, depth, haves)
+	} else {
+		err = s.fetchAll(ctx, auth, haves)
+	}
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", orHash(remoteRef, hash), err)
+	}
+	if here, err := s.has(want); err != nil || here {
+		return err
+	}
+	if depth == 0 && remoteRef != "" && s.shallow() {
+		// the ref moved behind the shallow boundary (a force-push to an
+		// older commit): start the store over with that commit
+		s.logger.Info("ref moved behind the fetched history; fetching it afresh", "ref", remoteRef)
+		if err := s.resetStore(); err != nil {
+			return err
+		}
+		// a session serves one fetch: talk to the remote afresh
+		fresh, far, err := s.open(ctx, auth)
+		if err != nil {
+			return err
+		}
+		defer fresh.Close()
+		return s.fetch(ctx, fresh, far, remoteRef, hash, auth)
+	}
+	return fmt.Errorf("commit %s not found on the remote", hash)
+}
+
+// has reports whether the store holds an object; an error reading the
+// store (a garbled index) is damage.
+func (s *Syncer) has(h plumbing.Hash) (bool, error) {
+	err := s.repo.Storer.HasEncodedObject(h)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, plumbing.ErrObjectNotFound):
+		return false, nil
+	}
+	return false, damaged(fmt.Errorf("object store: %w", err))
+}
+
+// fetchRef fetches one commit (with depth, only it) and keeps it as
+// refs/sync/target, which the next fetch offers as a have.
+func (s *Syncer) fetchRef(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, want plumbing.Hash, depth int, haves []plumbing.Hash) error {
+	if err := s.fetchPack(ctx, sess, ar, []plumbing.Hash{want}, depth, haves); err != nil {
+		return err
+	}
+	return damaged(s.repo.Storer.SetReference(plumbing.NewHashReference("refs/sync/target", want)))
+}
+
+// fetchAll fetches every branch and tag (a commit SHA can be anywhere in
+// their history) and keeps them as refs/sync/heads/* and refs/sync/tags/*.
+func (s *Syncer) fetchAll(ctx context.Context, auth transport.AuthMethod, haves []plumbing.Hash) error {
+	sess, ar, err := s.open(ctx, auth)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	all, err := ar.AllReferences()
+	if err != nil {
+		return fmt.Errorf("list remote refs: %w", err)
+	}
+	keep := map[plumbing.ReferenceName]plumbing.Hash{}
+	var wants []plumbing.Hash
+	for name, r := range all {
+		n := name.String()
+		if r.Type() != plumbing.HashReference || strings.HasSuffix(n, "^{}") {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(n, "refs/heads/"):
+			keep[plumbing.ReferenceName("refs/sync/heads/"+strings.TrimPrefix(n, "refs/heads/"))] = r.Hash()
+		case strings.HasPrefix(n, "refs/tags/"):
+			keep[plumbing.ReferenceName("refs/sync/tags/"+strings.TrimPrefix(n, "refs/tags/"))] = r.Hash()
+		default:
+			continue
+		}
+		here, err := s.has(r.Hash())
+		if err != nil {
+			return err
+		}
+		if !here && !slices.Contains(wants, r.Hash()) {
+			wants = append(wants, r.Hash())
+		}
+	}
+	if len(wants) > 0 {
+		if err := s.fetchPack(ctx, sess, ar, wants, 0, haves); err != nil {
+			return err
+		}
+	}
+	for name, h := range keep {
+		if err := s.repo.Storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
+			return damaged(err)
+		}
+	}
+	return nil
+}
+
+// fetchPack asks the remote for wants (with depth, only those commits),
+// telling it which commits the store has (haves), and stores the pack it
+// sends (receivePack).
+func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants []plumbing.Hash, depth int, haves []plumbing.Hash) (err error) {
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		if err := req.Capabilities.Set(capability.NoProgress); err != nil {
+			return err
+		}
+	}
+	req.Wants = wants
+	// like git, tell the remote where a shallow store's history ends, so
+	// it does not count on objects behind it
+	if req.Shallows, err = s.repo.Storer.Shallow(); err != nil {
+		return damaged(err)
+	}
+	if depth > 0 {
+		req.Depth = packp.DepthCommits(depth)
+	}
+	if depth > 0 || len(req.Shallows) > 0 {
+		if err := req.Capabilities.Set(capability.Shallow); err != nil {
+			return err
+		}
+	}
+	req.Haves = haves
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, resp.Close()) }()
+	if depth > 0 && len(resp.Shallows) > 0 {
+		if err := s.addShallows(resp.Shallows); err != nil {
+			return err
+		}
+	}
+	var pack io.Reader = resp
+	switch {
+	case req.Capabilities.Supports(capability.Sideband64k):
+		pack = sideband.NewDemuxer(sideband.Sideband64k, resp)
+	case req.Capabilities.Supports(capability.Sideband):
+		pack = sideband.NewDemuxer(sideband.Sideband, resp)
+	}
+	return s.receivePack(ctx, pack)
+}
+
+// addShallows records where a shallow fetch's history ends.
+func (s *Syncer) addShallows(more []plumbing.Hash) error {
+	shallows, err := s.repo.Storer.Shallow()
+	if err != nil {
+		return damaged(err)
+	}
+	for _, h := range more {
+		if !slices.Contains(shallows, h) {
+			shallows = append(shallows, h)
+		}
+	}
+	return damaged(s.repo.Storer.SetShallow(shallows))
+}
+
+// haves are the commits the store's refs point at, which the remote need
+// not send again; none means nothing was fetched yet.
+func (s *Syncer) haves() ([]plumbing.Hash, error) {
+	refs, err := s.repo.References()
+	if err != nil {
+		return nil, damaged(err)
+	}
+	defer refs.Close()
+	var out []plumbing.Hash
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() == plumbing.HashReference && strings.HasPrefix(r.Name().String(), "refs/sync/") && !slices.Contains(out, r.Hash()) {
+			out = append(out, r.Hash())
+		}
+		return nil
+	})
+	return out, damaged(err)
+}
+
+// shallow: the store was fetched with a depth.
+func (s *Syncer) shallow() bool {
+	sh, err := s.repo.Storer.Shallow()
+	return err == nil && len(sh) > 0
+}
+
+func orHash(ref, hash string) string {
+	if ref != "" {
+		return ref
+	}
+	return hash
+}

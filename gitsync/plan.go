@@ -1,0 +1,270 @@
+package gitsync
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"golang.org/x/sys/unix"
+)
+
+type entryKind uint8
+
+const (
+	kindDir entryKind = iota
+	kindFile
+	kindExec
+	kindLink
+)
+
+// planEntry is one entry of a revision.
+type planEntry struct {
+	path   string // slash-separated, from the revision's root
+	kind   entryKind
+	hash   plumbing.Hash
+	size   int64
+	target string // a symlink's
+}
+
+// perm is the mode a file is written with: read-only, so that a hook
+// writing to its own files (whose inodes later revisions share) fails
+// rather than changing them; the checks on reuse do not rely on it.
+func (e planEntry) perm() uint32 {
+	if e.kind == kindExec {
+		return 0o555
+	}
+	return 0o444
+}
+
+// statMode is the st_mode of the entry's file.
+func (e planEntry) statMode() uint32 { return unix.S_IFREG | e.perm() }
+
+// plan is what a revision must hold: the commit's tree within Paths,
+// parents before children. Building it reads every tree object, and the
+// header of every blob not already on disk (known: the manifest of the
+// revision the checkout takes files from, whose files are then checked
+// against the blob's hash before they are used), so a revision is refused
+// before anything is written when an object is missing, a name or symlink
+// is unsafe, or a limit is crossed.
+type plan struct {
+	entries  []planEntry
+	index    map[string]int      // path → entry
+	children map[string][]string // directory ("" is the root) → its names
+	bytes    int64
+	known    *manifest // sizes of blobs on disk already (nil: none)
+}
+
+// planTree plans a revision of the tree.
+func (s *Syncer) planTree(tree *object.Tree, known *manifest) (*plan, error) {
+	p := &plan{index: map[string]int{}, children: map[string][]string{"": {}}, known: known}
+	if err := s.walk(p, tree, ""); err != nil {
+		return nil, err
+	}
+	if err := checkLinks(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// walk adds the entries of the tree at dir.
+func (s *Syncer) walk(p *plan, tree *object.Tree, dir string) error {
+	seen := make(map[string]bool, len(tree.Entries))
+	for _, te := range tree.Entries {
+		name := te.Name
+		if dir != "" {
+			name = dir + "/" + te.Name
+		}
+		if !s.wanted(name) && !(te.Mode == filemode.Dir && s.leadsToWanted(name)) || te.Mode == filemode.Submodule {
+			continue
+		}
+		if err := checkName(te.Name); err != nil {
+			return fmt.Errorf("%s: entry %q refused: %w", displayPath(dir), te.Name, err)
+		}
+		if len(name) > maxPath { // and a deep tree costs memory as the square of its depth
+			return fmt.Errorf("%s: entry %q refused: a path over %d bytes", displayPath(dir), te.Name, maxPath)
+		}
+		if seen[te.Name] {
+			return fmt.Errorf("%s: entry %q appears twice", displayPath(dir), te.Name)
+		}
+		seen[te.Name] = true
+		e := planEntry{path: name, hash: te.Hash}
+		switch te.Mode {
+		case filemode.Dir:
+			e.kind = kindDir
+		case filemode.Regular, filemode.Deprecated:
+			e.kind = kindFile
+		case filemode.Executable:
+			e.kind = kindExec
+		case filemode.Symlink:
+			e.kind = kindLink
+		default:
+			return fmt.Errorf("%s: entry %q has mode %s, which git does not write", displayPath(dir), te.Name, te.Mode)
+		}
+		if err := s.add(p, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add checks one entry and adds it (a directory with what it holds).
+func (s *Syncer) add(p *plan, e planEntry) error {
+	var sub *object.Tree
+	var err error
+	switch e.kind {
+	case kindDir:
+		if sub, err = object.GetTree(s.repo.Storer, e.hash); err != nil {
+			return s.objectErr("tree", e.hash, e.path, err)
+		}
+	case kindLink:
+		if e.target, err = s.linkTarget(e); err != nil {
+			return err
+		}
+	default:
+		if err := s.sizeFile(p, &e); err != nil {
+			return err
+		}
+	}
+	p.index[e.path] = len(p.entries)
+	p.entries = append(p.entries, e)
+	parent, base := splitPath(e.path)
+	p.children[parent] = append(p.children[parent], base)
+	if over(int64(len(p.entries)), int64(s.limits.files)) {
+		return &limitError{path: e.path, what: fmt.Sprintf("the checked-out paths hold more than %d files, symlinks and directories, the limit", s.limits.files)}
+	}
+	if sub == nil {
+		return nil
+	}
+	p.children[e.path] = []string{}
+	return s.walk(p, sub, e.path)
+}
+
+// sizeFile takes a file's size from the revision on disk that holds its
+// blob, or else from its object's header, before any of its content, and
+// checks it against the limits.
+func (s *Syncer) sizeFile(p *plan, e *planEntry) error {
+	if f, ok := p.known.file(e.path); ok && f.blob == e.hash {
+		e.size = f.size
+	} else {
+		n, err := s.blobSize(e.hash)
+		if err != nil {
+			return s.objectErr("blob", e.hash, e.path, err)
+		}
+		e.size = n
+	}
+	if err := s.fileLimit(e.path, e.size); err != nil {
+		return err
+	}
+	n := e.size
+	p.bytes += n
+	if over(p.bytes, s.limits.checkoutSize) {
+		return &limitError{path: e.path, what: fmt.Sprintf("the checked-out paths hold more than %s of files, the limit", size(s.limits.checkoutSize))}
+	}
+	return nil
+}
+
+// fileLimit refuses a file over MaxFileSize.
+func (s *Syncer) fileLimit(path string, n int64) error {
+	if over(n, s.limits.fileSize) {
+		return &limitError{path: path, what: fmt.Sprintf("a file of %s, over the limit of %s per file", size(n), size(s.limits.fileSize))}
+	}
+	return nil
+}
+
+// blobSize reads a blob's size without its content: go-git reads a big
+// object's size from its pack header (a delta's from the delta's header),
+// and a small one (16 KiB packed) whole, which costs less than the
+// loose-object lookup EncodedObjectSize makes first, a dozen system calls.
+func (s *Syncer) blobSize(h plumbing.Hash) (int64, error) {
+	obj, err := s.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return 0, err
+	}
+	return obj.Size(), nil
+}
+
+// linkTarget reads a symlink's target (bounded: it is read whole).
+func (s *Syncer) linkTarget(e planEntry) (string, error) {
+	obj, err := s.repo.Storer.EncodedObject(plumbing.BlobObject, e.hash)
+	if err != nil {
+		return "", s.objectErr("blob", e.hash, e.path, err)
+	}
+	if n := obj.Size(); n > maxLinkTarget || n == 0 {
+		return "", fmt.Errorf("%s: a symlink whose target is %d bytes long", e.path, n)
+	}
+	r, err := obj.Reader()
+	if err != nil {
+		return "", s.objectErr("blob", e.hash, e.path, err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, maxLinkTarget))
+	if err != nil {
+		return "", s.objectErr("blob", e.hash, e.path, err)
+	}
+	if strings.ContainsRune(string(b), 0) {
+		return "", fmt.Errorf("%s: a symlink whose target holds NUL", e.path)
+	}
+	return string(b), nil
+}
+
+// dirs lists the revision's directories, each before those it holds; the
+// root is "".
+func (p *plan) dirs() []string {
+	out := []string{""}
+	for _, e := range p.entries {
+		if e.kind == kindDir {
+			out = append(out, e.path)
+		}
+	}
+	return out
+}
+
+// wanted: the path is one of the checked-out subtrees, or under one.
+func (s *Syncer) wanted(name string) bool {
+	if len(s.paths) == 0 {
+		return true
+	}
+	for _, p := range s.paths {
+		if name == p || strings.HasPrefix(name, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// leadsToWanted: the directory holds one of the checked-out subtrees.
+func (s *Syncer) leadsToWanted(dir string) bool {
+	for _, p := range s.paths {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanPaths normalizes Options.Paths; a path naming the whole tree makes
+// the list empty (everything is wanted).
+func cleanPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		p = strings.Trim(filepath.ToSlash(filepath.Clean(p)), "/")
+		if p == "." || p == "" {
+			return nil
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// splitPath splits a slash-separated path into its directory ("" at the
+// root) and its last name.
+func splitPath(p string) (string, string) {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return "", p
+}

@@ -1,0 +1,97 @@
+package gitsync
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Restore resumes from the revisions an earlier run left on disk, newest
+// first: the first whose commit is in the store, whose signature the
+// current keys accept, whose files match the commit's tree (what differs
+// is written again from the store) and which Validate accepts (against
+// today's configuration) becomes current again, so a restarted operator
+// runs it while the remote is unreachable, and the next revision is
+// written incrementally. It returns nil when none qualifies. A revision
+// refused here is never run, even if it was published before.
+func (s *Syncer) Restore(ctx context.Context) *Revision {
+	for _, rev := range s.readHistory() {
+		dir := filepath.Join(s.revisionsDir(), rev.Commit)
+		if !shaRe.MatchString(rev.Commit) {
+			continue
+		}
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		if err := s.reuse(ctx, &rev); err != nil {
+			s.logger.Warn("revision on disk not resumed", "revision", rev.Commit, "err", Scrub(err.Error()))
+			continue
+		}
+		s.mu.Lock()
+		s.current = &rev
+		s.status.History = []Revision{rev}
+		s.mu.Unlock()
+		s.logger.Info("resumed the revision on disk", "revision", rev.Commit, "subject", rev.Subject)
+		c := rev
+		return &c
+	}
+	return nil
+}
+
+// reuse checks a revision on disk as a new one is checked (its commit's
+// signature against today's keys, its files against the commit's tree,
+// rewriting what differs, Require and Validate), and publishes it.
+func (s *Syncer) reuse(ctx context.Context, rev *Revision) error {
+	c, err := s.repo.CommitObject(plumbing.NewHash(rev.Commit))
+	if err != nil {
+		return err
+	}
+	if err := s.verify(c); err != nil {
+		return err
+	}
+	rev.Subject, rev.Author, rev.Time = firstLine(c.Message), c.Author.Name+" <"+c.Author.Email+">", c.Author.When
+	if rev.Dir, err = s.checkout(c, nil); err != nil {
+		return err
+	}
+	if err := s.require(rev); err != nil {
+		return err
+	}
+	if s.opts.Validate != nil {
+		if rev.Model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+			return err
+		}
+	}
+	return s.publish(rev.Dir)
+}
+
+// readHistory lists the revisions published by earlier runs, newest
+// first; a checkout without the list (an older layout) offers the one its
+// current link points at.
+func (s *Syncer) readHistory() []Revision {
+	var hist []Revision
+	if b, err := os.ReadFile(filepath.Join(s.opts.CheckoutDir, historyFile)); err == nil {
+		if json.Unmarshal(b, &hist) == nil {
+			return hist
+		}
+	}
+	if target, err := os.Readlink(s.CurrentDir()); err == nil {
+		hist = append(hist, Revision{Commit: filepath.Base(target)})
+	}
+	return hist
+}
+
+// writeHistory records the published revisions for the next run's Restore.
+func (s *Syncer) writeHistory(hist []Revision) error {
+	b, err := json.Marshal(hist)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.opts.CheckoutDir, "."+historyFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(s.opts.CheckoutDir, historyFile))
+}

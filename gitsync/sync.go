@@ -1,0 +1,211 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// Sync resolves the desired ref and, when it moved, fetches, checks out,
+// validates and publishes the new revision. It reports whether a new
+// revision was published. On error the current revision stays.
+func (s *Syncer) Sync(ctx context.Context) (*Revision, bool, error) {
+	rev, changed, err := s.sync(ctx)
+	s.mu.Lock()
+	s.status.LastSync = s.opts.Now()
+	s.status.LastError = ""
+	if err != nil {
+		s.status.LastError = Scrub(err.Error())
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, false, fmt.Errorf("sync %s: %w", Scrub(s.opts.URL), scrubErr(err))
+	}
+	return rev, changed, nil
+}
+
+func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
+	s.mu.Lock()
+	ref, resolvedBefore, cur := s.ref, s.resolved, s.current
+	s.mu.Unlock()
+	auth, err := s.opts.Auth.method(s.opts.URL)
+	if err != nil {
+		return nil, false, err
+	}
+	netCtx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var sess transport.UploadPackSession
+	var ar *packp.AdvRefs
+	if !shaRe.MatchString(ref) {
+		if sess, ar, err = s.open(netCtx, auth); err != nil {
+			return nil, false, err
+		}
+		defer sess.Close()
+	}
+	remoteRef, hash, err := resolve(ar, ref)
+	if err != nil {
+		return nil, false, err
+	}
+	if cur != nil && hash == resolvedBefore {
+		return cur, false, nil // one round trip, no objects
+	}
+	t := target{ref: ref, remoteRef: remoteRef, hash: hash, auth: auth}
+	rev, err := s.prepare(netCtx, sess, ar, t, cur)
+	if isDamaged(err) {
+		rev, err = s.prepareAgain(netCtx, t, cur, err)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if rev == cur {
+		s.mu.Lock()
+		s.resolved = hash
+		s.mu.Unlock()
+		return cur, false, nil
+	}
+	if s.opts.Validate != nil {
+		if rev.Model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
+		}
+	}
+	if err := s.publish(rev.Dir); err != nil {
+		return nil, false, err
+	}
+	rev.AppliedAt = s.opts.Now()
+	s.dropped.deltas = 0
+	s.mu.Lock()
+	s.current, s.resolved = rev, hash
+	s.status.History = append([]Revision{*rev}, s.status.History...)
+	if len(s.status.History) > historySize {
+		s.status.History = s.status.History[:historySize]
+	}
+	hist := slices.Clone(s.status.History)
+	s.mu.Unlock()
+	if err := s.writeHistory(hist); err != nil {
+		s.logger.Warn("revision history not saved; a restart resumes from the current link only", "err", err)
+	}
+	s.cleaning.Go(s.cleanup)
+	s.logger.Info("revision published", "revision", rev.Commit, "ref", ref, "subject", rev.Subject)
+	return rev, true, nil
+}
+
+// target is what a sync resolved the desired ref to.
+type target struct {
+	ref, remoteRef, hash string
+	auth                 transport.AuthMethod
+}
+
+// prepare fetches the commit, checks its signature and writes its
+// revision (checkout refuses an incomplete or unsafe one); it returns cur
+// when the commit is the current one.
+func (s *Syncer) prepare(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, t target, cur *Revision) (*Revision, error) {
+	if err := s.fetch(ctx, sess, ar, t.remoteRef, t.hash, t.auth); err != nil {
+		return nil, err
+	}
+	commit, err := s.peel(plumbing.NewHash(t.hash))
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil && commit.Hash.String() == cur.Commit {
+		return cur, nil
+	}
+	if err := s.verify(commit); err != nil {
+		return nil, err
+	}
+	rev := &Revision{
+		Commit: commit.Hash.String(), Ref: t.ref, Subject: firstLine(commit.Message),
+		Author: commit.Author.Name + " <" + commit.Author.Email + ">", Time: commit.Author.When,
+	}
+	if rev.Dir, err = s.checkout(commit, cur); err != nil {
+		return nil, err
+	}
+	return rev, s.require(rev)
+}
+
+// prepareAgain starts the object store over when prepare found an object
+// missing or unreadable (a damaged store, or a pack the remote sent
+// without it), and prepares once more from a fresh fetch. Failing again,
+// the remote is at fault: it sends an incomplete pack.
+func (s *Syncer) prepareAgain(ctx context.Context, t target, cur *Revision, cause error) (*Revision, error) {
+	s.logger.Warn("the object store lacks or cannot read an object; starting it over and fetching again", "err", Scrub(cause.Error()))
+	if err := s.resetStore(); err != nil {
+		return nil, errors.Join(cause, err)
+	}
+	var sess transport.UploadPackSession
+	var ar *packp.AdvRefs
+	if t.remoteRef != "" { // a session serves one fetch
+		var err error
+		if sess, ar, err = s.open(ctx, t.auth); err != nil {
+			return nil, err
+		}
+		defer sess.Close()
+	}
+	rev, err := s.prepare(ctx, sess, ar, t, cur)
+	if isDamaged(err) {
+		return nil, fmt.Errorf("%w (fetched twice, the second time into an empty object store: the remote's pack lacks it)", err)
+	}
+	return rev, err
+}
+
+// require checks the paths every revision must have.
+func (s *Syncer) require(rev *Revision) error {
+	for _, p := range s.opts.Require {
+		if _, err := os.Stat(filepath.Join(rev.Dir, p)); err != nil {
+			return fmt.Errorf("revision %s has no %s", short(rev.Commit), p)
+		}
+	}
+	return nil
+}
+
+// publish points the current link at dir with one rename.
+func (s *Syncer) publish(dir string) error {
+	rel, err := filepath.Rel(s.opts.CheckoutDir, dir)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.opts.CheckoutDir, ".current.tmp")
+	_ = os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.CurrentDir())
+}
+
+// cleanup removes the revisions nothing needs, with their manifests (and
+// the leftovers of a build, or of a revision written again): it keeps the
+// current and the previous published one (a restart falls back to it when
+// the current one is refused) and those Options.InUse names (the running
+// model's).
+func (s *Syncer) cleanup() {
+	s.mu.Lock()
+	keep := map[string]bool{}
+	for i, r := range s.status.History {
+		if i < 2 {
+			keep[r.Commit] = true
+		}
+	}
+	s.mu.Unlock()
+	if s.opts.InUse != nil {
+		for _, c := range s.opts.InUse() {
+			keep[c] = true
+		}
+	}
+	for _, dir := range []string{s.revisionsDir(), s.manifestsDir()} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !keep[e.Name()] {
+				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+}
