@@ -34,8 +34,10 @@ func WebhookLogger(l *slog.Logger) WebhookOption {
 	return func(c *webhookConfig) { c.logger = l }
 }
 
-// NewWebhook serves POST /hooks/git like WebhookHandler, with the secret
-// in secretFile (surrounding white space trimmed). The file is read again
+// NewWebhook serves POST /hooks/git: a request signed with the secret in
+// GitHub's X-Hub-Signature-256 format (sha256=<hex HMAC of the body>)
+// triggers a sync at once; anything else gets 401 and changes nothing. The
+// secret is in secretFile (surrounding white space trimmed). The file is read again
 // at every signed request, so a rotated secret (a Secret volume updated in
 // place) takes effect without a restart; reading a small file costs little
 // next to reading and hashing the body. A secret file that is missing or
@@ -93,20 +95,6 @@ func (f *rotatingSecret) key() ([]byte, error) {
 		f.lastErr = msg
 	}
 	return key, err
-}
-
-// WebhookHandler serves POST /hooks/git: a request signed with the secret
-// in GitHub's X-Hub-Signature-256 format (sha256=<hex HMAC of the body>)
-// triggers a sync at once; anything else gets 401 and changes nothing.
-// With an empty or blank secret every request gets 503. NewWebhook reads
-// the secret from a file and follows its rotation.
-func WebhookHandler(secret []byte, trigger func()) http.Handler {
-	return webhook(func() ([]byte, error) {
-		if len(bytes.TrimSpace(secret)) == 0 {
-			return nil, errEmptySecret
-		}
-		return secret, nil
-	}, trigger)
 }
 
 // webhook checks each request against the key of the moment. The
