@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// healLoop is auto-healing (LIFECYCLE-STEPS step 15): every interval, the
+// healLoop is auto-healing (docs/lifecycle.md, step 15): every interval, the
 // release of each ready module with a chart is checked for missing
 // resources; a module with any gets a 'module run' (without onStartup).
 func (o *Operator) healLoop(ctx context.Context, interval time.Duration) {

@@ -194,10 +194,10 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 	return res, nil
 }
 
-// runEnabledScript runs a module's `enabled` script (LIFECYCLE-STEPS step
-// 4). It reads "true" or "false" from MODULE_ENABLED_RESULT; when the
-// script left that file empty, the last line it printed counts (the form
-// MODULES.md shows).
+// runEnabledScript runs a module's `enabled` script (docs/lifecycle.md,
+// step 4). It reads "true" or "false" from MODULE_ENABLED_RESULT; when the
+// script left that file empty, the last line it printed counts (a form the
+// original's module examples use).
 func (o *Operator) runEnabledScript(ctx context.Context, store *values.Store, m *loader.Module, enabledBefore []string) (bool, error) {
 	files, err := o.newHookFiles()
 	if err != nil {

@@ -21,7 +21,7 @@ const (
 	kindKubeEvent = "KubernetesEvent"
 )
 
-// Binding context types (HOOKS.md, configVersion v1).
+// Binding context types (configVersion v1; docs/operator.md, "Kubernetes bindings").
 const (
 	typeSynchronization = "Synchronization"
 	typeEvent           = "Event"
@@ -84,7 +84,7 @@ func monitorSpec(b loader.KubernetesBinding) kube.MonitorSpec {
 }
 
 // withKubernetes returns the hooks that have kubernetes bindings, by name
-// (LIFECYCLE-STEPS: "in alphabetic order").
+// (docs/lifecycle.md, step 2).
 func withKubernetes(hooks []*loader.Hook) []*loader.Hook {
 	var out []*loader.Hook
 	for _, h := range hooks {
@@ -144,7 +144,7 @@ func stopAll(hm *hookMonitors) {
 }
 
 // synchronize starts the monitors of the hooks' kubernetes bindings and
-// runs their Synchronization (LIFECYCLE-STEPS steps 2 and 5), by hook
+// runs their Synchronization (docs/lifecycle.md, steps 2 and 5), by hook
 // name, one run per binding (one per group). Bindings already synchronized
 // are skipped, so a retry resumes where a failure stopped.
 func (o *Operator) synchronize(ctx context.Context, hooks []*loader.Hook) error {
@@ -292,7 +292,7 @@ func (o *Operator) runningMonitors(h *loader.Hook) *hookMonitors {
 
 // orderedContext is the binding context of an ordered binding: with the
 // snapshots of all the hook's kubernetes bindings when it has any
-// (LIFECYCLE-STEPS steps 3, 5, 6 and 8).
+// (docs/lifecycle.md, steps 3, 5, 6 and 8).
 func (o *Operator) orderedContext(h *loader.Hook, binding string) []map[string]any {
 	c := map[string]any{"binding": binding}
 	if hm := o.runningMonitors(h); hm != nil && binding != loader.OnStartup {

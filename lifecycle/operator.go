@@ -164,7 +164,7 @@ func (o *Operator) revisionInfo() (ref, commit string) {
 // configured directories when there is none), reads and validates the
 // config values, runs the start-up steps and then reacts to events until
 // ctx is done. Invalid configuration or a tree that does not load at
-// start-up is an error: the operator stops (VALUES.md "Validation").
+// start-up is an error: the operator stops (docs/operator.md, "Events").
 func (o *Operator) Run(ctx context.Context) error {
 	o.mu.Lock()
 	var rev Revision
@@ -261,7 +261,7 @@ func (o *Operator) setState(name, state string, err error) {
 	}
 }
 
-// onConfigChange: ConfigMap events (LIFECYCLE-STEPS step 16). Bad values
+// onConfigChange: ConfigMap events (docs/lifecycle.md, step 16). Bad values
 // are logged and nothing is queued; the current state stays. Data older
 // than what the store holds (a hook's write whose echo comes late) is
 // ignored. The runs it queues pre-empt a failing task.

@@ -14,7 +14,7 @@ import (
 
 const kindScheduleHook = "ScheduleHookRun"
 
-// schedules runs the schedule bindings (HOOKS.md "schedule"): each firing
+// schedules runs the schedule bindings (docs/lifecycle.md, steps 11 and 12): each firing
 // queues a hook run in the binding's queue. Each entry waits on the
 // operator's clock (Config.Now, Config.After), so tests drive schedules
 // without sleeping.
@@ -162,7 +162,7 @@ func (o *Operator) scheduleContext(h *loader.Hook, b loader.ScheduleBinding) (st
 }
 
 // runEventHook runs a hook for an event (schedule, kubernetes) and raises
-// what its patches changed (LIFECYCLE-STEPS 11–14): a global hook that
+// what its patches changed (docs/lifecycle.md, steps 11–14): a global hook that
 // changed global values or *Enabled flags reloads all modules; a module
 // hook that changed its values runs the module again.
 func (o *Operator) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {

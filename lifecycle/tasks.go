@@ -75,7 +75,7 @@ func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 	return tasks
 }
 
-// reloadAllTask is 'reload all modules' (LIFECYCLE-STEPS steps 3–8): it
+// reloadAllTask is 'reload all modules' (docs/lifecycle.md, steps 3–8): it
 // queues beforeAll hooks and discovery right after itself, preceded by the
 // Synchronization of global hooks whose monitors do not run yet (step 2 at
 // start-up; a new tree's added or changed hooks later).
@@ -224,7 +224,7 @@ func (o *Operator) convergedTask() *queue.Task {
 }
 
 // moduleRunTask is 'module run' (step 5). A failure retries the whole run;
-// a run that started with onStartup keeps it until it succeeds (LIFECYCLE.md).
+// a run that started with onStartup keeps it until it succeeds (docs/lifecycle.md, step 5).
 func (o *Operator) moduleRunTask(name string, startup bool) *queue.Task {
 	desc := name
 	if startup {
