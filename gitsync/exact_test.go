@@ -47,6 +47,17 @@ func gitTree(t *testing.T, bare, commit string) map[string]string {
 
 // diskTree describes a checkout the way gitTree describes a commit.
 func diskTree(t *testing.T, root string) map[string]string {
+	return describeTree(t, root, func(info fs.FileInfo, b []byte) string {
+		if info.Mode()&0o111 != 0 {
+			return "exec " + string(b)
+		}
+		return "file " + string(b)
+	})
+}
+
+// describeTree lists a checkout: each directory, each symlink with its
+// target, each regular file as file describes it, anything else by mode.
+func describeTree(t *testing.T, root string, file func(fs.FileInfo, []byte) string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -66,11 +77,7 @@ func diskTree(t *testing.T, root string) map[string]string {
 			out[rel] = "link " + link
 		case info.Mode().IsRegular():
 			b, _ := os.ReadFile(p)
-			kind := "file "
-			if info.Mode()&0o111 != 0 {
-				kind = "exec "
-			}
-			out[rel] = kind + string(b)
+			out[rel] = file(info, b)
 		default:
 			out[rel] = "other " + info.Mode().String()
 		}

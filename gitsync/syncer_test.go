@@ -466,31 +466,9 @@ func TestIncrementalCheckout(t *testing.T) {
 // listing describes a checkout: every path with its type, mode and
 // content (or link target).
 func listing(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == root {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			out[rel] = "dir"
-		case info.Mode()&fs.ModeSymlink != 0:
-			link, _ := os.Readlink(p)
-			out[rel] = "link " + link
-		default:
-			b, _ := os.ReadFile(p)
-			out[rel] = fmt.Sprintf("%v %q", info.Mode().Perm(), b)
-		}
-		return nil
+	return describeTree(t, root, func(info fs.FileInfo, b []byte) string {
+		return fmt.Sprintf("%v %q", info.Mode().Perm(), b)
 	})
-	must(t, err)
-	return out
 }
 
 // A revision built from the previous one equals a full checkout of the

@@ -105,3 +105,20 @@ func TestSchedulesOnInjectedClock(t *testing.T) {
 		t.Fatalf("a removed schedule fired: %d", n)
 	}
 }
+
+// A schedule with no activation (30 February) never fires and does not spin.
+func TestScheduleWithoutActivation(t *testing.T) {
+	clock := newManualClock()
+	s := newSchedules(clock.Now, clock.After)
+	s.start(t.Context())
+	never, err := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse("0 0 0 30 2 *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fired atomic.Int64
+	s.set(map[string]scheduled{"never": {never, func() { fired.Add(1) }}})
+	s.stop()
+	if n := fired.Load(); n != 0 {
+		t.Fatalf("fired %d times", n)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -200,6 +199,8 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.runCtx = ctx
 	defer o.stopMonitors()
 
+	// schedules accept entries before the first task can ask for them
+	o.schedules.start(ctx)
 	queues := queue.NewSet(ctx, queue.Options{
 		RetryMin: o.cfg.RetryMin, RetryMax: o.cfg.RetryMax, Logger: o.logger, After: o.cfg.After, Now: o.cfg.Now,
 		OnLength: func(q string, n int) { o.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
@@ -216,14 +217,14 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.TreeChanged(*pending)
 	}
 
-	var g errgroup.Group
-	g.Go(func() error { o.healLoop(ctx, o.cfg.ResourcesCheckInterval); return nil })
-	g.Go(func() error { o.backend.Watch(ctx, o.onConfigChange); return nil })
-	o.schedules.start(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { o.healLoop(ctx, o.cfg.ResourcesCheckInterval) })
+	wg.Go(func() { o.backend.Watch(ctx, o.onConfigChange) })
 	<-ctx.Done()
 	o.schedules.stop()
 	queues.Wait()
-	return g.Wait()
+	wg.Wait()
+	return nil
 }
 
 // Ready is true once the first 'reload all modules' finished.

@@ -68,6 +68,11 @@ func (o *Operator) ConfirmPurge(commit string) {
 		return
 	}
 	o.mu.Lock()
+	if commit == o.purgeConfirmed {
+		// every event of the source ConfigMap carries the key
+		o.mu.Unlock()
+		return
+	}
 	o.purgeConfirmed = commit
 	refused := o.purgeRefused
 	if refused != nil && refused.Commit == commit {

@@ -55,6 +55,8 @@ func (o *Operator) load(ctx context.Context) (*loader.Model, error) {
 func (o *Operator) TreeChanged(rev Revision) {
 	o.mu.Lock()
 	o.incoming = &rev
+	// a newer revision replaces one the purge guard refused
+	o.purgeRefused = nil
 	queues := o.queues
 	o.mu.Unlock()
 	if queues == nil {
@@ -69,7 +71,8 @@ func (o *Operator) TreeChanged(rev Revision) {
 
 // InUse lists the commits whose checkouts the operator may still read:
 // the adopted revision, the one before it (its hooks may still be running
-// in named queues) and the newest revision not yet adopted. The git
+// in named queues), the newest revision not yet adopted, and one the purge
+// guard refused (a confirmation loads it). The git
 // syncer keeps these on disk.
 func (o *Operator) InUse() []string {
 	o.mu.Lock()
@@ -80,8 +83,10 @@ func (o *Operator) InUse() []string {
 			out = append(out, c)
 		}
 	}
-	if o.incoming != nil && o.incoming.Commit != "" {
-		out = append(out, o.incoming.Commit)
+	for _, r := range []*Revision{o.incoming, o.purgeRefused} {
+		if r != nil && r.Commit != "" {
+			out = append(out, r.Commit)
+		}
 	}
 	return out
 }

@@ -79,6 +79,9 @@ func (s *schedules) set(want map[string]scheduled) {
 func (s *schedules) run(ctx context.Context, j scheduled) {
 	for {
 		next := j.schedule.Next(s.now())
+		if next.IsZero() {
+			return // a schedule with no activation (30 February)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -177,6 +180,8 @@ func (o *Operator) runEventHook(ctx context.Context, h *loader.Hook, binding str
 	if !res.ValuesChanged && !res.ConfigChanged {
 		return nil
 	}
+	// a hook's own changes queue at the tail, as the lifecycle says; only
+	// changes from outside (git, the ConfigMap) pre-empt
 	if current.Module == "" {
 		o.logger.Info("global values changed by a hook; reloading all modules", "hook", current.Name, "binding", binding)
 		o.queueReloadAll()

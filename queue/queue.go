@@ -158,12 +158,19 @@ func (q *Queue) Add(tasks ...*Task) {
 
 // AddAfterCurrent inserts tasks right after the running task (at the head
 // when none runs), so a task's follow-up work runs before later events.
+//
+// Changes that pre-empted the running task (Preempt) still go first: the
+// tasks go after them, and those they supersede are not added.
 func (q *Queue) AddAfterCurrent(tasks ...*Task) {
 	q.mu.Lock()
 	pos := 0
-	if len(q.tasks) > 0 && q.tasks[0].running {
-		pos = 1
+	for pos < len(q.tasks) && (q.tasks[pos].running || q.tasks[pos].urgent) {
+		pos++
 	}
+	waiting := q.tasks[:pos]
+	tasks = slices.DeleteFunc(slices.Clone(tasks), func(t *Task) bool {
+		return slices.ContainsFunc(waiting, func(u *Task) bool { return !u.running && u.supersedes != nil && u.supersedes(t) })
+	})
 	for _, t := range tasks {
 		q.prepare(t)
 	}

@@ -339,3 +339,48 @@ func TestQueueAfterShutdown(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// Follow-up work of the running task goes after the changes that
+// pre-empted it, and what those supersede is not added.
+func TestAfterCurrentBehindPreempting(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Main()
+	r := &recorder{}
+	release := make(chan struct{})
+	running := r.task("running", nil)
+	runDo := running.Do
+	running.Do = func(ctx context.Context) error {
+		_ = runDo(ctx)
+		<-release
+		q.AddAfterCurrent(r.task("follow-up", nil), r.task("stale", nil))
+		return nil
+	}
+	q.Add(running)
+	waitRunning(t, s)
+	q.Preempt(r.task("change", nil), func(x *Task) bool { return x.Kind == "stale" })
+	close(release)
+	waitIdle(t, q)
+	if got := r.String(); got != "running,change,follow-up" {
+		t.Fatalf("order = %s", got)
+	}
+}
+
+// A pre-empting task's own follow-up work is kept, even work of the kind
+// it supersedes.
+func TestPreemptingTaskKeepsItsFollowUps(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Main()
+	r := &recorder{}
+	reload := r.task("reload", nil)
+	reloadDo := reload.Do
+	reload.Do = func(ctx context.Context) error {
+		_ = reloadDo(ctx)
+		q.AddAfterCurrent(r.task("step", nil))
+		return nil
+	}
+	q.Preempt(reload, func(x *Task) bool { return x.Kind == "step" })
+	waitIdle(t, q)
+	if got := r.String(); got != "reload,step" {
+		t.Fatalf("order = %s", got)
+	}
+}

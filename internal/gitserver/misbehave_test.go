@@ -26,10 +26,9 @@ func fetchInto(t *testing.T, url string, depth int) *git.Repository {
 	return r
 }
 
-// A server told to omit an object sends a pack without it, in a shallow
-// fetch and a full one alike, and the rest arrives; told nothing, it
-// sends complete packs again.
-func TestOmitLeavesObjectsOutOfThePack(t *testing.T) {
+// served is the fixture repository behind a started HTTP server.
+func served(t *testing.T) (*Repo, *HTTPServer) {
+	t.Helper()
 	root := t.TempDir()
 	repo, _ := fixture(t, root)
 	srv, err := StartHTTP(root)
@@ -37,6 +36,14 @@ func TestOmitLeavesObjectsOutOfThePack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
+	return repo, srv
+}
+
+// A server told to omit an object sends a pack without it, in a shallow
+// fetch and a full one alike, and the rest arrives; told nothing, it
+// sends complete packs again.
+func TestOmitLeavesObjectsOutOfThePack(t *testing.T) {
+	repo, srv := served(t)
 	head, err := runGit(repo.Bare, "rev-parse", "refs/heads/main")
 	if err != nil {
 		t.Fatal(err)
@@ -72,13 +79,7 @@ func TestOmitLeavesObjectsOutOfThePack(t *testing.T) {
 
 // CommitTree serves names git's own commands refuse to write.
 func TestCommitTreeKeepsCraftedNames(t *testing.T) {
-	root := t.TempDir()
-	repo, _ := fixture(t, root)
-	srv, err := StartHTTP(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	repo, srv := served(t)
 	sha, err := repo.CommitTree("crafted", []TreeEntry{{Name: "modules", Mode: "40000", Entries: []TreeEntry{
 		{Name: "a/b.sh", Mode: "100755", Content: "#!/bin/sh\n"},
 		{Name: "..", Mode: "40000", Entries: []TreeEntry{{Name: "x", Mode: "100644", Content: "x"}}},
