@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,6 +63,10 @@ type Release struct {
 	// ChartHash identifies the chart's content, for the chart cache.
 	ChartHash string
 	Values    map[string]any
+	// Key is the module's values key. The chart's own values.yaml is
+	// Helm's defaults, as in the original addon-operator, except this key
+	// and "global": those come whole from Values.
+	Key string
 	// Commit is recorded on the release (LabelCommit) when set.
 	Commit string
 }
@@ -114,9 +119,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger) (*H
 func (h *Helm) RESTGetter() genericclioptions.RESTClientGetter { return h.getter }
 
 // chart loads (and caches) a module's chart. A module with templates/ and
-// no Chart.yaml gets one made up from its name. The chart's own values.yaml
-// is dropped: the operator hands Helm the complete merged values, and
-// chart defaults would bring back keys that a hook's patch removed.
+// no Chart.yaml gets one made up from its name.
 func (h *Helm) chart(r Release) (*chart.Chart, error) {
 	key := r.ChartDir + "\x00" + r.ChartHash
 	h.mu.Lock()
@@ -149,7 +152,19 @@ func loadChart(r Release) (*chart.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w", r.ChartDir, err)
 	}
-	c.Values = map[string]any{}
+	// The module directory is the chart, so its values.yaml holds Helm's
+	// defaults for subcharts and keys outside the module's section. The
+	// module's section and "global" are left out: the operator hands Helm
+	// them complete, and defaults would bring back keys a hook's patch
+	// removed (docs/operator.md, "Helm releases").
+	c.Values = maps.Clone(c.Values)
+	delete(c.Values, "global")
+	if r.Key != "" {
+		delete(c.Values, r.Key)
+	}
+	if c.Values == nil {
+		c.Values = map[string]any{}
+	}
 	return c, nil
 }
 
@@ -158,6 +173,11 @@ func loadTemplatesOnly(dir, name string) (*chart.Chart, error) {
 		Name: "Chart.yaml",
 		Data: fmt.Appendf(nil, "apiVersion: v2\nname: %s\nversion: 0.0.1\n", name),
 	}}
+	if data, err := os.ReadFile(filepath.Join(dir, "values.yaml")); err == nil {
+		files = append(files, &chartloader.BufferedFile{Name: "values.yaml", Data: data})
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	for _, sub := range []string{"templates", "charts", "crds"} {
 		root := filepath.Join(dir, sub)
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

@@ -143,6 +143,8 @@ type env struct {
 	backend func(*kube.ConfigMap) ConfigBackend
 	// beforeRun, if set, sees the operator between New and Run
 	beforeRun func(*Operator)
+	// parallel is Config.ParallelModules
+	parallel int
 }
 
 func newNamespace(t testing.TB) string {
@@ -223,6 +225,7 @@ func (e *env) start() {
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: e.hookTimeout,
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher,
+		ParallelModules: e.parallel,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
 		e.op.TreeChanged(Revision{Commit: e.commit})

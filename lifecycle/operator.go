@@ -63,6 +63,9 @@ type Config struct {
 	// PurgeLimit is how many modules one revision may purge: PurgeHalf
 	// (the zero value), PurgeNone, or a number.
 	PurgeLimit int
+	// ParallelModules bounds how many modules of one weight run at once
+	// (0: the number of CPUs; 1: one by one).
+	ParallelModules int
 	// Now and After are the clock of retries, schedules and the
 	// absent-resources check (tests drive them without sleeping).
 	After func(time.Duration) <-chan time.Time
@@ -335,7 +338,7 @@ func newerVersion(v, than string) bool {
 // deletes and purges stay; discovery would not queue them again.
 func supersededByReload(t *queue.Task) bool {
 	switch t.Kind {
-	case kindReloadAll, kindDiscover, kindModuleRun, kindConverged:
+	case kindReloadAll, kindReloadChanged, kindDiscover, kindModuleRun, kindParallelRun, kindConverged:
 		return true
 	case kindGlobalHook:
 		return t.Payload == loader.BeforeAll || t.Payload == loader.AfterAll

@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
 )
 
-const kindReloadTree = "ReloadTree"
+const (
+	kindReloadTree    = "ReloadTree"
+	kindReloadChanged = "ReloadChangedModules"
+)
 
 // Revision is one tree the operator can run: the commit it was checked out
 // from ("" for a working copy), where, and the model loaded from it when it
@@ -161,7 +165,8 @@ func (o *Operator) reloadTree(ctx context.Context, rev Revision) error {
 // the current ConfigMap data and the temporary patches, all under one lock:
 // a ConfigMap change or a values patch cannot land in the old store after
 // it was copied (docs/operator.md, "One state transition at a time").
-// Removed modules alone are purged; any other change reloads all modules.
+// Removed modules alone are purged; changes inside modules alone run those
+// modules; any other change reloads all modules.
 func (o *Operator) adopt(rev Revision, model *loader.Model) error {
 	store, _, err := values.NewStore(model.Values)
 	if err != nil {
@@ -205,11 +210,101 @@ func (o *Operator) adopt(rev Revision, model *loader.Model) error {
 	// the old tree's schedules and monitors stop; new ones start as modules run
 	o.syncSchedules()
 	o.syncMonitors()
-	o.logger.Info("tree changed", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global)
-	if len(purges) > 0 {
-		o.queues.Main().AddAfterCurrent(purges...)
-		return nil
+	main := o.queues.Main()
+	switch {
+	case len(purges) > 0:
+		o.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
+		main.AddAfterCurrent(purges...)
+	case o.moduleScoped(diff):
+		o.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
+		main.Preempt(o.changedModulesTask(old, model, diff.Changed), func(t *queue.Task) bool {
+			name, _ := t.Payload.(string)
+			return t.Kind == kindModuleRun && slices.Contains(diff.Changed, name)
+		})
+	default:
+		o.logger.Info("tree changed: reloading all modules", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global, "reordered", diff.Reordered)
+		main.Preempt(o.reloadAllTask(), supersededByReload)
 	}
-	o.queues.Main().Preempt(o.reloadAllTask(), supersededByReload)
 	return nil
+}
+
+// moduleScoped: the new tree differs from the adopted one only inside
+// some modules' directories, and no reload is under way whose steps would
+// run them anyway (docs/operator.md, "Module-scoped reloads").
+func (o *Operator) moduleScoped(diff loader.Diff) bool {
+	if len(diff.Changed) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || diff.Global || diff.Reordered || !o.Ready() {
+		return false
+	}
+	main := o.queues.Main()
+	for _, kind := range []string{kindReloadAll, kindDiscover, kindConverged} {
+		if main.HasQueued(kind) {
+			return false
+		}
+	}
+	return true
+}
+
+// changedModulesTask runs the modules a tree change touched: discovery
+// first, and if it enables exactly the modules enabled now, those modules
+// (with onStartup when their hooks changed) and the afterAll hooks;
+// otherwise 'reload all modules'.
+func (o *Operator) changedModulesTask(old, model *loader.Model, changed []string) *queue.Task {
+	hooksChanged := map[string]bool{}
+	for _, name := range changed {
+		hooksChanged[name] = !sameHooks(old.Module(name), model.Module(name))
+	}
+	return &queue.Task{
+		Kind:        kindReloadChanged,
+		Description: "run changed modules: " + strings.Join(changed, ", "),
+		Do: func(ctx context.Context) error {
+			// the model current when it runs: a newer tree's own task
+			// covers what changed since
+			model, store := o.current()
+			enabled, err := o.resolveEnabled(ctx, model, store)
+			if err != nil {
+				return err
+			}
+			main := o.queues.Main()
+			o.mu.Lock()
+			if !slices.Equal(enabled, o.enabledModules) {
+				o.mu.Unlock()
+				o.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
+				main.AddAfterCurrent(o.reloadAllTask())
+				return nil
+			}
+			o.reloadStart = o.cfg.Now()
+			o.globalChanged = false
+			var runs []moduleRun
+			for _, m := range model.Modules {
+				st := o.modules[m.Name]
+				if st == nil || !st.enabled || !slices.Contains(changed, m.Name) {
+					continue
+				}
+				st.state = StatePending
+				runs = append(runs, moduleRun{module: m, startup: hooksChanged[m.Name] || !st.startupDone})
+			}
+			o.mu.Unlock()
+			if len(runs) == 0 {
+				o.logger.Info("no enabled module changed")
+				return nil
+			}
+			tasks := o.moduleRunTasks(runs)
+			tasks = append(tasks, o.globalHookTasks(loader.AfterAll)...)
+			main.AddAfterCurrent(append(tasks, o.convergedTask())...)
+			return nil
+		},
+	}
+}
+
+// sameHooks: the two versions of a module have the same hook files.
+func sameHooks(a, b *loader.Module) bool {
+	if a == nil || b == nil || len(a.Hooks) != len(b.Hooks) {
+		return false
+	}
+	for i := range a.Hooks {
+		if a.Hooks[i].Name != b.Hooks[i].Name || a.Hooks[i].Hash != b.Hooks[i].Hash {
+			return false
+		}
+	}
+	return true
 }

@@ -120,7 +120,10 @@ func (o *Operator) discoverTask() *queue.Task {
 			}
 			o.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
 
-			var tasks []*queue.Task
+			// runs of enabled modules, then deletes of disabled ones, then
+			// purges (docs/lifecycle.md, steps 5–7)
+			var runs []moduleRun
+			var deletes []*queue.Task
 			o.mu.Lock()
 			o.enabledModules = enabled
 			for _, m := range model.Modules {
@@ -135,11 +138,11 @@ func (o *Operator) discoverTask() *queue.Task {
 					}
 					st.enabled = true
 					st.state = StatePending
-					tasks = append(tasks, o.moduleRunTask(m.Name, !st.startupDone))
+					runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
 					continue
 				}
 				if st.enabled || slices.Contains(releases, m.Name) {
-					tasks = append(tasks, o.moduleDeleteTask(m.Name))
+					deletes = append(deletes, o.moduleDeleteTask(m.Name))
 				}
 				st.enabled = false
 			}
@@ -149,6 +152,7 @@ func (o *Operator) discoverTask() *queue.Task {
 				}
 			}
 			o.mu.Unlock()
+			tasks := append(o.moduleRunTasks(runs), deletes...)
 			var purged []string
 			for _, r := range releases {
 				if model.Module(r) == nil {
@@ -289,7 +293,7 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 		}
 		start := o.cfg.Now()
 		_, commit := o.revisionInfo()
-		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit})
+		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit})
 		o.metrics.helmSeconds.WithLabelValues(name).Observe(o.cfg.Now().Sub(start).Seconds())
 		if err != nil {
 			return err

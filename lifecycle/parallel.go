@@ -1,0 +1,114 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/queue"
+)
+
+const kindParallelRun = "ParallelModuleRun"
+
+// moduleRun is one module to run in a reload, and whether with onStartup.
+type moduleRun struct {
+	module  *loader.Module
+	startup bool
+}
+
+// parallelModules is how many modules of one weight run at once.
+func (o *Operator) parallelModules() int {
+	if o.cfg.ParallelModules > 0 {
+		return o.cfg.ParallelModules
+	}
+	return runtime.NumCPU()
+}
+
+// moduleRunTasks turns the runs of one reload (in module order) into
+// tasks: modules of equal weight (numeric prefix) run at once in one task,
+// and each weight finishes before the next starts, as in the original
+// addon-operator (docs/operator.md, "Modules of equal weight").
+func (o *Operator) moduleRunTasks(runs []moduleRun) []*queue.Task {
+	var tasks []*queue.Task
+	for i := 0; i < len(runs); {
+		j := i + 1
+		for j < len(runs) && runs[j].module.Order == runs[i].module.Order {
+			j++
+		}
+		if j-i == 1 || o.parallelModules() == 1 {
+			for _, r := range runs[i:j] {
+				tasks = append(tasks, o.moduleRunTask(r.module.Name, r.startup))
+			}
+		} else {
+			tasks = append(tasks, o.parallelRunTask(runs[i:j]))
+		}
+		i = j
+	}
+	return tasks
+}
+
+// parallelRunTask runs the modules of one weight, at most
+// parallelModules() at a time. Each module's run is step 5 as when it runs
+// alone; a retry of the task runs again only the modules that failed, each
+// with onStartup if its failed run had it.
+func (o *Operator) parallelRunTask(runs []moduleRun) *queue.Task {
+	names := make([]string, len(runs))
+	for i, r := range runs {
+		names[i] = r.module.Name
+	}
+	var mu sync.Mutex
+	done := map[string]bool{}
+	return &queue.Task{
+		Kind:        kindParallelRun,
+		Description: fmt.Sprintf("weight %d: %s", runs[0].module.Order, strings.Join(names, ", ")),
+		Payload:     strings.Join(names, ","),
+		Do: func(ctx context.Context) error {
+			sem := make(chan struct{}, o.parallelModules())
+			errs := make([]error, len(runs))
+			var wg sync.WaitGroup
+			for i, r := range runs {
+				name := r.module.Name
+				mu.Lock()
+				skip := done[name]
+				mu.Unlock()
+				if skip {
+					continue
+				}
+				wg.Go(func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					err := o.runModuleRecovered(ctx, name, r.startup)
+					if err != nil {
+						if !errors.Is(err, context.Canceled) {
+							o.metrics.moduleRunErrors.WithLabelValues(name).Inc()
+						}
+						o.setState(name, StateFailed, err)
+						errs[i] = fmt.Errorf("module %s: %w", name, err)
+						return
+					}
+					mu.Lock()
+					done[name] = true
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		},
+	}
+}
+
+// runModuleRecovered is runModule in a goroutine of its own, where the
+// queue's recovery does not reach: a panic is the module's error.
+func (o *Operator) runModuleRecovered(ctx context.Context, name string, startup bool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+			o.logger.Error("module run panicked", "module", name, "panic", p)
+		}
+	}()
+	return o.runModule(ctx, name, startup)
+}
