@@ -53,8 +53,18 @@ const (
 	maxCachedCharts = 1000
 )
 
+// LabelOriginalChecksum is the storage label the original addon-operator
+// writes on its releases; a release of a module's name that carries it is
+// adopted (docs/operator.md, "Taking over from addon-operator").
+const LabelOriginalChecksum = "moduleChecksum"
+
 // ErrNotOurs says a release of that name exists but another tool owns it.
 var ErrNotOurs = errors.New("release exists and is not managed by addon-operator; refusing to touch it")
+
+// owned: a release of ours, or one the original addon-operator wrote.
+func owned(rel *release.Release) bool {
+	return rel.Labels[LabelManagedBy] == ManagedByValue || rel.Labels[LabelOriginalChecksum] != ""
+}
 
 // Release is what to install for one module.
 type Release struct {
@@ -203,7 +213,7 @@ func loadTemplatesOnly(dir, name string) (*chart.Chart, error) {
 }
 
 // last returns the release's latest record, whether it exists, and
-// ErrNotOurs when it exists without our label.
+// ErrNotOurs when it exists and is neither ours nor the original's.
 func (h *Helm) last(name string) (*release.Release, bool, error) {
 	h.mu.Lock()
 	rel, cached := h.latest[name]
@@ -221,7 +231,7 @@ func (h *Helm) last(name string) (*release.Release, bool, error) {
 	} else if !cached {
 		return nil, false, nil
 	}
-	if rel.Labels[LabelManagedBy] != ManagedByValue {
+	if !owned(rel) {
 		return rel, true, fmt.Errorf("release %s/%s: %w", h.namespace, name, ErrNotOurs)
 	}
 	return rel, true, nil
@@ -312,6 +322,11 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	}
 	var rel *release.Release
 	reason := "changed"
+	if exists && last.Labels[LabelManagedBy] != ManagedByValue {
+		// the original addon-operator's: upgraded in place, ours from now on
+		reason = "adopted"
+		h.logger.Info("adopting the original addon-operator's release", "module", r.Name, "revision", last.Version)
+	}
 	// An install or upgrade that started finishes even when ctx is
 	// cancelled (shutdown, a lost Lease): Helm's own cancellation path
 	// writes the release from a second goroutine while the upgrade still
@@ -444,7 +459,8 @@ func (h *Helm) invalidate() {
 	h.mu.Unlock()
 }
 
-// Has reports whether a release of ours with that name exists.
+// Has reports whether a release of that name exists that is ours or the
+// original addon-operator's.
 func (h *Helm) Has(name string) (bool, error) {
 	_, exists, err := h.last(name)
 	if errors.Is(err, ErrNotOurs) {
@@ -456,6 +472,8 @@ func (h *Helm) Has(name string) (bool, error) {
 // Releases lists the names of the releases of ours in the namespace. It
 // reads every release record in one list and keeps the newest of each as
 // the snapshot later calls use, so a module run costs no further reads.
+// Releases of the original addon-operator are not listed: they are never
+// purged, only adopted or deleted by the module of their name.
 func (h *Helm) Releases() ([]string, error) {
 	all, err := h.cfg.Releases.ListReleases()
 	if err != nil {

@@ -225,7 +225,7 @@ func (e *env) start() {
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: e.hookTimeout,
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher,
-		ParallelModules: e.parallel,
+		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName),
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
 		e.op.TreeChanged(Revision{Commit: e.commit})

@@ -15,6 +15,7 @@ type metrics struct {
 	treeErrors        prometheus.Counter
 	absentResources   *prometheus.GaugeVec
 	kubeEvents        *prometheus.CounterVec
+	releaseConflicts  *prometheus.GaugeVec
 }
 
 var revisionInfo = prometheus.NewDesc("addon_operator_git_revision_info",
@@ -71,8 +72,11 @@ func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics 
 		kubeEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "addon_operator_kube_events", Help: "Kubernetes events queued for hooks (before compaction).",
 		}, []string{"hook", "binding"}),
+		releaseConflicts: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "addon_operator_release_conflicts", Help: "1 while a module's release name is taken by a Helm release another tool owns.",
+		}, []string{"module"}),
 	}
-	reg.MustRegister(revision, m.kubeEvents, m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
+	reg.MustRegister(revision, m.releaseConflicts, m.kubeEvents, m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
 		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors, m.treeErrors, m.absentResources)
 	return m
 }

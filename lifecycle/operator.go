@@ -32,6 +32,9 @@ type Helm interface {
 	Upgrade(ctx context.Context, r kube.Release) (kube.Result, error)
 	Uninstall(ctx context.Context, name string) (bool, error)
 	Releases() ([]string, error)
+	// Has reports whether a release of the module's name exists that the
+	// operator may delete (its own or the original addon-operator's).
+	Has(name string) (bool, error)
 	// AbsentResources lists the missing resources of a module's release.
 	AbsentResources(name string) ([]string, error)
 }
@@ -63,6 +66,8 @@ type Config struct {
 	// PurgeLimit is how many modules one revision may purge: PurgeHalf
 	// (the zero value), PurgeNone, or a number.
 	PurgeLimit int
+	// Events records Kubernetes Events (nil: none).
+	Events EventRecorder
 	// ParallelModules bounds how many modules of one weight run at once
 	// (0: the number of CPUs; 1: one by one).
 	ParallelModules int
@@ -86,6 +91,7 @@ type moduleState struct {
 	startupDone bool // onStartup hooks ran since it was enabled
 	state       string
 	lastError   string
+	conflict    string // the release conflict last reported
 }
 
 // Operator runs the documented lifecycle over one tree.

@@ -141,7 +141,7 @@ func (o *Operator) discoverTask() *queue.Task {
 					runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
 					continue
 				}
-				if st.enabled || slices.Contains(releases, m.Name) {
+				if st.enabled || slices.Contains(releases, m.Name) || o.hasRelease(m.Name) {
 					deletes = append(deletes, o.moduleDeleteTask(m.Name))
 				}
 				st.enabled = false
@@ -295,9 +295,14 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 		_, commit := o.revisionInfo()
 		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit})
 		o.metrics.helmSeconds.WithLabelValues(name).Observe(o.cfg.Now().Sub(start).Seconds())
+		if o.conflict(ctx, name, err) {
+			o.setState(name, StateFailed, err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
+		o.resolved(name)
 		if res.Upgraded {
 			o.metrics.helmUpgrades.WithLabelValues(name).Inc()
 			logger.Info("helm release applied", "reason", res.Reason, "revision", res.Revision)
@@ -323,7 +328,8 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 	return nil
 }
 
-// moduleDeleteTask is 'module delete' (step 6): uninstall, then afterDeleteHelm.
+// moduleDeleteTask is 'module delete' (step 6): beforeDeleteHelm hooks when
+// the module has a release, the uninstall, then afterDeleteHelm hooks.
 func (o *Operator) moduleDeleteTask(name string) *queue.Task {
 	return &queue.Task{
 		Kind:        kindModuleDelete,
@@ -335,21 +341,43 @@ func (o *Operator) moduleDeleteTask(name string) *queue.Task {
 		Do: func(ctx context.Context) error {
 			model, _ := o.current()
 			m := model.Module(name)
-			removed, err := o.helm.Uninstall(ctx, name)
+			hooks := func(binding string) error {
+				if m == nil {
+					return nil
+				}
+				for _, h := range ordered(m.Hooks, binding) {
+					if _, err := o.runHook(ctx, h, binding, o.orderedContext(h, binding), false); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			// beforeDeleteHelm only when there is a release to delete; a
+			// retry after the uninstall does not run it again
+			exists, err := o.helm.Has(name)
 			if err != nil {
+				return err
+			}
+			if exists {
+				if err := hooks(loader.BeforeDeleteHelm); err != nil {
+					return err
+				}
+			}
+			removed, err := o.helm.Uninstall(ctx, name)
+			conflict := o.conflict(ctx, name, err)
+			if err != nil && !conflict {
 				return err
 			}
 			if removed {
 				o.logger.Info("helm release deleted", "module", name)
 			}
-			if m != nil {
-				for _, h := range ordered(m.Hooks, loader.AfterDeleteHelm) {
-					if _, err := o.runHook(ctx, h, loader.AfterDeleteHelm, o.orderedContext(h, loader.AfterDeleteHelm), false); err != nil {
-						return err
-					}
-				}
+			if !conflict {
+				o.resolved(name)
 			}
-			o.setState(name, StateDisabled, nil)
+			if err := hooks(loader.AfterDeleteHelm); err != nil {
+				return err
+			}
+			o.setState(name, StateDisabled, err) // nil, or the conflict
 			o.syncSchedules()
 			o.syncMonitors()
 			return nil
@@ -374,4 +402,16 @@ func (o *Operator) modulePurgeTask(name string) *queue.Task {
 			return nil
 		},
 	}
+}
+
+// hasRelease: a disabled module has a release to delete that Releases
+// does not list (the original addon-operator's). It reads the snapshot
+// Releases just took; an error counts as no release, and the next
+// discovery asks again.
+func (o *Operator) hasRelease(name string) bool {
+	ok, err := o.helm.Has(name)
+	if err != nil {
+		o.logger.Warn("could not read a module's release", "module", name, "err", err)
+	}
+	return ok
 }

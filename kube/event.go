@@ -1,0 +1,34 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// eventSource names the operator as the reporter of its Events.
+const eventSource = "addon-operator"
+
+// Warning records a Warning Event on the values ConfigMap, for problems a
+// user fixes in the cluster or the repository (a release name another
+// tool owns).
+func (c *ConfigMap) Warning(ctx context.Context, reason, message string) error {
+	ref := corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: c.namespace, Name: c.name}
+	if cm, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(ctx, c.name, metav1.GetOptions{}); err == nil {
+		ref.UID, ref.ResourceVersion = cm.UID, cm.ResourceVersion
+	}
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: c.name + ".", Namespace: c.namespace},
+		InvolvedObject: ref, Reason: reason, Message: message, Type: corev1.EventTypeWarning,
+		Source: corev1.EventSource{Component: eventSource}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		ReportingController: "addonops.io/" + eventSource, ReportingInstance: eventSource,
+	}
+	if _, err := c.client.CoreV1().Events(c.namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("record event %s on ConfigMap %s: %w", reason, c.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+
+	"github.com/addonops/addon-operator/kube"
+)
+
+// EventRecorder records Kubernetes Events about the operator's
+// configuration (on the values ConfigMap), for `kubectl describe`.
+type EventRecorder interface {
+	Warning(ctx context.Context, reason, message string) error
+}
+
+var _ EventRecorder = (*kube.ConfigMap)(nil)
+
+// conflict handles an error of a module's Helm step. A release of the
+// module's name that another tool owns is not retried: the module is
+// Failed with the error on /status, addon_operator_release_conflicts is 1
+// and an Event says so, once per conflict; the queue goes on, and the
+// next run of the module tries again (docs/operator.md, "Taking over from
+// addon-operator"). It reports whether err was such a conflict.
+func (o *Operator) conflict(ctx context.Context, name string, err error) bool {
+	if !errors.Is(err, kube.ErrNotOurs) {
+		return false
+	}
+	o.metrics.releaseConflicts.WithLabelValues(name).Set(1)
+	o.mu.Lock()
+	st := o.modules[name]
+	fresh := st != nil && st.conflict != err.Error()
+	if st != nil {
+		st.conflict = err.Error()
+	}
+	o.mu.Unlock()
+	if fresh {
+		o.logger.Error("release name taken by another tool; the module's release is left alone", "module", name, "err", err)
+		// best effort: the conflict is on /status and in the metric too
+		if o.cfg.Events != nil {
+			if err := o.cfg.Events.Warning(ctx, "ReleaseConflict", "module "+name+": "+err.Error()); err != nil {
+				o.logger.Warn("could not record an Event", "module", name, "err", err)
+			}
+		}
+	}
+	return true
+}
+
+// resolved clears a module's release conflict after its Helm step worked.
+func (o *Operator) resolved(name string) {
+	o.mu.Lock()
+	st := o.modules[name]
+	had := st != nil && st.conflict != ""
+	if had {
+		st.conflict = ""
+	}
+	o.mu.Unlock()
+	if had {
+		o.metrics.releaseConflicts.WithLabelValues(name).Set(0)
+	}
+}
