@@ -44,6 +44,9 @@ const (
 	LabelChecksum = "addonops.io/checksum"
 	// LabelCommit is the git commit the release was deployed from.
 	LabelCommit = "addonops.io/commit"
+	// LabelMaintenance is "true" on a release left alone in maintenance
+	// mode; the original addon-operator's key.
+	LabelMaintenance = "maintenance.deckhouse.io/no-resource-reconciliation"
 )
 
 const (
@@ -79,6 +82,10 @@ type Release struct {
 	Key string
 	// Commit is recorded on the release (LabelCommit) when set.
 	Commit string
+	// Maintenance leaves an existing release as it is (no upgrade, no
+	// healing), only labelled LabelMaintenance; a release without it that
+	// carries the label is upgraded once, whatever its checksum.
+	Maintenance bool
 }
 
 // Result says what Upgrade did.
@@ -302,7 +309,16 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if exists && last.Info.Status == release.StatusDeployed && last.Labels[LabelChecksum] == sum {
+	inMaintenance := exists && last.Labels[LabelMaintenance] == "true"
+	if r.Maintenance && exists && last.Info.Status == release.StatusDeployed {
+		if !inMaintenance {
+			if err := h.label(last, LabelMaintenance, "true"); err != nil {
+				return Result{}, err
+			}
+		}
+		return Result{Reason: "maintenance", Revision: last.Version}, nil
+	}
+	if exists && !inMaintenance && last.Info.Status == release.StatusDeployed && last.Labels[LabelChecksum] == sum {
 		absent, err := h.absent(last)
 		if err != nil {
 			return Result{}, err
@@ -319,6 +335,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelChecksum: sum}
 	if r.Commit != "" {
 		labels[LabelCommit] = r.Commit
+	}
+	if r.Maintenance {
+		labels[LabelMaintenance] = "true"
 	}
 	var rel *release.Release
 	reason := "changed"
@@ -341,9 +360,19 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		// whole OpenAPI document on every install and upgrade (most of the
 		// operator's CPU in a converge); the API server validates anyway.
 		inst.DisableOpenAPIValidation = true
+		// crds/ is applied before the module runs (CRDs), as the original does
+		inst.SkipCRDs = true
 		rel, err = inst.RunWithContext(ctx, c, r.Values)
 		reason = "installed"
 	} else {
+		// Helm merges the previous revision's labels into the new one's;
+		// "null" removes one: a commit label from a previous revision, the
+		// maintenance label after maintenance, the original's label
+		for _, k := range []string{LabelCommit, LabelMaintenance, LabelOriginalChecksum} {
+			if _, ok := labels[k]; !ok {
+				labels[k] = "null"
+			}
+		}
 		up := action.NewUpgrade(h.cfg)
 		up.Namespace, up.Labels, up.MaxHistory = h.namespace, labels, maxHistory
 		up.DisableOpenAPIValidation = true // as for install
@@ -355,6 +384,22 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	}
 	h.record(rel.Name, rel)
 	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
+}
+
+// label sets a label on a release's stored record, without a new revision.
+func (h *Helm) label(rel *release.Release, key, value string) error {
+	next := *rel
+	next.Labels = maps.Clone(rel.Labels)
+	if next.Labels == nil {
+		next.Labels = map[string]string{}
+	}
+	next.Labels[key] = value
+	if err := h.cfg.Releases.Update(&next); err != nil {
+		h.invalidate()
+		return fmt.Errorf("label release %s: %w", rel.Name, err)
+	}
+	h.record(next.Name, &next)
+	return nil
 }
 
 // helmTimeout bounds one install or upgrade (Helm's own default).
@@ -409,10 +454,10 @@ func (h *Helm) absent(rel *release.Release) ([]string, error) {
 }
 
 // AbsentResources lists the missing resources of a deployed release of ours
-// (none when it has no release).
+// (none when it has no release, or it is in maintenance).
 func (h *Helm) AbsentResources(name string) ([]string, error) {
 	rel, exists, err := h.last(name)
-	if err != nil || !exists || rel.Info.Status != release.StatusDeployed {
+	if err != nil || !exists || rel.Info.Status != release.StatusDeployed || rel.Labels[LabelMaintenance] == "true" {
 		return nil, err
 	}
 	return h.absent(rel)

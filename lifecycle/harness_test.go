@@ -217,6 +217,10 @@ func (e *env) start() {
 	if e.hookTimeout == 0 {
 		e.hookTimeout = 30 * time.Second
 	}
+	crds, err := kube.NewCRDs(restCfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	var backend ConfigBackend = kube.NewConfigMap(client, e.ns, e.cmName)
 	if e.backend != nil {
 		backend = e.backend(kube.NewConfigMap(client, e.ns, e.cmName))
@@ -225,7 +229,7 @@ func (e *env) start() {
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: e.hookTimeout,
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher,
-		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName),
+		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName), CRDs: crds,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
 		e.op.TreeChanged(Revision{Commit: e.commit})

@@ -16,6 +16,7 @@ type metrics struct {
 	absentResources   *prometheus.GaugeVec
 	kubeEvents        *prometheus.CounterVec
 	releaseConflicts  *prometheus.GaugeVec
+	maintenance       *prometheus.GaugeVec
 }
 
 var revisionInfo = prometheus.NewDesc("addon_operator_git_revision_info",
@@ -75,8 +76,11 @@ func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics 
 		releaseConflicts: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "addon_operator_release_conflicts", Help: "1 while a module's release name is taken by a Helm release another tool owns.",
 		}, []string{"module"}),
+		maintenance: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "addon_operator_module_maintenance", Help: "1 while a module is in maintenance mode (NoResourceReconciliation): its release is left as it is.",
+		}, []string{"module"}),
 	}
-	reg.MustRegister(revision, m.releaseConflicts, m.kubeEvents, m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
+	reg.MustRegister(revision, m.maintenance, m.releaseConflicts, m.kubeEvents, m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
 		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors, m.treeErrors, m.absentResources)
 	return m
 }

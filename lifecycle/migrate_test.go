@@ -69,7 +69,7 @@ func TestTakeOverFromOriginal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rel.Version != 2 || rel.Info.Status != release.StatusDeployed || rel.Labels[kube.LabelManagedBy] != kube.ManagedByValue {
+	if rel.Version != 2 || rel.Info.Status != release.StatusDeployed || rel.Labels[kube.LabelManagedBy] != kube.ManagedByValue || rel.Labels[kube.LabelOriginalChecksum] != "" {
 		t.Fatalf("alpha: revision %d, %s, labels %v; want revision 2, deployed, ours", rel.Version, rel.Info.Status, rel.Labels)
 	}
 	cm, err := client.CoreV1().ConfigMaps(e.ns).Get(t.Context(), "alpha-values", metav1.GetOptions{})

@@ -39,7 +39,14 @@ type Helm interface {
 	AbsentResources(name string) ([]string, error)
 }
 
+// CRDInstaller applies the CustomResourceDefinitions of a module's crds/
+// directory, reporting how many it created or updated.
+type CRDInstaller interface {
+	Ensure(ctx context.Context, moduleDir string) (int, error)
+}
+
 var (
+	_ CRDInstaller  = (*kube.CRDs)(nil)
 	_ ConfigBackend = (*kube.ConfigMap)(nil)
 	_ Helm          = (*kube.Helm)(nil)
 )
@@ -66,6 +73,9 @@ type Config struct {
 	// PurgeLimit is how many modules one revision may purge: PurgeHalf
 	// (the zero value), PurgeNone, or a number.
 	PurgeLimit int
+	// CRDs applies modules' crds/ directories (nil: not applied; Helm's
+	// chart install still skips them).
+	CRDs CRDInstaller
 	// Events records Kubernetes Events (nil: none).
 	Events EventRecorder
 	// ParallelModules bounds how many modules of one weight run at once
@@ -92,6 +102,7 @@ type moduleState struct {
 	state       string
 	lastError   string
 	conflict    string // the release conflict last reported
+	crdsHash    string // the module's hash when its CRDs were last applied
 }
 
 // Operator runs the documented lifecycle over one tree.
@@ -195,6 +206,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkMaintenance(model, data); err != nil {
+		return fmt.Errorf("invalid configuration at start-up: %w", err)
+	}
 	if _, err := store.SetConfig(data); err != nil {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
@@ -276,13 +290,25 @@ func (o *Operator) setState(name, state string, err error) {
 // than what the store holds (a hook's write whose echo comes late) is
 // ignored. The runs it queues pre-empt a failing task.
 func (o *Operator) onConfigChange(data map[string]string, version string) {
+	o.mu.Lock()
+	before, model := o.configData, o.model
+	o.mu.Unlock()
 	ch, ok, err := o.setConfig(data, version)
 	if err != nil {
 		o.metrics.configErrors.Inc()
 		o.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
 		return
 	}
-	if !ok || ch.Empty() {
+	if !ok {
+		return
+	}
+	// a module's maintenance mode is not values: its run applies it
+	if model != nil {
+		for _, name := range maintenanceChanged(model, before, data) {
+			ch.Modules = append(ch.Modules, model.Module(name).Key)
+		}
+	}
+	if ch.Empty() {
 		return
 	}
 	main := o.queues.Main()
@@ -314,6 +340,9 @@ func (o *Operator) setConfig(data map[string]string, version string) (values.Cha
 	defer o.mu.Unlock()
 	if o.store == nil || !newerVersion(version, o.configVersion) {
 		return values.Change{}, false, nil
+	}
+	if err := checkMaintenance(o.model, data); err != nil {
+		return values.Change{}, false, err
 	}
 	ch, err := o.store.SetConfig(data)
 	if err != nil {

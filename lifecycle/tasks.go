@@ -134,7 +134,7 @@ func (o *Operator) discoverTask() *queue.Task {
 				}
 				if slices.Contains(enabled, m.Name) {
 					if !st.enabled {
-						st.startupDone = false
+						st.startupDone, st.crdsHash = false, ""
 					}
 					st.enabled = true
 					st.state = StatePending
@@ -270,6 +270,9 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 		}
 		return changed, nil
 	}
+	if err := o.ensureCRDs(ctx, m); err != nil {
+		return err
+	}
 	if startup {
 		if _, err := run(loader.OnStartup); err != nil {
 			return err
@@ -291,9 +294,14 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 		if err != nil {
 			return err
 		}
+		inMaintenance, err := o.inMaintenance(m)
+		if err != nil {
+			return err
+		}
+		o.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
 		start := o.cfg.Now()
 		_, commit := o.revisionInfo()
-		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit})
+		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit, Maintenance: inMaintenance})
 		o.metrics.helmSeconds.WithLabelValues(name).Observe(o.cfg.Now().Sub(start).Seconds())
 		if o.conflict(ctx, name, err) {
 			o.setState(name, StateFailed, err)
@@ -306,6 +314,8 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 		if res.Upgraded {
 			o.metrics.helmUpgrades.WithLabelValues(name).Inc()
 			logger.Info("helm release applied", "reason", res.Reason, "revision", res.Revision)
+		} else if inMaintenance {
+			logger.Info("maintenance mode: helm release left as it is", "revision", res.Revision)
 		} else {
 			logger.Debug("helm release unchanged", "revision", res.Revision)
 		}
@@ -414,4 +424,33 @@ func (o *Operator) hasRelease(name string) bool {
 		o.logger.Warn("could not read a module's release", "module", name, "err", err)
 	}
 	return ok
+}
+
+// ensureCRDs applies the module's crds/ before anything of it runs, as the
+// original addon-operator does, when the module's files changed since they
+// were last applied (always on its first run).
+func (o *Operator) ensureCRDs(ctx context.Context, m *loader.Module) error {
+	if o.cfg.CRDs == nil {
+		return nil
+	}
+	o.mu.Lock()
+	st := o.modules[m.Name]
+	done := st != nil && st.crdsHash == m.Hash
+	o.mu.Unlock()
+	if done {
+		return nil
+	}
+	n, err := o.cfg.CRDs.Ensure(ctx, m.Dir)
+	if err != nil {
+		return fmt.Errorf("module %s: apply CRDs: %w", m.Name, err)
+	}
+	if n > 0 {
+		o.logger.Info("CRDs applied", "module", m.Name, "changed", n)
+	}
+	o.mu.Lock()
+	if st := o.modules[m.Name]; st != nil {
+		st.crdsHash = m.Hash
+	}
+	o.mu.Unlock()
+	return nil
 }

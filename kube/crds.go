@@ -1,0 +1,172 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"reflect"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+)
+
+// crdDir is where a module keeps the CRDs applied before its chart.
+const crdDir = "crds"
+
+// CRDs applies the CustomResourceDefinitions of a module's crds/
+// directory, as the original addon-operator does before a module runs:
+// created when missing, updated when their spec, labels or annotations
+// differ, left alone otherwise. Helm is told to skip them.
+type CRDs struct {
+	client apiextensions.Interface
+	// maxFile bounds each file read.
+	maxFile int64
+}
+
+// NewCRDs returns a CRD applier for the cluster.
+func NewCRDs(cfg *rest.Config) (*CRDs, error) {
+	c, err := apiextensions.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &CRDs{client: c, maxFile: 4 << 20}, nil
+}
+
+// Ensure applies every CRD under moduleDir/crds: files ending in .yaml,
+// except those whose name starts with "doc-" or "_" (the original's
+// default filter), each holding one or more YAML documents. It returns
+// how many CRDs it created or updated. Reads stay inside moduleDir.
+func (c *CRDs) Ensure(ctx context.Context, moduleDir string) (int, error) {
+	root, err := os.OpenRoot(moduleDir)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	var files []string
+	err = fs.WalkDir(root.FS(), crdDir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == crdDir {
+			return fs.SkipDir
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := path.Base(p)
+		if strings.HasSuffix(name, ".yaml") && !strings.HasPrefix(name, "doc-") && !strings.HasPrefix(name, "_") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list %s: %w", crdDir, err)
+	}
+	var changed int
+	var errs []error
+	for _, f := range files {
+		n, err := c.ensureFile(ctx, root, f)
+		changed += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f, err))
+		}
+	}
+	return changed, errors.Join(errs...)
+}
+
+func (c *CRDs) ensureFile(ctx context.Context, root *os.Root, name string) (int, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, c.maxFile+1))
+	if err != nil {
+		return 0, err
+	}
+	if int64(len(data)) > c.maxFile {
+		return 0, fmt.Errorf("larger than %d bytes", c.maxFile)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var changed int
+	for doc := 1; ; doc++ {
+		var crd apiextensionsv1.CustomResourceDefinition
+		err := dec.Decode(&crd)
+		if errors.Is(err, io.EOF) {
+			return changed, nil
+		}
+		if err != nil {
+			return changed, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if crd.APIVersion == "" && crd.Kind == "" && crd.Name == "" {
+			continue // an empty document
+		}
+		if crd.APIVersion != apiextensionsv1.SchemeGroupVersion.String() || crd.Kind != "CustomResourceDefinition" {
+			return changed, fmt.Errorf("document %d: %s %s is not an apiextensions.k8s.io/v1 CustomResourceDefinition", doc, crd.APIVersion, crd.Kind)
+		}
+		ok, err := c.apply(ctx, &crd)
+		if err != nil {
+			return changed, fmt.Errorf("CRD %s: %w", crd.Name, err)
+		}
+		if ok {
+			changed++
+		}
+	}
+}
+
+// apply creates the CRD or updates the one in the cluster when it differs;
+// it reports whether it wrote.
+func (c *CRDs) apply(ctx context.Context, want *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	api := c.client.ApiextensionsV1().CustomResourceDefinitions()
+	wrote := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			fresh := want.DeepCopy()
+			fresh.ResourceVersion = ""
+			_, err = api.Create(ctx, fresh, metav1.CreateOptions{})
+			wrote = err == nil
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		next := have.DeepCopy()
+		next.Spec = want.Spec
+		// the conversion the cluster has (a webhook's CA bundle injected
+		// there) stays unless the file says otherwise
+		if want.Spec.Conversion == nil {
+			next.Spec.Conversion = have.Spec.Conversion
+		}
+		next.Labels = mergeStrings(have.Labels, want.Labels)
+		next.Annotations = mergeStrings(have.Annotations, want.Annotations)
+		if reflect.DeepEqual(next.Spec, have.Spec) && maps.Equal(next.Labels, have.Labels) && maps.Equal(next.Annotations, have.Annotations) {
+			return nil
+		}
+		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
+		wrote = err == nil
+		return err
+	})
+	return wrote, err
+}
+
+func mergeStrings(have, want map[string]string) map[string]string {
+	if len(want) == 0 {
+		return have
+	}
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, want)
+	return out
+}

@@ -1,0 +1,61 @@
+package lifecycle
+
+import (
+	"fmt"
+
+	"github.com/addonops/addon-operator/loader"
+)
+
+// Maintenance mode: the ConfigMap key <module>Maintenance, as in the
+// original addon-operator (docs/operator.md, "Maintenance mode").
+const (
+	maintenanceSuffix = "Maintenance"
+	// NoResourceReconciliation leaves the module's release as it is.
+	NoResourceReconciliation = "NoResourceReconciliation"
+	// Managed is the usual mode, the same as no key.
+	Managed = "Managed"
+)
+
+// maintenance reads a module's mode from ConfigMap data.
+func maintenance(data map[string]string, m *loader.Module) (bool, error) {
+	key := m.Key + maintenanceSuffix
+	switch v := data[key]; v {
+	case "", Managed:
+		return false, nil
+	case NoResourceReconciliation:
+		return true, nil
+	default:
+		return false, fmt.Errorf("ConfigMap key %s: want %s or %s, got %q", key, NoResourceReconciliation, Managed, v)
+	}
+}
+
+// inMaintenance is the module's mode in the ConfigMap data the store holds.
+func (o *Operator) inMaintenance(m *loader.Module) (bool, error) {
+	o.mu.Lock()
+	data := o.configData
+	o.mu.Unlock()
+	return maintenance(data, m)
+}
+
+// maintenanceChanged lists the modules whose mode differs between two
+// versions of the ConfigMap data.
+func maintenanceChanged(model *loader.Model, before, after map[string]string) []string {
+	var out []string
+	for _, m := range model.Modules {
+		key := m.Key + maintenanceSuffix
+		if before[key] != after[key] {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// checkMaintenance checks every module's mode in ConfigMap data.
+func checkMaintenance(model *loader.Model, data map[string]string) error {
+	for _, m := range model.Modules {
+		if _, err := maintenance(data, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}

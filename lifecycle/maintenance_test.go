@@ -1,0 +1,76 @@
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/kube"
+)
+
+// <module>Maintenance: NoResourceReconciliation leaves the release as it
+// is (labelled, not upgraded, not healed) while hooks still run; taking it
+// away reconciles the release at once.
+func TestMaintenanceMode(t *testing.T) {
+	files := merged(map[string]string{
+		"modules/values.yaml":          "alphaEnabled: true\n",
+		"modules/001-alpha/hooks/a.sh": recordingHook("alpha", `{"beforeHelm": 1}`, ""),
+	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
+	e := setup(t, files, nil)
+	e.start()
+	e.waitReady()
+	cfg := new(action.Configuration)
+	if err := cfg.Init(e.helm.RESTGetter(), e.ns, "secret", func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	last := func() *release.Release {
+		t.Helper()
+		rel, err := action.NewGet(cfg).Run("alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rel
+	}
+	runs := len(e.readRecords())
+
+	e.setConfigMap(map[string]string{"alphaMaintenance": "NoResourceReconciliation", "alpha": "x: 1\n"})
+	e.eventually("alpha's run in maintenance", func() bool { return len(e.readRecords()) > runs })
+	e.idle()
+	rel := last()
+	if rel.Version != 1 || rel.Labels[kube.LabelMaintenance] != "true" {
+		t.Fatalf("in maintenance: revision %d, labels %v; want revision 1, labelled", rel.Version, rel.Labels)
+	}
+	assertJSON(t, e.releaseValues("alpha"), `{}`)
+	if n := testutil.ToFloat64(e.op.metrics.maintenance.WithLabelValues("alpha")); n != 1 {
+		t.Fatalf("addon_operator_module_maintenance = %v", n)
+	}
+	// no healing in maintenance
+	if err := client.CoreV1().ConfigMaps(e.ns).Delete(t.Context(), "alpha-values", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.op.checkAbsent()
+	e.idle()
+	if _, err := client.CoreV1().ConfigMaps(e.ns).Get(t.Context(), "alpha-values", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a resource of a release in maintenance was healed: %v", err)
+	}
+
+	// back to Managed: the release is reconciled and the label goes
+	e.setConfigMap(map[string]string{"alpha": "x: 1\n"})
+	e.eventually("alpha reconciled", func() bool { r := last(); return r.Version == 2 })
+	e.idle()
+	if rel := last(); rel.Labels[kube.LabelMaintenance] != "" {
+		t.Fatalf("labels after maintenance: %v", rel.Labels)
+	}
+	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
+
+	// a value that is neither mode is refused like values a schema refuses
+	refused := testutil.ToFloat64(e.op.metrics.configErrors)
+	e.setConfigMap(map[string]string{"alpha": "x: 2\n", "alphaMaintenance": "Sometimes"})
+	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.metrics.configErrors) > refused })
+	e.idle()
+	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
+}
