@@ -1,10 +1,13 @@
 package gitsync
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,21 +124,27 @@ func measureOutput(tb testing.TB, cmd *exec.Cmd) (time.Duration, int64, string) 
 	return took, kib * 1024, out.String()
 }
 
-// ours runs one Syncer.Sync in a child process (this test binary), so its
-// time and peak RSS are measured like git's.
-func ours(url, checkout string) *exec.Cmd {
+// ours runs one Syncer.Sync of paths (default: modules) in a child
+// process (this test binary), so its time and peak RSS are measured like
+// git's.
+func ours(url, checkout string, paths ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSync$")
-	cmd.Env = append(os.Environ(), "HELPER_SYNC_URL="+url, "HELPER_SYNC_DIR="+checkout)
+	cmd.Env = append(os.Environ(), "HELPER_SYNC_URL="+url, "HELPER_SYNC_DIR="+checkout, "HELPER_SYNC_PATHS="+strings.Join(paths, ","))
 	return cmd
 }
 
-// TestHelperSync is the child process of BenchmarkGitSideBySide.
+// TestHelperSync is the child process of BenchmarkGitSideBySide and
+// BenchmarkMonorepo.
 func TestHelperSync(t *testing.T) {
 	url := os.Getenv("HELPER_SYNC_URL")
 	if url == "" {
 		return // not a child: nothing to do
 	}
-	s, err := New(Options{URL: url, Ref: "main", CheckoutDir: os.Getenv("HELPER_SYNC_DIR"), Paths: []string{"modules"},
+	paths := []string{"modules"}
+	if p := os.Getenv("HELPER_SYNC_PATHS"); p != "" {
+		paths = strings.Split(p, ",")
+	}
+	s, err := New(Options{URL: url, Ref: "main", CheckoutDir: os.Getenv("HELPER_SYNC_DIR"), Paths: paths,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +179,7 @@ func oursSync(tb testing.TB, url, checkout string) (time.Duration, int64) {
 	return 0, 0
 }
 
-func median(d []time.Duration) time.Duration {
+func median[T cmp.Ordered](d []T) T {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
@@ -240,5 +249,133 @@ func BenchmarkGitSideBySide(b *testing.B) {
 			g, gRSS = append(g, d), max(gRSS, rss)
 		}
 		report("poll", o, g, oRSS, gRSS)
+	}
+}
+
+// buildMonorepo builds, with git fast-import, a bare repository of one commit:
+// 48,000 files of incompressible content (200 MiB) under services/, and
+// the checked-out paths, modules/ (2,000 small files) and global-hooks/.
+func buildMonorepo(b *testing.B, root string) {
+	b.Helper()
+	bare := filepath.Join(root, "mono.git")
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", "--initial-branch=main", bare).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	cmd := exec.Command("git", "-c", "pack.compression=1", "fast-import", "--quiet")
+	cmd.Dir = bare
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	in := bufio.NewWriterSize(stdin, 1<<20)
+	rng := rand.NewChaCha8([32]byte{})
+	mark := 0
+	var files []string
+	add := func(path string, content []byte) {
+		mark++
+		fmt.Fprintf(in, "blob\nmark :%d\ndata %d\n", mark, len(content))
+		in.Write(content)
+		in.WriteString("\n")
+		files = append(files, fmt.Sprintf("M 100644 :%d %s\n", mark, path))
+	}
+	buf := make([]byte, 8<<10)
+	for f := range 48000 {
+		n := 1024 + f*7919%(7<<10) // 1 to 8 KiB, 4.4 KiB on average
+		_, _ = rng.Read(buf[:n])
+		add(fmt.Sprintf("services/s%03d/f%05d.bin", f/100, f), buf[:n])
+	}
+	for f := range 2000 {
+		add(fmt.Sprintf("modules/%03d-mod/templates/file-%04d.yaml", f/20, f), []byte(strings.Repeat(fmt.Sprintf("line of file %d\n", f), 30)))
+	}
+	for f := range 5 {
+		add(fmt.Sprintf("global-hooks/hook-%d.sh", f), []byte(fmt.Sprintf("#!/bin/sh\necho hook %d\n", f)))
+	}
+	add("README.md", []byte("a monorepo\n"))
+	mark++
+	fmt.Fprintf(in, "commit refs/heads/main\nmark :%d\ncommitter Bench <b@example.com> 1767225600 +0000\ndata 8\nmonorepo\n", mark)
+	for _, f := range files {
+		in.WriteString(f)
+	}
+	in.WriteString("\n")
+	if err := in.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("fast-import: %v: %s", err, stderr.String())
+	}
+}
+
+// BenchmarkMonorepo compares first syncs of modules/ and global-hooks/
+// from a monorepo (50,000 files, 200 MiB of blobs, modules/ 2,000 files)
+// behind loopback HTTP: ours from a server that filters (a blob-less
+// fetch of the commit's trees, then the blobs under the paths) against
+// git's own partial clone (git clone --depth 1 --filter=blob:none
+// --sparse, then git sparse-checkout set) on the same server, and ours
+// from a second server on the same repository that does not filter (the
+// whole commit). Each is run 3 times, alternating; medians of the time
+// and of the bytes the server sent, and their ratios, are reported. Run
+// with -benchtime 1x.
+func BenchmarkMonorepo(b *testing.B) {
+	root := b.TempDir()
+	buildMonorepo(b, root)
+	filtered, err := gitserver.StartHTTP(root, gitserver.WithFilter())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer filtered.Stop()
+	whole, err := gitserver.StartHTTP(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer whole.Stop()
+	const rounds = 3
+	paths := []string{"modules", "global-hooks"}
+	// run times cmds one after the other and counts what srv sent for them
+	run := func(srv *gitserver.HTTPServer, cmds ...*exec.Cmd) (time.Duration, int64, int64) {
+		sent := srv.BytesSent()
+		var took time.Duration
+		var peak int64
+		for _, cmd := range cmds {
+			d, rss := measure(b, cmd)
+			took, peak = took+d, max(peak, rss)
+		}
+		return took, srv.BytesSent() - sent, peak
+	}
+	for range b.N {
+		var o, g, w []time.Duration
+		var oBytes, gBytes, wBytes []int64
+		var oRSS, gRSS, wRSS int64
+		for i := range rounds {
+			d, n, rss := run(filtered, ours(filtered.URL("mono"), filepath.Join(b.TempDir(), "c"), paths...))
+			o, oBytes, oRSS = append(o, d), append(oBytes, n), max(oRSS, rss)
+
+			dir := filepath.Join(b.TempDir(), fmt.Sprint("g", i))
+			d, n, rss = run(filtered,
+				exec.Command("git", "clone", "--quiet", "--depth", "1", "--filter=blob:none", "--sparse", filtered.URL("mono"), dir),
+				exec.Command("git", "-C", dir, "sparse-checkout", "set", "modules", "global-hooks"))
+			g, gBytes, gRSS = append(g, d), append(gBytes, n), max(gRSS, rss)
+
+			d, n, rss = run(whole, ours(whole.URL("mono"), filepath.Join(b.TempDir(), "w"), paths...))
+			w, wBytes, wRSS = append(w, d), append(wBytes, n), max(wRSS, rss)
+		}
+		oB, gB, wB := median(oBytes), median(gBytes), median(wBytes)
+		b.ReportMetric(float64(median(o).Microseconds())/1000, "ours-ms")
+		b.ReportMetric(float64(median(g).Microseconds())/1000, "git-ms")
+		b.ReportMetric(float64(median(w).Microseconds())/1000, "ours-whole-ms")
+		b.ReportMetric(float64(median(o))/float64(median(g)), "time-ratio")
+		b.ReportMetric(float64(oB)/(1<<10), "ours-KiB")
+		b.ReportMetric(float64(gB)/(1<<10), "git-KiB")
+		b.ReportMetric(float64(wB)/(1<<10), "ours-whole-KiB")
+		b.ReportMetric(float64(oB)/float64(gB), "bytes-ratio")
+		b.ReportMetric(float64(median(w))/float64(median(o)), "whole-to-partial-time")
+		b.ReportMetric(float64(oRSS)/(1<<20), "ours-MiB")
+		b.ReportMetric(float64(gRSS)/(1<<20), "git-MiB")
+		b.ReportMetric(float64(wRSS)/(1<<20), "ours-whole-MiB")
 	}
 }

@@ -75,10 +75,11 @@ func resolve(ar *packp.AdvRefs, ref string) (string, string, error) {
 }
 
 // fetch brings the objects of remoteRef into the object store (only what
-// is missing; forced, so a force-pushed ref is followed). A named ref is
-// fetched in the session that listed it; a commit SHA fetches branches and
-// tags, then looks for it. Whether what arrived is complete is for the
-// checkout to find (it reads every object it needs).
+// is missing; forced, so a force-pushed ref is followed): commits and
+// trees only from a remote that filters (fill brings the blobs). A named
+// ref is fetched in the session that listed it; a commit SHA fetches
+// branches and tags, then looks for it. Whether what arrived is complete
+// is for the checkout to find (it reads every object it needs).
 func (s *Syncer) fetch(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, remoteRef, hash string, auth transport.AuthMethod) error {
 	want := plumbing.NewHash(hash)
 	if here, err := s.has(want); err != nil || here {
@@ -88,6 +89,7 @@ func (s *Syncer) fetch(ctx context.Context, sess transport.UploadPackSession, ar
 	if err != nil {
 		return err
 	}
+	s.dropped.deltas = 0
 	depth := 0
 	if remoteRef != "" && len(haves) == 0 {
 		// the first fetch needs only the commit, not its history
@@ -194,13 +196,12 @@ func (s *Syncer) fetchAll(ctx context.Context, auth transport.AuthMethod, haves 
 
 // fetchPack asks the remote for wants (with depth, only those commits),
 // telling it which commits the store has (haves), and stores the pack it
-// sends (receivePack).
+// sends. A remote that filters sends commits and trees only: fill then
+// fetches the blobs the checkout needs.
 func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants []plumbing.Hash, depth int, haves []plumbing.Hash) (err error) {
-	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
-	if ar.Capabilities.Supports(capability.NoProgress) {
-		if err := req.Capabilities.Set(capability.NoProgress); err != nil {
-			return err
-		}
+	req, err := request(ar)
+	if err != nil {
+		return err
 	}
 	req.Wants = wants
 	// like git, tell the remote where a shallow store's history ends, so
@@ -216,13 +217,37 @@ func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession
 			return err
 		}
 	}
+	if s.filters(ar) {
+		req.Filter = packp.FilterBlobNone()
+		if err := req.Capabilities.Set(capability.Filter); err != nil {
+			return err
+		}
+	}
 	req.Haves = haves
+	return s.uploadPack(ctx, sess, req)
+}
+
+// request is an upload-pack request with the capabilities every fetch
+// asks for.
+func request(ar *packp.AdvRefs) (*packp.UploadPackRequest, error) {
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		if err := req.Capabilities.Set(capability.NoProgress); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// uploadPack sends the request and stores the pack the remote answers
+// with (receivePack), and, for a depth, where the history now ends.
+func (s *Syncer) uploadPack(ctx context.Context, sess transport.UploadPackSession, req *packp.UploadPackRequest) (err error) {
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, resp.Close()) }()
-	if depth > 0 && len(resp.Shallows) > 0 {
+	if !req.Depth.IsZero() && len(resp.Shallows) > 0 {
 		if err := s.addShallows(resp.Shallows); err != nil {
 			return err
 		}

@@ -56,6 +56,9 @@ type plan struct {
 	children map[string][]string // directory ("" is the root) → its names
 	bytes    int64
 	known    *manifest // sizes of blobs on disk already (nil: none)
+	// missing, when set, makes the walk a survey (missingBlobs): no blob
+	// is read, and those the store lacks are listed here
+	missing map[plumbing.Hash]bool
 }
 
 // planTree plans a revision of the tree.
@@ -115,12 +118,20 @@ func (s *Syncer) walk(p *plan, tree *object.Tree, dir string) error {
 func (s *Syncer) add(p *plan, e planEntry) error {
 	var sub *object.Tree
 	var err error
-	switch e.kind {
-	case kindDir:
+	switch {
+	case e.kind == kindDir:
 		if sub, err = object.GetTree(s.repo.Storer, e.hash); err != nil {
 			return s.objectErr("tree", e.hash, e.path, err)
 		}
-	case kindLink:
+	case p.missing != nil:
+		here, err := s.has(e.hash)
+		if err != nil {
+			return err
+		}
+		if !here {
+			p.missing[e.hash] = true
+		}
+	case e.kind == kindLink:
 		if e.target, err = s.linkTarget(e); err != nil {
 			return err
 		}

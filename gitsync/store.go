@@ -62,6 +62,7 @@ func (s *Syncer) tryOpenStore() error {
 
 // resetStore empties the object store (checked-out revisions stay).
 func (s *Syncer) resetStore() error {
+	s.dropped.commit = plumbing.ZeroHash
 	_ = s.store.Close()
 	if err := os.RemoveAll(s.storeDir()); err != nil {
 		return err
@@ -96,9 +97,13 @@ func isDamaged(err error) bool {
 // store (which would fetch the same pack again at every sync).
 type dropped struct {
 	sizes map[plumbing.Hash]int64 // whole objects, by hash
-	// deltas (whose hash is unknown) the last fetch left out, until a
-	// revision is published: then what is missing is damage again
+	// deltas (whose hash is unknown) the last fetch left out (of its one
+	// or more packs), until a revision is published: then what is missing
+	// is damage again
 	deltas int
+	// commit whose blobs' fetch (fill) left deltas out: its missing blobs
+	// are not asked for again, they would be left out again
+	commit plumbing.Hash
 }
 
 // maxDropped bounds what dropped remembers.
@@ -112,7 +117,7 @@ func (d *dropped) note(scan *packScan) {
 	for h, n := range scan.dropped {
 		d.sizes[h] = n
 	}
-	d.deltas = scan.droppedDeltas
+	d.deltas += scan.droppedDeltas
 }
 
 // objectErr explains an object a revision needs that the store does not

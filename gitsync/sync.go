@@ -102,9 +102,10 @@ type target struct {
 	auth                 transport.AuthMethod
 }
 
-// prepare fetches the commit, checks its signature and writes its
-// revision (checkout refuses an incomplete or unsafe one); it returns cur
-// when the commit is the current one.
+// prepare fetches the commit, checks its signature (which needs only the
+// commit), fetches the blobs of its checked-out paths a filtered fetch
+// left out, and writes its revision (checkout refuses an incomplete or
+// unsafe one); it returns cur when the commit is the current one.
 func (s *Syncer) prepare(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, t target, cur *Revision) (*Revision, error) {
 	if err := s.fetch(ctx, sess, ar, t.remoteRef, t.hash, t.auth); err != nil {
 		return nil, err
@@ -117,6 +118,9 @@ func (s *Syncer) prepare(ctx context.Context, sess transport.UploadPackSession, 
 		return cur, nil
 	}
 	if err := s.verify(commit); err != nil {
+		return nil, err
+	}
+	if err := s.fill(ctx, commit, sess, ar, t.auth); err != nil {
 		return nil, err
 	}
 	rev := &Revision{

@@ -21,12 +21,17 @@ type HTTPServer struct {
 	Username, Password string
 	// Token, when set, is accepted as a bearer token (or as the basic-auth password).
 	Token string
+	// Filter serves partial fetches: upload-pack advertises "filter" and
+	// accepts wants of any object (a blob by its hash), as GitHub and
+	// GitLab do. Off, it serves whole commits only, as git does by default.
+	Filter bool
 
 	addr     string
 	mu       sync.Mutex
 	srv      *http.Server
 	uploads  atomic.Int64
 	requests atomic.Int64
+	sent     atomic.Int64
 	// omit: per repository, objects left out of the packs sent (Omit)
 	omit map[string]map[string]bool
 }
@@ -54,6 +59,9 @@ func WithBasicAuth(user, password string) HTTPOption {
 // WithToken requires a bearer token (also accepted as a basic-auth password).
 func WithToken(token string) HTTPOption { return func(s *HTTPServer) { s.Token = token } }
 
+// WithFilter serves partial fetches (HTTPServer.Filter).
+func WithFilter() HTTPOption { return func(s *HTTPServer) { s.Filter = true } }
+
 // Start listens again (on the same port after a Stop).
 func (s *HTTPServer) Start() error {
 	s.mu.Lock()
@@ -76,8 +84,15 @@ func (s *HTTPServer) Start() error {
 		Args: []string{"http-backend"},
 		Env:  []string{"GIT_PROJECT_ROOT=" + s.Root, "GIT_HTTP_EXPORT_ALL=1"},
 	}
-	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if s.Filter {
+		// configuration through the environment, for every repository served
+		backend.Env = append(backend.Env, "GIT_CONFIG_COUNT=2",
+			"GIT_CONFIG_KEY_0=uploadpack.allowFilter", "GIT_CONFIG_VALUE_0=true",
+			"GIT_CONFIG_KEY_1=uploadpack.allowAnySHA1InWant", "GIT_CONFIG_VALUE_1=true")
+	}
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		w := &counting{ResponseWriter: rw, n: &s.sent}
 		user, ok := s.authorize(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
@@ -145,3 +160,19 @@ func (s *HTTPServer) UploadPackRequests() int64 { return s.uploads.Load() }
 
 // Requests counts every request.
 func (s *HTTPServer) Requests() int64 { return s.requests.Load() }
+
+// BytesSent counts the bytes of every response body: what clients
+// received, ref listings and packs alike.
+func (s *HTTPServer) BytesSent() int64 { return s.sent.Load() }
+
+// counting adds what a response writes to n.
+type counting struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c *counting) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}

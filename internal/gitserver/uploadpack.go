@@ -51,12 +51,13 @@ type uploadRequest struct {
 	wants, haves, shallows []string
 	deepen                 int
 	sideband               bool
+	filter                 string // "blob:none" and the like, as git rev-list takes it
 }
 
 // serveUploadPack answers a git-upload-pack request itself: the objects
 // git rev-list names for it, less the omitted ones, packed by git
 // pack-objects, after the shallow and ACK/NAK sections the client expects.
-// Only what the tests need: a depth of 1 or none, no multi_ack.
+// Only what the tests need: a depth of 1 or none, a filter, no multi_ack.
 func serveUploadPack(w http.ResponseWriter, r *http.Request, bare string, omit map[string]bool) {
 	body := io.Reader(r.Body)
 	if r.Header.Get("Content-Encoding") == "gzip" {
@@ -138,6 +139,8 @@ func readUploadRequest(r io.Reader) (*uploadRequest, error) {
 			if req.deepen, err = strconv.Atoi(f[1]); err != nil || req.deepen > 1 {
 				return nil, fmt.Errorf("deepen %q: only a depth of 1 is served", f[1])
 			}
+		case len(f) == 2 && f[0] == "filter":
+			req.filter = f[1]
 		case len(f) == 1 && f[0] == "done":
 			return req, nil
 		}
@@ -150,6 +153,9 @@ func packWithout(bare string, req *uploadRequest, omit map[string]bool) ([]byte,
 	args := []string{"rev-list", "--objects"}
 	if req.deepen == 1 {
 		args = append(args, "--no-walk")
+	}
+	if req.filter != "" {
+		args = append(args, "--filter="+req.filter)
 	}
 	args = append(args, req.wants...)
 	if len(req.haves) > 0 {

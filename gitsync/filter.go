@@ -1,0 +1,113 @@
+package gitsync
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// blobBatch bounds the blobs one request asks for: 4096 want lines are
+// 200 KiB of request.
+const blobBatch = 4096
+
+// filters: the remote serves partial fetches, a commit's trees without
+// its blobs ("filter") and then blobs by hash, which no ref names
+// ("allow-reachable-sha1-in-want", which git advertises for
+// uploadpack.allowAnySHA1InWant too, as GitHub, GitLab and Gitea do). It
+// pays only when the checkout is limited to Paths.
+func (s *Syncer) filters(ar *packp.AdvRefs) bool {
+	return len(s.paths) > 0 && ar.Capabilities.Supports(capability.Filter) &&
+		ar.Capabilities.Supports(capability.AllowReachableSHA1InWant)
+}
+
+// fill fetches the blobs of the commit's checked-out paths that the store
+// lacks, after a filtered fetch brought its trees only: by hash, in
+// batches. Nothing is asked when nothing is missing, or when the remote
+// does not filter (its fetches are whole: what is missing is for the
+// checkout to find). Nor are blobs a fetch left out for their size, nor
+// any for the commit whose blobs' fetch left deltas out: they would be
+// left out again.
+func (s *Syncer) fill(ctx context.Context, c *object.Commit, sess transport.UploadPackSession, ar *packp.AdvRefs, auth transport.AuthMethod) error {
+	if len(s.paths) == 0 || ar != nil && !s.filters(ar) || s.dropped.commit == c.Hash {
+		return nil
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return s.objectErr("tree", c.TreeHash, "", err)
+	}
+	missing, err := s.missingBlobs(tree)
+	if err != nil {
+		return fmt.Errorf("revision %s: %w", short(c.Hash.String()), err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	stateless := s.stateless()
+	s.dropped.deltas = 0
+	for batch := range slices.Chunk(missing, blobBatch) {
+		if sess == nil || !stateless {
+			// a session over ssh or file:// serves one request (and a
+			// commit SHA needed none): a new one lists the refs again
+			fresh, far, err := s.open(ctx, auth)
+			if err != nil {
+				return err
+			}
+			defer fresh.Close()
+			sess, ar = fresh, far
+		}
+		if !s.filters(ar) {
+			return nil
+		}
+		if err := s.fetchBlobs(ctx, sess, ar, batch); err != nil {
+			return fmt.Errorf("fetch %d blobs of %s: %w", len(batch), short(c.Hash.String()), err)
+		}
+	}
+	if s.dropped.deltas > 0 {
+		s.dropped.commit = c.Hash
+	}
+	return nil
+}
+
+// missingBlobs walks the tree within Paths as planTree does, so that a
+// tree it would refuse (a name, the number of entries) is refused before
+// any blob is fetched, but reads no blob: it lists those the store lacks,
+// less those a fetch left out for their size.
+func (s *Syncer) missingBlobs(tree *object.Tree) ([]plumbing.Hash, error) {
+	p := &plan{index: map[string]int{}, children: map[string][]string{"": {}}, missing: map[plumbing.Hash]bool{}}
+	if err := s.walk(p, tree, ""); err != nil {
+		return nil, err
+	}
+	out := make([]plumbing.Hash, 0, len(p.missing))
+	for h := range p.missing {
+		if _, big := s.dropped.sizes[h]; !big {
+			out = append(out, h)
+		}
+	}
+	plumbing.HashesSort(out)
+	return out, nil
+}
+
+// fetchBlobs asks for blobs by hash, with no filter, depth or haves: the
+// store's commits lack blobs, so the remote must not leave out one they
+// hold.
+func (s *Syncer) fetchBlobs(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, blobs []plumbing.Hash) error {
+	req, err := request(ar)
+	if err != nil {
+		return err
+	}
+	req.Wants = blobs
+	return s.uploadPack(ctx, sess, req)
+}
+
+// stateless: the remote speaks HTTP, where each request stands alone, so
+// one session serves many.
+func (s *Syncer) stateless() bool {
+	ep, err := transport.NewEndpoint(s.opts.URL)
+	return err == nil && (ep.Protocol == "http" || ep.Protocol == "https")
+}
