@@ -20,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	chartloader "helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
 	helmkube "helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -103,6 +104,9 @@ type Helm struct {
 	getter    *restGetter
 	namespace string
 	logger    *slog.Logger
+
+	prepMu   sync.Mutex
+	prepared bool // see prepare
 
 	mu     sync.Mutex
 	charts map[string]*chart.Chart // by ChartDir + ChartHash
@@ -332,6 +336,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := h.prepare(); err != nil {
+		return Result{}, err
+	}
 	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelChecksum: sum}
 	if r.Commit != "" {
 		labels[LabelCommit] = r.Commit
@@ -399,6 +406,42 @@ func (h *Helm) label(rel *release.Release, key, value string) error {
 		return fmt.Errorf("label release %s: %w", rel.Name, err)
 	}
 	h.record(next.Name, &next)
+	return nil
+}
+
+// prepare fills in, once, before the first install or upgrade, what Helm
+// sets up lazily without a lock in the shared configuration (the kube
+// client's clientset, the cluster's capabilities): modules of one weight
+// install at once.
+func (h *Helm) prepare() error {
+	h.prepMu.Lock()
+	defer h.prepMu.Unlock()
+	if h.prepared {
+		return nil
+	}
+	if err := h.cfg.KubeClient.IsReachable(); err != nil {
+		return fmt.Errorf("reach the cluster: %w", err)
+	}
+	dc, err := h.getter.ToDiscoveryClient()
+	if err != nil {
+		return err
+	}
+	// as Helm does: a fresh view of the API, once
+	dc.Invalidate()
+	version, err := dc.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("read the Kubernetes version: %w", err)
+	}
+	apiVersions, err := action.GetVersionSet(dc)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return fmt.Errorf("read the API versions: %w", err)
+	}
+	h.cfg.Capabilities = &chartutil.Capabilities{
+		APIVersions: apiVersions,
+		KubeVersion: chartutil.KubeVersion{Version: version.GitVersion, Major: version.Major, Minor: version.Minor},
+		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+	}
+	h.prepared = true
 	return nil
 }
 

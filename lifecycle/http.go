@@ -66,10 +66,20 @@ func (o *Operator) Status() Status {
 	return st
 }
 
-// Handler serves /metrics, /healthz, /readyz, /queue and /status. extra, if
-// set, adds fields to /status (the git source).
-func (o *Operator) Handler(extra func() map[string]any) http.Handler {
+// HTTPOptions configure Handler.
+type HTTPOptions struct {
+	// Extra, if set, adds fields to /status (the git source).
+	Extra func() map[string]any
+	// Namespace is what /debug renders charts for: the releases' namespace.
+	Namespace string
+}
+
+// Handler serves /metrics, /healthz, /readyz, /queue, /status and the
+// debug endpoints under /debug/ (debug.go).
+func (o *Operator) Handler(opts HTTPOptions) http.Handler {
+	extra := opts.Extra
 	mux := http.NewServeMux()
+	o.debugRoutes(mux, opts.Namespace)
 	mux.Handle("/metrics", promhttp.HandlerFor(o.cfg.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

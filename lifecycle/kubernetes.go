@@ -26,6 +26,7 @@ const (
 	typeSynchronization = "Synchronization"
 	typeEvent           = "Event"
 	typeGroup           = "Group"
+	typeSchedule        = "Schedule"
 )
 
 // Watcher starts the monitors behind kubernetes bindings.
@@ -114,7 +115,9 @@ func (o *Operator) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 	for _, b := range h.Config.Kubernetes {
 		bm := &bindingMonitor{binding: b}
 		m, err := o.cfg.Watcher.NewMonitor(monitorSpec(b), func(ev kube.ObjectEvent) {
-			if bm.live.Load() {
+			// an empty executeHookOnEvent wants no events, which the
+			// monitor reads as all of them
+			if bm.live.Load() && slices.Contains(b.ExecuteHookOnEvent, ev.Type) {
 				o.queueKubeEvent(h, bm, ev)
 			}
 		})
@@ -220,35 +223,39 @@ func (o *Operator) syncContext(hm *hookMonitors, bm *bindingMonitor, group []*bi
 	for _, x := range append(group, bm) {
 		x.live.Store(true)
 	}
+	s := &snapshotter{hm: hm}
 	if len(group) > 0 {
-		return bm.binding.Group, groupContext(hm, bm.binding.Group)
+		// shell-operator combines the Synchronization of a group's
+		// bindings into one run and keeps the last binding's context
+		last := group[len(group)-1].binding
+		return last.Name, []map[string]any{groupContext(hm.hook, last.Name, last.Group, last.IncludeSnapshotsFrom, s)}
 	}
 	b := bm.binding
-	var objects []map[string]any
-	for _, ev := range bm.monitor.Snapshot() {
-		objects = append(objects, snapshotItem(b, ev))
-	}
-	if objects == nil {
-		objects = []map[string]any{}
-	}
-	c := map[string]any{"binding": b.Name, "type": typeSynchronization, "objects": objects}
-	if s := o.includedSnapshots(hm, b.IncludeSnapshotsFrom); s != nil {
-		c["snapshots"] = s
+	c := map[string]any{"binding": b.Name, "type": typeSynchronization, "objects": s.of(b.Name)}
+	if len(b.IncludeSnapshotsFrom) > 0 {
+		c["snapshots"] = s.from(b.IncludeSnapshotsFrom)
 	}
 	return b.Name, []map[string]any{c}
 }
 
-// groupContext is the binding context of a group (kubernetes and schedule
-// bindings alike): the snapshots of the group's kubernetes bindings.
-func groupContext(hm *hookMonitors, group string) []map[string]any {
-	return []map[string]any{{"binding": group, "type": typeGroup, "snapshots": snapshotsOf(groupOf(hm, group))}}
+// groupContext is the binding context of a binding in a group (kubernetes
+// and schedule alike): the snapshots of the group's kubernetes bindings and
+// of those the binding names in includeSnapshotsFrom.
+func groupContext(h *loader.Hook, binding, group string, include []string, s *snapshotter) map[string]any {
+	names := slices.Clone(include)
+	for _, k := range h.Config.Kubernetes {
+		if k.Group == group && !slices.Contains(names, k.Name) {
+			names = append(names, k.Name)
+		}
+	}
+	return map[string]any{"binding": binding, "type": typeGroup, "groupName": group, "snapshots": s.from(names)}
 }
 
-// snapshotItem is one object as hooks see it: the object (unless only
-// filter results are kept) and the filter result (with a jqFilter).
+// snapshotItem is one object as hooks see it: the object (unless the
+// binding keeps no full objects) and the filter result (with a jqFilter).
 func snapshotItem(b loader.KubernetesBinding, ev kube.ObjectEvent) map[string]any {
 	item := map[string]any{}
-	if ev.Object != nil {
+	if b.KeepFullObjectsInMemory {
 		item["object"] = ev.Object
 	}
 	if b.Query != nil {
@@ -257,30 +264,42 @@ func snapshotItem(b loader.KubernetesBinding, ev kube.ObjectEvent) map[string]an
 	return item
 }
 
-func snapshotsOf(bms []*bindingMonitor) map[string]any {
-	out := map[string]any{}
-	for _, bm := range bms {
-		items := []map[string]any{}
-		for _, ev := range bm.monitor.Snapshot() {
-			items = append(items, snapshotItem(bm.binding, ev))
-		}
-		out[bm.binding.Name] = items
-	}
-	return out
+// snapshotter reads each binding's snapshot once per hook run, so every
+// binding context of a run shows the same objects.
+type snapshotter struct {
+	hm    *hookMonitors // nil: no monitor runs, every snapshot is empty
+	cache map[string][]map[string]any
 }
 
-// includedSnapshots are the snapshots of the named bindings (nil for none).
-func (o *Operator) includedSnapshots(hm *hookMonitors, names []string) map[string]any {
-	if hm == nil || len(names) == 0 {
-		return nil
+// of is the snapshot of the named binding ([] when its monitor is not running).
+func (s *snapshotter) of(name string) []map[string]any {
+	if items, ok := s.cache[name]; ok {
+		return items
 	}
-	var bms []*bindingMonitor
-	for _, bm := range hm.bindings {
-		if slices.Contains(names, bm.binding.Name) {
-			bms = append(bms, bm)
+	items := []map[string]any{}
+	if s.hm != nil {
+		for _, bm := range s.hm.bindings {
+			if bm.binding.Name == name {
+				for _, ev := range bm.monitor.Snapshot() {
+					items = append(items, snapshotItem(bm.binding, ev))
+				}
+			}
 		}
 	}
-	return snapshotsOf(bms)
+	if s.cache == nil {
+		s.cache = map[string][]map[string]any{}
+	}
+	s.cache[name] = items
+	return items
+}
+
+// from is the snapshots of the named bindings, by name.
+func (s *snapshotter) from(names []string) map[string]any {
+	out := make(map[string]any, len(names))
+	for _, n := range names {
+		out[n] = s.of(n)
+	}
+	return out
 }
 
 // runningMonitors returns the monitors of the hook (nil when none run).
@@ -290,74 +309,102 @@ func (o *Operator) runningMonitors(h *loader.Hook) *hookMonitors {
 	return o.kube.hooks[hookID(h)]
 }
 
-// orderedContext is the binding context of an ordered binding: with the
-// snapshots of all the hook's kubernetes bindings when it has any
-// (docs/lifecycle.md, steps 3, 5, 6 and 8).
+// orderedContext is the binding context of an ordered binding
+// (docs/lifecycle.md, steps 3, 5, 6 and 8). As in the original, every
+// ordered binding but onStartup of a v1 hook carries the snapshots of all
+// the hook's kubernetes bindings ({} when it has none); a v0 hook gets them
+// when it has kubernetes bindings.
 func (o *Operator) orderedContext(h *loader.Hook, binding string) []map[string]any {
 	c := map[string]any{"binding": binding}
-	if hm := o.runningMonitors(h); hm != nil && binding != loader.OnStartup {
-		c["snapshots"] = snapshotsOf(hm.bindings)
+	if binding != loader.OnStartup && (!isV0(h) || len(h.Config.Kubernetes) > 0) {
+		names := make([]string, 0, len(h.Config.Kubernetes))
+		for _, k := range h.Config.Kubernetes {
+			names = append(names, k.Name)
+		}
+		c["snapshots"] = (&snapshotter{hm: o.runningMonitors(h)}).from(names)
 	}
 	return []map[string]any{c}
 }
 
-// queueKubeEvent queues an Event run in the binding's queue. A run of the
-// same hook and binding still waiting at the queue's tail takes the event
-// in, so a burst becomes one run whose binding context holds every event.
+func isV0(h *loader.Hook) bool { return h.Config.Version == "v0" }
+
+// activation is one reason to run a hook from an event source: a
+// kubernetes event or a schedule firing. Its binding context is made when
+// the run starts, so snapshots are current.
+type activation struct {
+	binding, group string
+	context        func(s *snapshotter) map[string]any
+}
+
+// hookRunTask is a run of h for an activation. For a v1 hook, a later
+// activation of the same hook queued while this run still waits at the
+// queue's tail joins it, as shell-operator combines a hook's consecutive
+// tasks: one run whose binding context lists every activation in order,
+// where contexts of one group in a row compact into the last. A v0 hook,
+// which the original never combines, gets one run per activation.
+func (o *Operator) hookRunTask(h *loader.Hook, kind string, allowFailure bool, a activation) *queue.Task {
+	acts := []activation{a}
+	t := &queue.Task{
+		Kind:         kind,
+		Description:  h.Name + ": " + a.binding,
+		AllowFailure: allowFailure,
+		Payload:      acts,
+		Do: func(ctx context.Context) error {
+			s := &snapshotter{hm: o.runningMonitors(h)}
+			contexts := make([]map[string]any, 0, len(acts))
+			for i, a := range acts {
+				if a.group != "" && i+1 < len(acts) && acts[i+1].group == a.group {
+					continue
+				}
+				contexts = append(contexts, a.context(s))
+			}
+			return o.runEventHook(ctx, h, acts[0].binding, contexts, allowFailure)
+		},
+	}
+	if !isV0(h) {
+		t.MergeKey = "HookRun/" + hookID(h)
+		t.Merge = func(later *queue.Task) { acts = append(acts, later.Payload.([]activation)...) }
+	}
+	return t
+}
+
+// queueKubeEvent queues an Event run in the binding's queue.
 func (o *Operator) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.ObjectEvent) {
 	queues := o.Queues()
 	if queues == nil {
 		return
 	}
 	b := bm.binding
-	name := b.Name
-	if b.Group != "" {
-		name = b.Group
-	}
 	o.metrics.kubeEvents.WithLabelValues(h.Name, b.Name).Inc()
-	events := []kube.ObjectEvent{ev}
-	queues.Queue(b.Queue).Add(&queue.Task{
-		Kind:         kindKubeEvent,
-		Description:  h.Name + ": " + name,
-		AllowFailure: b.AllowFailure,
-		MergeKey:     kindKubeEvent + "/" + hookID(h) + "/" + name,
-		Merge: func(later *queue.Task) {
-			events = append(events, later.Payload.([]kube.ObjectEvent)...)
-		},
-		Payload: events,
-		Do: func(ctx context.Context) error {
-			return o.runEventHook(ctx, h, name, o.eventContexts(h, bm, events), b.AllowFailure)
-		},
-	})
+	kind := bm.monitor.Kind()
+	a := activation{binding: b.Name, group: b.Group, context: func(s *snapshotter) map[string]any {
+		if b.Group != "" {
+			return groupContext(h, b.Name, b.Group, b.IncludeSnapshotsFrom, s)
+		}
+		return eventContext(b, kind, ev, s)
+	}}
+	queues.Queue(b.Queue).Add(o.hookRunTask(h, kindKubeEvent, b.AllowFailure, a))
 }
 
-// eventContexts builds the Event binding contexts of a run at run time, so
-// snapshots are current. A group binding gets one Group context.
-func (o *Operator) eventContexts(h *loader.Hook, bm *bindingMonitor, events []kube.ObjectEvent) []map[string]any {
-	hm := o.runningMonitors(h)
-	b := bm.binding
-	if b.Group != "" {
-		return groupContext(hm, b.Group)
+// eventContext is the Event binding context of one watch event.
+func eventContext(b loader.KubernetesBinding, kind string, ev kube.ObjectEvent, s *snapshotter) map[string]any {
+	c := map[string]any{"binding": b.Name, "type": typeEvent, "watchEvent": ev.Type}
+	if b.KeepFullObjectsInMemory {
+		c["object"] = ev.Object
 	}
-	snapshots := o.includedSnapshots(hm, b.IncludeSnapshotsFrom)
-	out := make([]map[string]any, 0, len(events))
-	for _, ev := range events {
-		c := map[string]any{"binding": b.Name, "type": typeEvent, "watchEvent": ev.Type, "object": ev.Object}
-		if b.Query != nil {
-			c["filterResult"] = ev.FilterResult
-		}
-		if snapshots != nil {
-			c["snapshots"] = snapshots
-		}
-		if b.V0 {
-			c["resourceEvent"] = v0Event[ev.Type]
-			c["resourceNamespace"] = ev.Namespace
-			c["resourceKind"] = bm.monitor.Kind()
-			c["resourceName"] = ev.Name
-		}
-		out = append(out, c)
+	if b.Query != nil {
+		c["filterResult"] = ev.FilterResult
 	}
-	return out
+	if len(b.IncludeSnapshotsFrom) > 0 {
+		c["snapshots"] = s.from(b.IncludeSnapshotsFrom)
+	}
+	if b.V0 {
+		c["resourceEvent"] = v0Event[ev.Type]
+		c["resourceNamespace"] = ev.Namespace
+		c["resourceKind"] = kind
+		c["resourceName"] = ev.Name
+	}
+	return c
 }
 
 var v0Event = map[string]string{kube.Added: "add", kube.Modified: "update", kube.Deleted: "delete"}

@@ -130,38 +130,40 @@ func (o *Operator) syncSchedules() {
 	o.schedules.set(want)
 }
 
-// queueScheduled queues one run of a schedule binding in its queue; a run
-// still waiting there absorbs the next firing.
+// queueScheduled queues one run of a schedule binding in its queue. A v1
+// hook's run joins a run of the same hook waiting at the queue's tail
+// (hookRunTask); a v0 hook's firing is absorbed by a run of the same
+// binding still waiting there, since its context would say nothing more.
 func (o *Operator) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
 	queues := o.Queues()
 	if queues == nil {
 		return
 	}
-	queues.Queue(b.Queue).Add(&queue.Task{
-		Kind:         kindScheduleHook,
-		Description:  h.Name + ": " + b.Name,
-		AllowFailure: b.AllowFailure,
-		MergeKey:     kindScheduleHook + "/" + h.Module + "/" + h.Name + "/" + b.Name,
-		Merge:        func(*queue.Task) {},
-		Do: func(ctx context.Context) error {
-			name, bc := o.scheduleContext(h, b)
-			return o.runEventHook(ctx, h, name, bc, b.AllowFailure)
-		},
-	})
+	t := o.hookRunTask(h, kindScheduleHook, b.AllowFailure, activation{binding: b.Name, group: b.Group,
+		context: func(s *snapshotter) map[string]any { return scheduleContext(h, b, s) }})
+	if isV0(h) {
+		t.MergeKey = kindScheduleHook + "/" + h.Module + "/" + h.Name + "/" + b.Name
+		t.Merge = func(*queue.Task) {}
+	}
+	queues.Queue(b.Queue).Add(t)
 }
 
-// scheduleContext is a schedule binding's context: snapshots from
-// includeSnapshotsFrom, or a Group context for a binding in a group.
-func (o *Operator) scheduleContext(h *loader.Hook, b loader.ScheduleBinding) (string, []map[string]any) {
-	hm := o.runningMonitors(h)
+// scheduleContext is a schedule binding's context: typed "Schedule" for a
+// v1 hook (a v0 hook's has the binding name only), with the snapshots
+// named in includeSnapshotsFrom, or a Group context for a binding in a
+// group.
+func scheduleContext(h *loader.Hook, b loader.ScheduleBinding, s *snapshotter) map[string]any {
 	if b.Group != "" {
-		return b.Group, groupContext(hm, b.Group)
+		return groupContext(h, b.Name, b.Group, b.IncludeSnapshotsFrom, s)
 	}
 	c := map[string]any{"binding": b.Name}
-	if s := o.includedSnapshots(hm, b.IncludeSnapshotsFrom); s != nil {
-		c["snapshots"] = s
+	if !isV0(h) {
+		c["type"] = typeSchedule
 	}
-	return b.Name, []map[string]any{c}
+	if len(b.IncludeSnapshotsFrom) > 0 {
+		c["snapshots"] = s.from(b.IncludeSnapshotsFrom)
+	}
+	return c
 }
 
 // runEventHook runs a hook for an event (schedule, kubernetes) and raises

@@ -44,7 +44,7 @@ fi`),
 	e.eventually("the tick hook to fire", func() bool { return countHook(e.readRecords(), "tick", "every-second") >= 1 })
 	for _, r := range e.readRecords() {
 		if r.Hook == "tick" && r.binding() == "every-second" {
-			assertJSON(t, r.Ctx, `[{"binding":"every-second"}]`)
+			assertJSON(t, r.Ctx, `[{"binding":"every-second","type":"Schedule"}]`)
 			break
 		}
 	}

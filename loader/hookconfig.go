@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/itchyny/gojq"
 	"github.com/robfig/cron/v3"
@@ -25,6 +26,7 @@ const (
 	AfterAll          = "afterAll"
 	BeforeHelm        = "beforeHelm"
 	AfterHelm         = "afterHelm"
+	BeforeDeleteHelm  = "beforeDeleteHelm"
 	AfterDeleteHelm   = "afterDeleteHelm"
 )
 
@@ -68,8 +70,12 @@ type KubernetesBinding struct {
 	Name       string
 	APIVersion string
 	// Kind as written; v0's lowercase kinds are resolved through discovery.
-	Kind                         string
-	ExecuteHookOnEvent           []string
+	Kind string
+	// ExecuteHookOnEvent lists the watch events that run the hook; empty
+	// runs it for none (the binding only feeds snapshots).
+	ExecuteHookOnEvent []string
+	// ExecuteHookOnSynchronization is false for every v0 binding: the
+	// original runs v0 hooks for events only.
 	ExecuteHookOnSynchronization bool
 	WaitForSynchronization       bool
 	KeepFullObjectsInMemory      bool
@@ -99,9 +105,12 @@ type FieldRequirement struct {
 }
 
 var (
-	orderedBindings = []string{OnStartup, BeforeAll, AfterAll, BeforeHelm, AfterHelm, AfterDeleteHelm}
+	orderedBindings = []string{OnStartup, BeforeAll, AfterAll, BeforeHelm, AfterHelm, BeforeDeleteHelm, AfterDeleteHelm}
 	globalOnly      = []string{BeforeAll, AfterAll}
-	moduleOnly      = []string{BeforeHelm, AfterHelm, AfterDeleteHelm}
+	moduleOnly      = []string{BeforeHelm, AfterHelm, BeforeDeleteHelm, AfterDeleteHelm}
+	// webhookBindings are v1 bindings the original serves as admission and
+	// conversion webhooks; this operator runs no webhook server.
+	webhookBindings = []string{"kubernetesValidating", "kubernetesMutating", "kubernetesCustomResourceConversion"}
 	cronParser      = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 )
 
@@ -159,6 +168,12 @@ func ParseHookConfig(data []byte, global bool) (*HookConfig, error) {
 			}
 		case k == OnKubernetesEvent || k == Kubernetes:
 			return nil, fmt.Errorf("binding %q is not part of configVersion %s (v0 uses onKubernetesEvent, v1 uses kubernetes)", k, cfg.Version)
+		case k == "settings" && cfg.Version == "v1":
+			if err := checkSettings(raw); err != nil {
+				return nil, fmt.Errorf("settings: %w", err)
+			}
+		case slices.Contains(webhookBindings, k) && cfg.Version == "v1":
+			return nil, fmt.Errorf("binding %q: admission and conversion webhooks are not supported by this operator", k)
 		default:
 			return nil, fmt.Errorf("unknown binding %q", k)
 		}
@@ -318,6 +333,8 @@ func parseV0Kubernetes(raw json.RawMessage, cfg *HookConfig) error {
 			MatchNames []string `json:"matchNames"`
 			Any        bool     `json:"any"`
 		} `json:"namespaceSelector"`
+		// ObjectName selects one object by name (shell-operator's v0).
+		ObjectName   string `json:"objectName"`
 		JqFilter     string `json:"jqFilter"`
 		AllowFailure bool   `json:"allowFailure"`
 		DisableDebug bool   `json:"disableDebug"`
@@ -326,9 +343,14 @@ func parseV0Kubernetes(raw json.RawMessage, cfg *HookConfig) error {
 		return fmt.Errorf("want a list of event descriptors: %w", err)
 	}
 	for i, e := range entries {
+		// v0 hooks get no Synchronization run: the original starts the
+		// monitor and sends events only
 		b := KubernetesBinding{
 			Name: e.Name, Kind: e.Kind, JqFilter: e.JqFilter, AllowFailure: e.AllowFailure, V0: true,
-			ExecuteHookOnSynchronization: true, WaitForSynchronization: true, KeepFullObjectsInMemory: true,
+			ExecuteHookOnSynchronization: false, WaitForSynchronization: true, KeepFullObjectsInMemory: true,
+		}
+		if e.ObjectName != "" {
+			b.NameSelector = []string{e.ObjectName}
 		}
 		if b.Name == "" {
 			b.Name = OnKubernetesEvent
@@ -374,16 +396,21 @@ func parseV1Kubernetes(raw json.RawMessage, cfg *HookConfig) error {
 		MatchNames []string `json:"matchNames"`
 	}
 	var entries []struct {
-		Name                         string                `json:"name"`
-		APIVersion                   string                `json:"apiVersion"`
-		Kind                         string                `json:"kind"`
-		ExecuteHookOnEvent           *[]string             `json:"executeHookOnEvent"`
-		ExecuteHookOnSynchronization *bool                 `json:"executeHookOnSynchronization"`
-		WaitForSynchronization       *bool                 `json:"waitForSynchronization"`
-		KeepFullObjectsInMemory      *bool                 `json:"keepFullObjectsInMemory"`
-		NameSelector                 *nameSelector         `json:"nameSelector"`
-		LabelSelector                *metav1.LabelSelector `json:"labelSelector"`
-		FieldSelector                *struct {
+		Name       string `json:"name"`
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		// ExecuteHookOnEvent wins over its older alias WatchEvent; an
+		// empty list means no events (snapshots only).
+		ExecuteHookOnEvent           *[]string     `json:"executeHookOnEvent"`
+		WatchEvent                   *[]string     `json:"watchEvent"`
+		ExecuteHookOnSynchronization *flexBool     `json:"executeHookOnSynchronization"`
+		WaitForSynchronization       *flexBool     `json:"waitForSynchronization"`
+		KeepFullObjectsInMemory      *flexBool     `json:"keepFullObjectsInMemory"`
+		NameSelector                 *nameSelector `json:"nameSelector"`
+		// ResynchronizationPeriod is accepted and unused, as in the original.
+		ResynchronizationPeriod string                `json:"resynchronizationPeriod"`
+		LabelSelector           *metav1.LabelSelector `json:"labelSelector"`
+		FieldSelector           *struct {
 			MatchExpressions []FieldRequirement `json:"matchExpressions"`
 		} `json:"fieldSelector"`
 		Namespace *struct {
@@ -399,19 +426,15 @@ func parseV1Kubernetes(raw json.RawMessage, cfg *HookConfig) error {
 	if err := decodeStrict(raw, &entries); err != nil {
 		return fmt.Errorf("want a list of kubernetes bindings: %w", err)
 	}
-	boolOr := func(p *bool, def bool) bool {
-		if p == nil {
-			return def
-		}
-		return *p
-	}
 	for i, e := range entries {
 		b := KubernetesBinding{
 			Name: e.Name, APIVersion: e.APIVersion, Kind: e.Kind, JqFilter: e.JqFilter, AllowFailure: e.AllowFailure,
 			Queue: e.Queue, Group: e.Group, IncludeSnapshotsFrom: e.IncludeSnapshotsFrom, LabelSelector: e.LabelSelector,
-			ExecuteHookOnSynchronization: boolOr(e.ExecuteHookOnSynchronization, true),
-			WaitForSynchronization:       boolOr(e.WaitForSynchronization, true),
-			KeepFullObjectsInMemory:      boolOr(e.KeepFullObjectsInMemory, true),
+			ExecuteHookOnSynchronization: e.ExecuteHookOnSynchronization.or(true),
+			// as in the original, only a binding with its own queue may
+			// leave "main" to go on before its Synchronization ran
+			WaitForSynchronization:  e.WaitForSynchronization.or(true) || e.Queue == "",
+			KeepFullObjectsInMemory: e.KeepFullObjectsInMemory.or(true),
 		}
 		if b.Name == "" {
 			b.Name = Kubernetes
@@ -419,15 +442,19 @@ func parseV1Kubernetes(raw json.RawMessage, cfg *HookConfig) error {
 		if e.Kind == "" {
 			return fmt.Errorf("entry %d: kind is required", i+1)
 		}
-		if e.ExecuteHookOnEvent == nil {
+		field, events := "executeHookOnEvent", e.ExecuteHookOnEvent
+		if events == nil {
+			field, events = "watchEvent", e.WatchEvent
+		}
+		if events == nil {
 			b.ExecuteHookOnEvent = []string{EventAdded, EventModified, EventDeleted}
 		} else {
-			for _, ev := range *e.ExecuteHookOnEvent {
+			for _, ev := range *events {
 				if ev != EventAdded && ev != EventModified && ev != EventDeleted {
-					return fmt.Errorf("entry %d: executeHookOnEvent %q: want Added, Modified or Deleted", i+1, ev)
+					return fmt.Errorf("entry %d: %s %q: want Added, Modified or Deleted", i+1, field, ev)
 				}
 			}
-			b.ExecuteHookOnEvent = *e.ExecuteHookOnEvent
+			b.ExecuteHookOnEvent = append([]string{}, *events...)
 		}
 		if e.NameSelector != nil {
 			b.NameSelector = e.NameSelector.MatchNames
@@ -452,6 +479,56 @@ func parseV1Kubernetes(raw json.RawMessage, cfg *HookConfig) error {
 			return fmt.Errorf("entry %d (%s): %w", i+1, b.Name, err)
 		}
 		cfg.Kubernetes = append(cfg.Kubernetes, b)
+	}
+	return nil
+}
+
+// flexBool is a boolean that also takes the strings "true" and "false":
+// the original reads these v1 fields as strings, so hooks write both.
+type flexBool bool
+
+func (f *flexBool) UnmarshalJSON(data []byte) error {
+	var b bool
+	if err := json.Unmarshal(data, &b); err == nil {
+		*f = flexBool(b)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil || (s != "true" && s != "false") {
+		return fmt.Errorf("want true or false, got %s", data)
+	}
+	*f = s == "true"
+	return nil
+}
+
+// or is the value, or def when the field is absent.
+func (f *flexBool) or(def bool) bool {
+	if f == nil {
+		return def
+	}
+	return bool(*f)
+}
+
+// checkSettings validates a v1 hook's settings. The original rate-limits a
+// hook's event runs with them; this operator accepts them and does not
+// (docs/operator.md, "Hook configs and binding contexts").
+func checkSettings(raw json.RawMessage) error {
+	var s struct {
+		ExecutionMinInterval string      `json:"executionMinInterval"`
+		ExecutionBurst       json.Number `json:"executionBurst"`
+	}
+	if err := decodeStrict(raw, &s); err != nil {
+		return fmt.Errorf("want {executionMinInterval, executionBurst}: %w", err)
+	}
+	if s.ExecutionMinInterval != "" {
+		if _, err := time.ParseDuration(s.ExecutionMinInterval); err != nil {
+			return fmt.Errorf("executionMinInterval: %w", err)
+		}
+	}
+	if s.ExecutionBurst != "" {
+		if _, err := s.ExecutionBurst.Int64(); err != nil {
+			return fmt.Errorf("executionBurst: want an integer, got %s", s.ExecutionBurst)
+		}
 	}
 	return nil
 }

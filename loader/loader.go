@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,10 +25,15 @@ import (
 
 // Model is one loaded tree. It is immutable once Load returns it.
 type Model struct {
-	ModulesDir     string
+	// ModulesDir is the modules directories as Load takes them: absolute,
+	// separated by filepath.ListSeparator (one directory in the common case).
+	ModulesDir string
+	// ModulesDirs lists them one by one, in the order given.
+	ModulesDirs    []string
 	GlobalHooksDir string
 	Global         *Global
-	// Modules in run order: by numeric prefix, then name.
+	// Modules in run order, from every modules directory: by numeric
+	// prefix, then name.
 	Modules []*Module
 	// Values is the tree's values source for values.NewStore.
 	Values values.Source
@@ -37,7 +45,8 @@ type Model struct {
 type Global struct {
 	Hooks   []*Hook
 	Schemas *values.Schemas
-	// Hash covers the global hooks directory and $MODULES_DIR/values.yaml.
+	// Hash covers the global hooks directory and the values.yaml of every
+	// modules directory.
 	Hash string
 }
 
@@ -63,8 +72,8 @@ type Module struct {
 
 // Hook is one executable found under a hooks directory.
 type Hook struct {
-	// Name is the path relative to MODULES_DIR (module hooks) or
-	// GLOBAL_HOOKS_DIR (global hooks): 001-module/hooks/a.sh.
+	// Name is the path relative to the module's modules directory (module
+	// hooks) or GLOBAL_HOOKS_DIR (global hooks): 001-module/hooks/a.sh.
 	Name   string
 	Path   string // absolute
 	Module string // module name, "" for a global hook
@@ -162,12 +171,20 @@ func (e *Error) Unwrap() error { return e.Err }
 
 func fileErr(path string, err error) error { return &Error{Path: path, Err: err} }
 
-// Load reads a tree. Every read resolves beneath root, so no link, nor a
-// chain of links, leads a read outside it (an empty root bounds the modules
-// directory, each module and the global hooks directory by itself). Only
-// regular files and directories are read. ctx bounds the whole load, reads
-// and hashing included. A missing global hooks directory is an empty one;
-// a missing modules directory is an error.
+// Load reads a tree. modulesDir is one directory or several separated by
+// filepath.ListSeparator, as MODULES_DIR lists them; their modules form one
+// list, and a module name in two of them is an error naming both. A
+// relative directory is inside root (see dirPath); with no root it is
+// relative to the working directory.
+//
+// Every read resolves beneath root, so no link, nor a chain of links, leads
+// a read outside it. An empty root bounds each modules directory, each
+// module and the global hooks directory by itself; a module's own entry in
+// its modules directory may then be a link to a directory anywhere (the
+// original addon-operator's module symlinks), which bounds that module.
+// Only regular files and directories are read. ctx bounds the whole load,
+// reads and hashing included. A missing global hooks directory is an empty
+// one; a missing modules directory is an error.
 func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir string) (_ *Model, err error) {
 	s := newSession(ctx, l.maxFile)
 	defer s.close()
@@ -178,7 +195,11 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{ModulesDir: modules.abs, GlobalHooksDir: global.abs}
+	m := &Model{GlobalHooksDir: global.abs}
+	for _, d := range modules {
+		m.ModulesDirs = append(m.ModulesDirs, d.abs)
+	}
+	m.ModulesDir = strings.Join(m.ModulesDirs, string(filepath.ListSeparator))
 	if m.Global, err = loadGlobal(modules, global); err != nil {
 		return nil, err
 	}
@@ -188,15 +209,14 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 	if err := l.configureHooks(ctx, use, m); err != nil {
 		return nil, err
 	}
-	common, err := readValues(modules, "values.yaml")
-	if err != nil {
-		return nil, err
-	}
-	m.Values = values.Source{Common: common, CommonFile: modules.path("values.yaml"), GlobalSchemas: m.Global.Schemas}
 	for _, mod := range m.Modules {
 		m.Values.Modules = append(m.Values.Modules, values.ModuleSource{
 			Name: mod.Name, Values: mod.Values, Schemas: mod.Schemas, File: filepath.Join(mod.Dir, "values.yaml"),
 		})
+	}
+	m.Values.GlobalSchemas = m.Global.Schemas
+	if m.Values.Common, m.Values.CommonFile, err = commonValues(modules, m.Values); err != nil {
+		return nil, err
 	}
 	m.Warnings = s.warnings
 	// Values errors (bad flags, duplicate keys) fail the load, as the tree is
@@ -212,40 +232,81 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 	return m, nil
 }
 
-// openDirs opens the modules and global hooks directories beneath root,
-// or, with no root, each beneath itself. A directory that does not exist
-// comes back with no root: the caller decides whether that is an error.
-func (s *session) openDirs(root, modulesDir, globalHooksDir string) (modules, global dir, err error) {
-	modulesAbs, err := filepath.Abs(modulesDir)
-	if err != nil {
-		return dir{}, dir{}, err
-	}
-	globalAbs, err := filepath.Abs(globalHooksDir)
-	if err != nil {
-		return dir{}, dir{}, err
-	}
+// openDirs opens the modules directories and the global hooks directory
+// beneath root, or, with no root, each beneath itself. A global hooks
+// directory that does not exist comes back with no root: it is an empty one.
+func (s *session) openDirs(root, modulesDirs, globalHooksDir string) (modules []dir, global dir, err error) {
+	rootAbs := ""
 	open := s.ownDir
 	if root == "" {
 		s.ownRoots = true
 	} else {
-		rootAbs, err := filepath.Abs(root)
-		if err != nil {
-			return dir{}, dir{}, err
+		if rootAbs, err = filepath.Abs(root); err != nil {
+			return nil, dir{}, err
 		}
 		r, err := s.openRoot(rootAbs)
 		if err != nil {
-			return dir{}, dir{}, err
+			return nil, dir{}, err
 		}
 		open = func(path string) (dir, error) { return s.dirBeneath(r, rootAbs, path) }
 	}
-	if modules, err = open(modulesAbs); err != nil {
-		return dir{}, dir{}, err
+	for _, p := range filepath.SplitList(modulesDirs) {
+		if p == "" {
+			continue
+		}
+		abs, err := dirPath(root, rootAbs, p)
+		if err != nil {
+			return nil, dir{}, err
+		}
+		d, err := open(abs)
+		if err != nil {
+			return nil, dir{}, err
+		}
+		if d.root == nil {
+			return nil, dir{}, fileErr(abs, errors.New("modules directory not found"))
+		}
+		modules = append(modules, d)
 	}
-	if modules.root == nil {
-		return dir{}, dir{}, fileErr(modulesAbs, errors.New("modules directory not found"))
+	if len(modules) == 0 {
+		return nil, dir{}, fmt.Errorf("no modules directory in %q", modulesDirs)
 	}
-	global, err = open(globalAbs)
+	abs, err := dirPath(root, rootAbs, globalHooksDir)
+	if err != nil {
+		return nil, dir{}, err
+	}
+	global, err = open(abs)
 	return modules, global, err
+}
+
+// dirPath is a configured directory's absolute path. With a root, a
+// relative directory is inside it: written beneath it, as callers join
+// them (root/modules), or relative to it (modules). Without a root its
+// links are resolved, so the model's paths stay valid if a link among
+// them moves on.
+func dirPath(rootRel, rootAbs, p string) (string, error) {
+	if rootAbs != "" {
+		switch {
+		case filepath.IsAbs(p):
+			return filepath.Clean(p), nil
+		case isBeneath(rootRel, p):
+			return filepath.Abs(p)
+		}
+		return filepath.Join(rootAbs, p), nil
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	return abs, nil
+}
+
+// isBeneath: p is written as a path beneath root.
+func isBeneath(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 func readValues(d dir, entry string) (values.Values, error) {
@@ -301,7 +362,7 @@ func optionalStat(d dir, entry string) (fs.FileInfo, error) {
 	return info, err
 }
 
-func loadGlobal(modules, global dir) (*Global, error) {
+func loadGlobal(modules []dir, global dir) (*Global, error) {
 	g := &Global{Schemas: &values.Schemas{}}
 	h := sha256.New()
 	if global.root != nil {
@@ -316,35 +377,109 @@ func loadGlobal(modules, global dir) (*Global, error) {
 			return nil, err
 		}
 	}
-	if err := hashFile(h, modules, "values.yaml", "values.yaml"); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+	for i, d := range modules {
+		name := "values.yaml"
+		if i > 0 {
+			name = strconv.Itoa(i) + "/values.yaml"
+		}
+		if err := hashFile(h, d, "values.yaml", name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 	}
 	g.Hash = hex.EncodeToString(h.Sum(nil))
 	return g, nil
 }
 
-// loadModules loads every module directory, in run order: by numeric
-// prefix, then name.
-func loadModules(modules dir) ([]*Module, error) {
-	_, entries, err := modules.list(func(name string) bool { return strings.HasPrefix(name, ".") })
-	if err != nil {
-		return nil, err
+// commonValues reads the values.yaml of every modules directory into one
+// document and names it for messages. The original addon-operator merges
+// their global sections, in the order of the list, and so does this; any
+// other key set in two of them is an error naming both files. With several
+// files each is checked on its own first, so an error names its file.
+func commonValues(modules []dir, src values.Source) (values.Values, string, error) {
+	type file struct {
+		path string
+		doc  values.Values
 	}
-	var out []*Module
-	byKey := map[string]string{}
-	for _, e := range entries {
-		if !e.isDir {
-			continue
+	var files []file
+	for _, d := range modules {
+		doc, err := readValues(d, "values.yaml")
+		if err != nil {
+			return nil, "", err
 		}
-		mod, err := loadModule(modules, e.name)
+		if doc != nil {
+			files = append(files, file{d.path("values.yaml"), doc})
+		}
+	}
+	switch len(files) {
+	case 0:
+		return nil, modules[0].path("values.yaml"), nil
+	case 1:
+		return files[0].doc, files[0].path, nil
+	}
+	out := values.Values{}
+	from := map[string]string{}
+	for _, f := range files {
+		src.Common, src.CommonFile = f.doc, f.path
+		if _, _, err := values.NewStore(src); err != nil {
+			return nil, "", err
+		}
+		for k, v := range f.doc {
+			prev, dup := from[k]
+			if dup && k != values.GlobalKey {
+				return nil, "", fileErr(f.path, fmt.Errorf("%s is also set in %s", k, prev))
+			}
+			from[k] = f.path
+			b, okB := out[k].(map[string]any)
+			o, okO := v.(map[string]any)
+			if dup && okB && okO {
+				v = mergeMaps(b, o)
+			}
+			out[k] = v
+		}
+	}
+	return out, files[0].path, nil
+}
+
+// mergeMaps merges over into a copy of base: maps key by key, anything
+// else replaced (the values rule).
+func mergeMaps(base, over map[string]any) map[string]any {
+	out := maps.Clone(base)
+	for k, v := range over {
+		b, okB := out[k].(map[string]any)
+		o, okO := v.(map[string]any)
+		if okB && okO {
+			v = mergeMaps(b, o)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// loadModules loads the modules of every modules directory, in run order:
+// by numeric prefix, then name. A name, or a values key, in two places is
+// an error naming both.
+func loadModules(modules []dir) ([]*Module, error) {
+	var out []*Module
+	byName, byKey := map[string]string{}, map[string]string{}
+	for _, d := range modules {
+		entries, err := d.s.moduleEntries(d)
 		if err != nil {
 			return nil, err
 		}
-		if prev, dup := byKey[mod.Key]; dup {
-			return nil, fileErr(mod.Dir, fmt.Errorf("module %q has the same values key %q as %s", mod.Name, mod.Key, prev))
+		for _, e := range entries {
+			mod, err := loadModule(d, e)
+			if err != nil {
+				return nil, err
+			}
+			if prev, dup := byName[mod.Name]; dup {
+				return nil, fileErr(mod.Dir, fmt.Errorf("module %q is also at %s", mod.Name, prev))
+			}
+			if prev, dup := byKey[mod.Key]; dup {
+				return nil, fileErr(mod.Dir, fmt.Errorf("module %q has the same values key %q as %s", mod.Name, mod.Key, prev))
+			}
+			byName[mod.Name], byKey[mod.Key] = mod.Dir, mod.Dir
+			out = append(out, mod)
 		}
-		byKey[mod.Key] = e.name
-		out = append(out, mod)
 	}
 	slices.SortStableFunc(out, func(a, b *Module) int {
 		if a.Order != b.Order {
@@ -355,20 +490,20 @@ func loadModules(modules dir) ([]*Module, error) {
 	return out, nil
 }
 
-func loadModule(modules dir, dirName string) (*Module, error) {
-	order, name, err := values.ParseModuleDir(dirName)
+func loadModule(modules dir, e moduleEntry) (*Module, error) {
+	order, name, err := values.ParseModuleDir(e.name)
 	if err != nil {
-		return nil, fileErr(modules.path(dirName), err)
+		return nil, fileErr(modules.path(e.name), err)
 	}
 	key, err := values.ModuleKey(name)
 	if err != nil {
-		return nil, fileErr(modules.path(dirName), err)
+		return nil, fileErr(modules.path(e.name), err)
 	}
-	d, err := modules.s.moduleDir(modules, dirName)
+	d, err := modules.s.moduleDir(modules, e)
 	if err != nil {
 		return nil, err
 	}
-	mod := &Module{Name: name, Key: key, Order: order, Dir: d.abs, DirName: dirName}
+	mod := &Module{Name: name, Key: key, Order: order, Dir: d.abs, DirName: e.name}
 	if err := loadModuleHooks(mod, modules, d); err != nil {
 		return nil, err
 	}
@@ -391,18 +526,82 @@ func loadModule(modules dir, dirName string) (*Module, error) {
 	return mod, nil
 }
 
-// moduleDir is a module's directory: beneath the tree's root, or, with no
-// root, beneath the module directory itself, as before roots.
-func (s *session) moduleDir(modules dir, name string) (dir, error) {
+// moduleEntry is a module directory found in a modules directory.
+type moduleEntry struct {
+	name string
+	// target is where a link in the modules directory leads, with no tree
+	// root ("" otherwise, or for a directory that is no link).
+	target string
+}
+
+// moduleEntries lists a modules directory's module directories (dot
+// entries and files are skipped). Beneath a tree root a link must lead to
+// a directory beneath it; with no root it may lead anywhere, and the
+// module it leads to is bounded by itself (see moduleDir).
+func (s *session) moduleEntries(modules dir) ([]moduleEntry, error) {
+	skip := func(name string) bool { return strings.HasPrefix(name, ".") }
 	if !s.ownRoots {
-		return modules.sub(name), nil
+		_, entries, err := modules.list(skip)
+		if err != nil {
+			return nil, err
+		}
+		var out []moduleEntry
+		for _, e := range entries {
+			if e.isDir {
+				out = append(out, moduleEntry{name: e.name})
+			}
+		}
+		return out, nil
 	}
-	r, err := modules.root.OpenRoot(modules.name(name))
+	_, des, err := modules.readDir()
 	if err != nil {
-		return dir{}, modules.explain(name, err)
+		return nil, err
+	}
+	var out []moduleEntry
+	for _, de := range des {
+		if skip(de.Name()) {
+			continue
+		}
+		if de.Type()&fs.ModeSymlink == 0 {
+			e, err := modules.resolve(de)
+			if err != nil {
+				return nil, err
+			}
+			if e.isDir {
+				out = append(out, moduleEntry{name: e.name})
+			}
+			continue
+		}
+		e, err := modules.followOut(de.Name())
+		if err != nil {
+			return nil, err
+		}
+		if e.target != "" {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// moduleDir is a module's directory: beneath the tree's root, or, with no
+// root, beneath the module directory itself (the one a link leads to).
+func (s *session) moduleDir(modules dir, e moduleEntry) (dir, error) {
+	if !s.ownRoots {
+		return modules.sub(e.name), nil
+	}
+	var r *os.Root
+	var err error
+	if e.target != "" {
+		r, err = os.OpenRoot(e.target)
+		err = stripPath(err)
+	} else {
+		r, err = modules.root.OpenRoot(modules.name(e.name))
+	}
+	if err != nil {
+		return dir{}, modules.explain(e.name, err)
 	}
 	s.roots = append(s.roots, r)
-	return dir{s: s, root: r, rel: ".", abs: modules.path(name)}, nil
+	return dir{s: s, root: r, rel: ".", abs: modules.path(e.name)}, nil
 }
 
 // loadModuleHooks finds the module's hooks and its enabled script.

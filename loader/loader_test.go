@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -159,7 +160,7 @@ func TestBadInput(t *testing.T) {
 		{dir: "jq", file: "modules/001-one/hooks/h.sh", want: "jqFilter"},
 		{dir: "hook-fails", file: "modules/001-one/hooks/h.sh", want: "exit status 2: cannot configure"},
 		{dir: "hook-hangs", file: "modules/001-one/hooks/h.sh", want: "timed out"},
-		{dir: "duplicate-names", file: "modules/002-one", want: `same values key "one"`},
+		{dir: "duplicate-names", file: "modules/002-one", want: `module "one" is also at`},
 		{dir: "bad-name", file: "modules/003-two-2fa", want: "converts back to"},
 		{dir: "symlink-out", file: "modules/001-one/templates/passwd.yaml", want: "symlink leads out of the tree"},
 		{dir: "flag", file: "modules/values.yaml", want: "oneEnabled: want true or false"},
@@ -304,5 +305,160 @@ func TestCrontabSundayAsSeven(t *testing.T) {
 		if got := s.Next(saturday).Weekday(); got != tt.want {
 			t.Errorf("%s: next on %s, want %s", tt.spec, got, tt.want)
 		}
+	}
+}
+
+// severalDirs writes two modules directories, one/ and two/, and a
+// storage/ directory beside them that no list names.
+func severalDirs(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	hook := "#!/bin/sh\necho '{\"beforeHelm\": 1}'\n"
+	writeFile(t, filepath.Join(base, "one/010-zeta/values.yaml"), "zeta: {v: 1}\n", 0o644)
+	writeFile(t, filepath.Join(base, "one/010-zeta/hooks/h.sh"), hook, 0o755)
+	writeFile(t, filepath.Join(base, "one/030-gamma/Chart.yaml"), "apiVersion: v2\nname: gamma\nversion: 0.1.0\n", 0o644)
+	writeFile(t, filepath.Join(base, "one/values.yaml"), "global: {a: 1, shared: {p: 1}}\nzetaEnabled: true\n", 0o644)
+	writeFile(t, filepath.Join(base, "two/010-alpha/values.yaml"), "alpha: {v: 2}\n", 0o644)
+	writeFile(t, filepath.Join(base, "two/010-alpha/hooks/h.sh"), hook, 0o755)
+	writeFile(t, filepath.Join(base, "two/values.yaml"), "global: {b: 2, shared: {q: 2}}\nalphaEnabled: true\n", 0o644)
+	writeFile(t, filepath.Join(base, "storage/linked/values.yaml"), "linked: {v: 3}\n", 0o644)
+	writeFile(t, filepath.Join(base, "storage/linked/hooks/h.sh"), hook, 0o755)
+	return base
+}
+
+// TestSeveralModulesDirs: MODULES_DIR's list makes one ordered list of
+// modules; their values.yaml files combine.
+func TestSeveralModulesDirs(t *testing.T) {
+	base := severalDirs(t)
+	for _, tt := range []struct {
+		name              string
+		root, modulesDirs string
+	}{
+		{"no root", "", filepath.Join(base, "one") + ":" + filepath.Join(base, "two")},
+		{"beneath a root", base, filepath.Join(base, "one") + ":" + filepath.Join(base, "two")},
+		// as lifecycle's CheckTree joins the checkout to the whole list
+		{"relative inside the root", base, filepath.Join(base, "one:two")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := New(WithLogger(quietLogger())).Load(t.Context(), tt.root, tt.modulesDirs, filepath.Join(base, "global-hooks"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, mod := range m.Modules {
+				got = append(got, mod.DirName)
+			}
+			if want := []string{"010-alpha", "010-zeta", "030-gamma"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("modules = %v, want %v", got, want)
+			}
+			if want := []string{filepath.Join(base, "one"), filepath.Join(base, "two")}; !reflect.DeepEqual(m.ModulesDirs, want) || m.ModulesDir != strings.Join(want, ":") {
+				t.Fatalf("ModulesDirs = %v, ModulesDir = %q", m.ModulesDirs, m.ModulesDir)
+			}
+			if h := m.Module("alpha").Hooks[0]; h.Name != "010-alpha/hooks/h.sh" || h.Path != filepath.Join(base, "two/010-alpha/hooks/h.sh") {
+				t.Fatalf("alpha's hook = %+v", h)
+			}
+			store, _, err := values.NewStore(m.Values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !store.Enabled("alpha") || !store.Enabled("zeta") || store.Enabled("gamma") {
+				t.Fatal("the enabled flags of both values.yaml files do not count")
+			}
+			g, err := store.GlobalValues()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := json.Marshal(g); string(b) != `{"global":{"a":1,"b":2,"shared":{"p":1,"q":2}}}` {
+				t.Fatalf("global values = %s: the global sections do not merge", b)
+			}
+		})
+	}
+}
+
+func TestSeveralModulesDirsConflicts(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, base string)
+		file  string // the error names it, and says want
+		want  string
+	}{
+		{
+			name: "a module name in two directories",
+			setup: func(t *testing.T, base string) {
+				writeFile(t, filepath.Join(base, "two/020-zeta/values.yaml"), "{}\n", 0o644)
+			},
+			file: "two/020-zeta", want: "module \"zeta\" is also at " + "BASE/one/010-zeta",
+		},
+		{
+			name: "a key in two values.yaml files",
+			setup: func(t *testing.T, base string) {
+				writeFile(t, filepath.Join(base, "two/values.yaml"), "zetaEnabled: false\n", 0o644)
+			},
+			file: "two/values.yaml", want: "zetaEnabled is also set in BASE/one/values.yaml",
+		},
+		{
+			name: "a bad flag in the second values.yaml",
+			setup: func(t *testing.T, base string) {
+				writeFile(t, filepath.Join(base, "two/values.yaml"), "alphaEnabled: maybe\n", 0o644)
+			},
+			file: "two/values.yaml", want: "alphaEnabled: want true or false",
+		},
+		{
+			name:  "a missing directory",
+			setup: func(t *testing.T, base string) { _ = os.RemoveAll(filepath.Join(base, "two")) },
+			file:  "two", want: "modules directory not found",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := severalDirs(t)
+			tt.setup(t, base)
+			_, err := New(WithLogger(quietLogger())).Load(t.Context(), base, "one:two", filepath.Join(base, "global-hooks"))
+			want := strings.ReplaceAll(tt.want, "BASE", base)
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(base, tt.file)+":") || !strings.Contains(err.Error(), want) {
+				t.Fatalf("err = %v\nwant it to name %s and say %q", err, tt.file, want)
+			}
+		})
+	}
+}
+
+// TestModuleLinkedFromModulesDir: with no tree root (no-git mode), a
+// module's own entry may link anywhere, as in the original's module
+// symlinks; links inside the module stay bounded by it. Beneath a root the
+// link must stay beneath it.
+func TestModuleLinkedFromModulesDir(t *testing.T) {
+	base := severalDirs(t)
+	symlink(t, "../storage/linked", filepath.Join(base, "two/020-linked"))
+	l := New(WithLogger(quietLogger()))
+	dirs := filepath.Join(base, "one") + ":" + filepath.Join(base, "two")
+	m, err := l.Load(t.Context(), "", dirs, filepath.Join(base, "global-hooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := m.Module("linked")
+	if mod == nil || mod.Dir != filepath.Join(base, "two/020-linked") || len(mod.Hooks) != 1 || mod.Hooks[0].Name != "020-linked/hooks/h.sh" || mod.Hash == "" {
+		t.Fatalf("linked module = %+v", mod)
+	}
+	if o, ok := mod.Hooks[0].Config.Order(BeforeHelm); !ok || o != 1 {
+		t.Fatalf("the linked module's hook did not run with --config: %+v", mod.Hooks[0].Config)
+	}
+
+	// beneath a root that does not hold storage/, the link leads out
+	_, err = l.Load(t.Context(), filepath.Join(base, "two"), filepath.Join(base, "two"), filepath.Join(base, "global-hooks"))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(base, "two/020-linked")+": symlink leads out of the tree") {
+		t.Fatalf("rooted: err = %v", err)
+	}
+	// inside the module, a link out of it is refused, wherever the module is
+	symlink(t, "../../one/values.yaml", filepath.Join(base, "storage/linked/templates/x.yaml"))
+	_, err = l.Load(t.Context(), "", dirs, filepath.Join(base, "global-hooks"))
+	if err == nil || !strings.Contains(err.Error(), "leads out of the tree") {
+		t.Fatalf("a link out of the linked module: err = %v", err)
+	}
+	// a broken module link is an error, never a module that vanished
+	_ = os.Remove(filepath.Join(base, "storage/linked/templates/x.yaml"))
+	symlink(t, "../storage/gone", filepath.Join(base, "two/030-gone"))
+	_, err = l.Load(t.Context(), "", dirs, filepath.Join(base, "global-hooks"))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(base, "two/030-gone")+": broken symlink") {
+		t.Fatalf("broken link: err = %v", err)
 	}
 }

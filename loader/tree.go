@@ -236,6 +236,26 @@ type entry struct {
 // d's identity for the walks' cycle checks. skip names entries not to
 // resolve (the hook walks skip dot entries).
 func (d dir) list(skip func(name string) bool) (fileID, []entry, error) {
+	id, des, err := d.readDir()
+	if err != nil {
+		return fileID{}, nil, err
+	}
+	out := make([]entry, 0, len(des))
+	for _, de := range des {
+		if skip != nil && skip(de.Name()) {
+			continue
+		}
+		e, err := d.resolve(de)
+		if err != nil {
+			return fileID{}, nil, err
+		}
+		out = append(out, e)
+	}
+	return id, out, nil
+}
+
+// readDir reads d's entries, unresolved and sorted by name, and d's identity.
+func (d dir) readDir() (fileID, []fs.DirEntry, error) {
 	f, err := d.root.OpenFile(d.rel, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fileID{}, nil, d.explainSelf(err)
@@ -250,18 +270,37 @@ func (d dir) list(skip func(name string) bool) (fileID, []entry, error) {
 		return fileID{}, nil, fileErr(d.abs, err)
 	}
 	slices.SortFunc(des, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	out := make([]entry, 0, len(des))
-	for _, de := range des {
-		if skip != nil && skip(de.Name()) {
-			continue
-		}
-		e, err := d.resolve(de)
-		if err != nil {
-			return fileID{}, nil, err
-		}
-		out = append(out, e)
+	return idOf(info), des, nil
+}
+
+// followOut resolves the link name in d wherever it leads, which only a
+// modules directory read with no tree root allows (a module's own link).
+// A link to anything but a directory is skipped, as files there are; a
+// broken one is an error: a module that vanished would be purged.
+func (d dir) followOut(name string) (moduleEntry, error) {
+	p := d.path(name)
+	if err := checkName(name); err != nil {
+		return moduleEntry{}, fileErr(p, err)
 	}
-	return idOf(info), out, nil
+	target, err := filepath.EvalSymlinks(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		link, _ := os.Readlink(p)
+		return moduleEntry{}, fileErr(p, fmt.Errorf("broken symlink (to %s)", link))
+	}
+	if err != nil {
+		return moduleEntry{}, fileErr(p, stripPath(err))
+	}
+	info, err := os.Stat(target)
+	if err != nil {
+		return moduleEntry{}, fileErr(p, stripPath(err))
+	}
+	if err := checkKind(info); err != nil {
+		return moduleEntry{}, fileErr(p, err)
+	}
+	if !info.IsDir() {
+		return moduleEntry{}, nil
+	}
+	return moduleEntry{name: name, target: target}, nil
 }
 
 // explainSelf explains a failure to open d itself.

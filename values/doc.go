@@ -12,18 +12,24 @@
 //
 // # Merge order
 //
-// A section's config values are, merged in this order:
+// A section's config values are, merged in this order (the original's):
 //
 //  1. the section in $MODULES_DIR/values.yaml;
 //  2. the section in the module's own values.yaml (modules only; other keys
 //     in that file are ignored with a warning);
-//  3. the section in the ConfigMap (a YAML string per key);
+//  3. the defaults of openapi/config-values.yaml;
+//  4. the section in the ConfigMap (a YAML string per key).
 //
-// then the defaults of openapi/config-values.yaml. The section's values are
-// the config values with the hooks' temporary patches applied in the order
-// they were made, then the defaults of openapi/values.yaml. Maps merge key by
-// key, recursively; anything else (a scalar, a list, null) in a later source
-// replaces what an earlier one had.
+// The section's values are the config values with the defaults of
+// openapi/values.yaml, then the hooks' temporary patches applied in the
+// order they were made (so a hook may replace or remove a defaulted key).
+// Maps merge key by key, recursively; anything else (a scalar, a list,
+// null) in a later source replaces what an earlier one had. Defaults go
+// where the original puts them: an absent property with a non-null default
+// gets a copy of it, present and defaulted objects are filled in
+// recursively, and each element of a list gets its items schema's
+// defaults; $refs are followed, patternProperties and additionalProperties
+// are not.
 //
 // # Enabled flags
 //

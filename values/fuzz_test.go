@@ -122,12 +122,13 @@ func (g *fuzzGen) patch() (string, Patch) {
 }
 
 // replayFixture is a store with module "one" (a values schema with a
-// default, so that hooks see values their patches do not replay on) and
-// module "foo" (for flags), and the config sections it was given.
+// default, which is part of the document patches apply to) and module
+// "foo" (for flags), and the config sections it was given.
 type replayFixture struct {
-	store *Store
-	base  map[string]any   // config values by section
-	ref   map[string]Patch // what the hooks applied since the base, uncompacted
+	store  *Store
+	values *Schema          // module one's values schema
+	base   map[string]any   // config values by section
+	ref    map[string]Patch // what the hooks applied since the base, uncompacted
 }
 
 var fuzzOneSchema = []byte("additionalProperties: true\nproperties:\n  c: {default: {a: 1}}\n")
@@ -141,7 +142,7 @@ func newReplayFixture(t *testing.T, g *fuzzGen) *replayFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &replayFixture{store: store}
+	fx := &replayFixture{store: store, values: sch.Values}
 	fx.setBase(t, g)
 	return fx
 }
@@ -182,7 +183,12 @@ func (fx *replayFixture) checkPruned(t *testing.T, before map[string]Patch, drop
 	}
 }
 
+// doc is the document a section's patches apply to: its config values
+// with its values defaults.
 func (fx *replayFixture) doc(key string) map[string]any {
+	if key == "one" {
+		return map[string]any{key: fx.values.ApplyDefaults(fx.base[key])}
+	}
 	return map[string]any{key: deepCopy(fx.base[key])}
 }
 

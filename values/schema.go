@@ -286,35 +286,40 @@ func flatten(err error, out *[]string) {
 	*out = append(*out, err.Error())
 }
 
-// applyDefaults fills in `default` values where a property is absent,
-// recursing into objects that are present.
-func applyDefaults(schema map[string]any, v any) any {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return v
-	}
-	props, _ := schema["properties"].(map[string]any)
-	for name, ps := range props {
-		psm, ok := ps.(map[string]any)
-		if !ok {
-			continue
-		}
-		cur, present := m[name]
-		if !present {
-			if d, ok := psm["default"]; ok {
-				m[name] = deepCopy(d)
+// applyDefaults fills in defaults in place the way the original does
+// (Kubernetes' structural defaulting, on the schema with $refs resolved):
+// a property that is absent and has a non-null default gets a copy of it;
+// then every property present, a defaulted one included, is descended
+// into, and every element of a list gets the defaults of its `items`
+// schema. patternProperties, additionalProperties, tuple items and
+// allOf/anyOf/oneOf are not looked at.
+func applyDefaults(s *spec.Schema, v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for name, ps := range s.Properties {
+			if _, ok := t[name]; !ok && ps.Default != nil {
+				t[name] = deepCopy(ps.Default)
 			}
-			continue
 		}
-		m[name] = applyDefaults(psm, cur)
+		for name, cur := range t {
+			if ps, ok := s.Properties[name]; ok {
+				applyDefaults(&ps, cur)
+			}
+		}
+	case []any:
+		if s.Items != nil && s.Items.Schema != nil {
+			for _, e := range t {
+				applyDefaults(s.Items.Schema, e)
+			}
+		}
 	}
-	return m
 }
 
 // ApplyDefaults returns a copy of v with the schema's defaults filled in.
 func (s *Schema) ApplyDefaults(v any) any {
-	if s == nil {
-		return deepCopy(v)
+	v = deepCopy(v)
+	if s != nil {
+		applyDefaults(s.spec, v)
 	}
-	return applyDefaults(s.raw, deepCopy(v))
+	return v
 }

@@ -317,11 +317,13 @@ func (s *Store) validateLocked(cfg level) error {
 	return errors.Join(errs...)
 }
 
-// configMerged is a section's config values: $MODULES_DIR/values.yaml, the
-// module's values.yaml, the ConfigMap, with config schema defaults.
+// configMerged is a section's config values: $MODULES_DIR/values.yaml and
+// the module's values.yaml, then the config schema's defaults, then the
+// ConfigMap, as the original layers them (so the ConfigMap's keys merge
+// into a defaulted object rather than replace it).
 func (s *Store) configMerged(cfg level, key string, sch *Schemas) any {
 	var v any = map[string]any{}
-	for _, l := range []level{s.common, s.own, cfg} {
+	for _, l := range []level{s.common, s.own} {
 		if sec, ok := l.sections[key]; ok {
 			v = merge(v, sec)
 		}
@@ -329,35 +331,39 @@ func (s *Store) configMerged(cfg level, key string, sch *Schemas) any {
 	if sch.Config != nil {
 		v = sch.Config.ApplyDefaults(v)
 	}
+	if sec, ok := cfg.sections[key]; ok {
+		v = merge(v, sec)
+	}
 	return v
 }
 
-// replayed is a section's stored patch re-applied on its config values.
+// replayed is a section's stored patch re-applied on its values.
 type replayed struct {
-	doc     map[string]any  // the patched document, before values defaults
+	doc     map[string]any  // the patched document
 	values  any             // the section's values
 	flags   map[string]bool // *Enabled flags the patch set (global only)
 	kept    Patch           // the operations that applied
 	dropped []DroppedOp     // the ones that no longer do
 }
 
-// replay computes a section's values: config values with a temporary patch
-// applied, then values schema defaults. It cannot fail: operations that no
-// longer apply are dropped (Patch.replay).
+// replay computes a section's values: config values with the values
+// schema's defaults, then the temporary patch, as the original orders them
+// (a hook may replace or remove a defaulted key, and a removal sticks). It
+// cannot fail: operations that no longer apply are dropped (Patch.replay).
 func (s *Store) replay(key string, p Patch, sch *Schemas) replayed {
-	doc, kept, drops := p.replay(key, map[string]any{key: s.configMerged(s.config, key, sch)})
-	r := patched(key, doc, sch)
+	base := s.configMerged(s.config, key, sch)
+	if sch.Values != nil {
+		base = sch.Values.ApplyDefaults(base)
+	}
+	doc, kept, drops := p.replay(key, map[string]any{key: base})
+	r := patched(key, doc)
 	r.kept, r.dropped = kept, drops
 	return r
 }
 
 // patched derives a section's values and flags from its patched document.
-func patched(key string, doc map[string]any, sch *Schemas) replayed {
-	v := doc[key]
-	if sch.Values != nil {
-		v = sch.Values.ApplyDefaults(v)
-	}
-	return replayed{doc: doc, values: v, flags: patchedFlags(key, doc)}
+func patched(key string, doc map[string]any) replayed {
+	return replayed{doc: doc, values: doc[key], flags: patchedFlags(key, doc)}
 }
 
 // patchedFlags reads the *Enabled flags from the document of a global patch,
@@ -555,10 +561,13 @@ func (s *Store) ApplyValuesPatch(hook, moduleKey string, p Patch) (PatchResult, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.replay(key, s.patches[key], sch)
-	after, err := applyHookPatch(key, cur, p, sch)
+	// applied strictly, unlike a replay, so that a bad operation fails now,
+	// naming the hook
+	doc, err := p.apply(cur.doc)
 	if err != nil {
 		return PatchResult{}, fmt.Errorf("hook %s: values patch: %w", hook, err)
 	}
+	after := patched(key, doc)
 	if err := sch.Values.Validate(key, after.values); err != nil {
 		return PatchResult{}, fmt.Errorf("hook %s: %w", hook, err)
 	}
@@ -568,23 +577,6 @@ func (s *Store) ApplyValuesPatch(hook, moduleKey string, p Patch) (PatchResult, 
 	after.kept = compact(append(slices.Clone(cur.kept), p.by(hook)...))
 	s.adoptLocked(key, after)
 	return PatchResult{Changed: !equal(cur.values, after.values) || !equal(cur.flags, after.flags)}, nil
-}
-
-// applyHookPatch applies a hook's patch strictly, unlike a replay, so that
-// a bad operation fails now, naming the hook. It must apply both to the
-// values the hook was given (with defaults) and to the document where the
-// patch will be replayed (before defaults).
-func applyHookPatch(key string, cur replayed, p Patch, sch *Schemas) (replayed, error) {
-	seen := maps.Clone(cur.doc)
-	seen[key] = cur.values
-	if _, err := p.apply(seen); err != nil {
-		return replayed{}, err
-	}
-	doc, err := p.apply(cur.doc)
-	if err != nil {
-		return replayed{}, err
-	}
-	return patched(key, doc, sch), nil
 }
 
 // ApplyConfigPatch applies a hook's config patch to ConfigMap data and

@@ -97,19 +97,32 @@ type testOperator struct {
 // startOperator runs the binary until the test ends (or it exits).
 func startOperator(t testing.TB, env ...string) *testOperator {
 	t.Helper()
+	addr := freeAddr(t)
+	return runOperator(t, addr, []string{"start", "--listen-address", addr}, append([]string{"KUBECONFIG=" + cp.KubeconfigPath}, env...))
+}
+
+// freeAddr is a loopback address with a free port.
+func freeAddr(t testing.TB) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// runOperator runs the binary with args and env (over the test's own,
+// with text logs and fast retries) until the test ends; it listens at addr.
+func runOperator(t testing.TB, addr string, args, env []string) *testOperator {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "operator.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binPath, "start", "--listen-address", addr)
-	cmd.Env = append(os.Environ(), append([]string{"KUBECONFIG=" + cp.KubeconfigPath, "LOG_TYPE=text", "ADDON_OPERATOR_RETRY_MIN=100ms", "ADDON_OPERATOR_RETRY_MAX=500ms"}, env...)...)
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = append(os.Environ(), append([]string{"LOG_TYPE=text", "ADDON_OPERATOR_RETRY_MIN=100ms", "ADDON_OPERATOR_RETRY_MAX=500ms"}, env...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p, err := startProcess(cmd)

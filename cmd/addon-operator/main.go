@@ -7,13 +7,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/addonops/addon-operator/gitsync"
@@ -49,8 +54,10 @@ func main() {
 		err = renderCommand(args, os.Stdout)
 	case "diff":
 		err = diffCommand(args, os.Stdout)
+	case "module", "global", "queue", "hook":
+		err = debugCommand(cmd, args, os.Stdout)
 	default:
-		err = fmt.Errorf("unknown command %q (commands: start, source, render, diff)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: start, source, render, diff, module, global, queue, hook)", cmd)
 	}
 	if errors.Is(err, errDiffFound) {
 		os.Exit(1)
@@ -68,25 +75,64 @@ const restoredSyncTimeout = 5 * time.Second
 // watchDebounce is how long the tree must be quiet before a change counts.
 const watchDebounce = 200 * time.Millisecond
 
-func start(args []string) error {
+// startOptions are start's settings, and its notes about the original
+// addon-operator's names among them.
+type startOptions struct {
+	op    operatorOptions
+	lg    logOptions
+	gt    gitOptions
+	le    leaderOptions
+	notes []note
+}
+
+func parseStart(args []string) (*startOptions, error) {
 	fs := flag.NewFlagSet("start", flag.ContinueOnError)
 	e := &env{}
-	var op operatorOptions
-	var lg logOptions
-	var gt gitOptions
-	var le leaderOptions
-	op.bind(fs, e)
-	lg.bind(fs, e)
-	gt.bind(fs, e)
-	le.bind(fs, e)
+	var o startOptions
+	o.op.bind(fs, e)
+	o.lg.bind(fs, e)
+	o.gt.bind(fs, e)
+	o.le.bind(fs, e)
+	bindOriginal(fs, e)
+	fs.Usage = usage(fs)
 	if err := parse(fs, e, args); err != nil {
+		return nil, err
+	}
+	originalNotes(fs, e)
+	o.notes = e.notes
+	return &o, nil
+}
+
+func start(args []string) error {
+	o, err := parseStart(args)
+	if err != nil {
 		return err
 	}
-	logger, err := lg.logger()
+	op, gt, le := o.op, o.gt, o.le
+	logger, err := o.lg.logger(os.Stderr)
 	if err != nil {
 		return err
 	}
 	slog.SetDefault(logger)
+	for _, n := range o.notes {
+		level := slog.LevelInfo
+		if n.warn {
+			level = slog.LevelWarn
+		}
+		logger.Log(context.Background(), level, n.msg, n.args...)
+	}
+	listenAddress, err := op.Listen.address()
+	if err != nil {
+		return err
+	}
+	if op.Listen.Port != "" && !strings.HasSuffix(listenAddress, ":"+op.Listen.Port) {
+		logger.Warn("setting ignored: the listen address has a port of its own", "port", op.Listen.Port, "listen", listenAddress)
+	}
+	if op.TempDir != "" {
+		if err := os.MkdirAll(op.TempDir, 0o700); err != nil {
+			return fmt.Errorf("ADDON_OPERATOR_TMP_DIR: %w", err)
+		}
+	}
 	// client-go's own messages (watch errors, leader election) in the same format
 	klog.SetSlogLogger(logger.With("component", "client-go"))
 	if os.Getenv("GOGC") == "" {
@@ -98,7 +144,7 @@ func start(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	restConfig, err := restConfig(op.Kubeconfig)
+	restConfig, err := restConfig(op.Kube)
 	if err != nil {
 		return err
 	}
@@ -137,7 +183,7 @@ func start(args []string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	operator := lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
-		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax,
+		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Watcher: watcher,
 		PurgeLimit: op.PurgeLimit,
 	}, kube.NewConfigMap(client, op.Namespace, op.ConfigMap), helm, loader.New(loader.WithLogger(logger)))
@@ -150,9 +196,9 @@ func start(args []string) error {
 
 	// HTTP first: /healthz answers while git is retried, /readyz says what
 	// start-up waits for
-	ln, err := net.Listen("tcp", op.ListenAddress)
+	ln, err := net.Listen("tcp", listenAddress)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", op.ListenAddress, err)
+		return fmt.Errorf("listen on %s: %w", listenAddress, err)
 	}
 	var leader *kube.Leader
 	if le.Enabled {
@@ -188,7 +234,7 @@ func start(args []string) error {
 		waiting.set("the first sync from git")
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", waiting.handler(standby(leader, operator.Handler(extra))))
+	mux.Handle("/", waiting.handler(standby(leader, operator.Handler(lifecycle.HTTPOptions{Extra: extra, Namespace: op.Namespace}))))
 	if op.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -262,7 +308,7 @@ func start(args []string) error {
 			})
 		} else {
 			// no-git mode: every save under the directories reloads the tree
-			watcher := gitsync.NewWatcher(logger, watchDebounce, op.ModulesDir, op.GlobalHooksDir)
+			watcher := gitsync.NewWatcher(logger, watchDebounce, watchDirs(op.ModulesDir, op.GlobalHooksDir, logger)...)
 			g.Go(func() error {
 				if err := watcher.Run(ctx, func() { operator.TreeChanged(lifecycle.Revision{}) }); err != nil {
 					logger.Error("tree watcher stopped; edits will not be picked up", "err", err)
@@ -302,8 +348,8 @@ func (w *waitingFor) handler(next http.Handler) http.Handler {
 
 // standby answers /readyz with 200 while this process stands by for the
 // Lease: a standby is ready to take over, and a rolling update must not wait
-// for the new pod to lead while the old one holds the Lease. /queue says
-// why there are no queues.
+// for the new pod to lead while the old one holds the Lease. /queue and
+// /debug/ say why there are no queues nor modules.
 func standby(leader *kube.Leader, next http.Handler) http.Handler {
 	if leader == nil {
 		return next
@@ -319,41 +365,56 @@ func standby(leader *kube.Leader, next http.Handler) http.Handler {
 		case "/queue":
 			http.Error(w, "standby: no queues run until this replica holds the leader Lease", http.StatusServiceUnavailable)
 		default:
+			if strings.HasPrefix(r.URL.Path, "/debug/") {
+				http.Error(w, "standby: no modules run until this replica holds the leader Lease; ask the leader", http.StatusServiceUnavailable)
+				return
+			}
 			next.ServeHTTP(w, r)
 		}
 	})
 }
 
-// source is git mode: the syncer and where the tree is inside the repository.
+// source is git mode: the syncer and where the tree is inside the
+// repository.
 type source struct {
-	syncer                     *gitsync.Syncer
-	modulesDir, globalHooksDir string
+	syncer *gitsync.Syncer
+	// modulesDirs are MODULES_DIR's directories, each inside the repository
+	modulesDirs    []string
+	globalHooksDir string
 }
 
 // newSource prepares the syncer. Every revision it publishes, and one it
 // resumes from disk, is checked by the operator against the real
-// ConfigMap first; the revisions the operator runs stay on disk.
+// ConfigMap first; the revisions the operator runs stay on disk. Every
+// modules directory must be in each revision; only they and the global
+// hooks directory are checked out, so a module's link must lead inside
+// them.
 func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator, logger *slog.Logger) (*source, error) {
-	src := &source{modulesDir: "modules", globalHooksDir: "global-hooks"}
+	src := &source{modulesDirs: []string{"modules"}, globalHooksDir: "global-hooks"}
 	var err error
 	if op.ModulesDir != "" {
-		if src.modulesDir, err = inRepo("MODULES_DIR", op.ModulesDir); err != nil {
+		if src.modulesDirs, err = inRepo("MODULES_DIR", "with GIT_URL", op.ModulesDir); err != nil {
 			return nil, err
 		}
 	}
 	if op.GlobalHooksDir != "" {
-		if src.globalHooksDir, err = inRepo("GLOBAL_HOOKS_DIR", op.GlobalHooksDir); err != nil {
+		if src.globalHooksDir, err = oneInRepo("GLOBAL_HOOKS_DIR", "with GIT_URL", op.GlobalHooksDir); err != nil {
 			return nil, err
 		}
 	}
+	// the loader takes relative directories inside the checkout it is given
+	if gt.CheckoutDir, err = filepath.Abs(gt.CheckoutDir); err != nil {
+		return nil, err
+	}
+	modulesDir := strings.Join(src.modulesDirs, string(filepath.ListSeparator))
 	src.syncer, err = gitsync.New(gitsync.Options{
 		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout, VerifyKeysDir: gt.VerifyKeysDir,
-		Require: []string{src.modulesDir}, Paths: []string{src.modulesDir, src.globalHooksDir}, Logger: logger,
+		Require: src.modulesDirs, Paths: append(slices.Clone(src.modulesDirs), src.globalHooksDir), Logger: logger,
 		MaxFileSize: gt.MaxFileSize, MaxFiles: gt.MaxFiles, MaxCheckoutSize: gt.MaxCheckoutSize,
 		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
 			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},
 		Validate: func(ctx context.Context, dir string) (*loader.Model, error) {
-			return operator.CheckTree(ctx, dir, src.modulesDir, src.globalHooksDir)
+			return operator.CheckTree(ctx, dir, modulesDir, src.globalHooksDir)
 		},
 		InUse: operator.InUse,
 	})
@@ -361,6 +422,31 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 		return nil, err
 	}
 	return src, nil
+}
+
+// watchDirs are the directories whose edits reload a working copy: every
+// modules directory, the global hooks directory, and the directories that
+// modules linked from a modules directory lead to (the watcher does not
+// follow links). A module linked in later is watched from the next start.
+func watchDirs(modulesDirs, globalHooksDir string, logger *slog.Logger) []string {
+	dirs := append(filepath.SplitList(modulesDirs), globalHooksDir)
+	for _, d := range filepath.SplitList(modulesDirs) {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue // the load says what is wrong with it
+		}
+		for _, e := range entries {
+			if e.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			target, err := filepath.EvalSymlinks(filepath.Join(d, e.Name()))
+			if st, serr := os.Stat(target); err == nil && serr == nil && st.IsDir() {
+				logger.Debug("watching a linked module", "link", filepath.Join(d, e.Name()), "target", target)
+				dirs = append(dirs, target)
+			}
+		}
+	}
+	return dirs
 }
 
 // first is the revision the operator starts with: the remote's, or, while
@@ -402,16 +488,20 @@ func revision(r *gitsync.Revision) lifecycle.Revision {
 	return lifecycle.Revision{Commit: r.Commit, Ref: r.Ref, Dir: r.Dir, Model: r.Model}
 }
 
-// restConfig loads a kubeconfig, or the in-cluster config when none is
-// given. Client-side throttling is lifted to what an API server takes:
-// the operator's work is bursts of small requests.
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// restConfig loads a kubeconfig (its current context, or the one named),
+// or the in-cluster config when neither a kubeconfig, a context nor a
+// server is given. Client-side throttling is lifted to what an API server
+// takes: the operator's work is bursts of small requests.
+func restConfig(o kubeOptions) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
+	if o.Config == "" && o.Context == "" && o.Server == "" {
 		cfg, err = rest.InClusterConfig()
+	} else {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = o.Config
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context, ClusterInfo: clientcmdapi.Cluster{Server: o.Server}}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client config: %w", err)

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,14 +19,38 @@ import (
 )
 
 // env reads settings from the environment; a bad value is remembered and
-// reported, so a typo never silently becomes the default.
-type env struct{ errs []error }
+// reported, so a typo never silently becomes the default. It also notes
+// which of the original addon-operator's names were used or ignored, for
+// start to log.
+type env struct {
+	errs  []error
+	notes []note
+}
 
+// note is one start-up log line about a setting.
+type note struct {
+	warn bool
+	msg  string
+	args []any
+}
+
+// str reads the first of names that is set: ours first, then the original
+// addon-operator's aliases, which lose when both are set.
 func (e *env) str(names []string, def string) string {
-	for _, n := range names {
-		if v, ok := os.LookupEnv(n); ok && v != "" {
-			return v
+	for i, n := range names {
+		v, ok := os.LookupEnv(n)
+		if !ok || v == "" {
+			continue
 		}
+		if i > 0 {
+			e.notes = append(e.notes, note{msg: "setting taken from the original addon-operator's name", args: []any{"env", n, "ours", names[0]}})
+		}
+		for _, later := range names[i+1:] {
+			if os.Getenv(later) != "" {
+				e.notes = append(e.notes, note{warn: true, msg: "setting ignored: another name for it is set and wins", args: []any{"env", later, "wins", n}})
+			}
+		}
+		return v
 	}
 	return def
 }
@@ -59,22 +85,26 @@ func (e *env) boolean(name string, def bool) bool {
 type operatorOptions struct {
 	ModulesDir, GlobalHooksDir string
 	Namespace, ConfigMap       string
-	ListenAddress              string
-	Kubeconfig                 string
-	HookTimeout                time.Duration
-	RetryMin, RetryMax         time.Duration
-	ResourcesCheckInterval     time.Duration
-	Pprof                      bool
-	PurgeLimit                 int // lifecycle.PurgeHalf, PurgeNone or a number
+	Listen                     listenOptions
+	Kube                       kubeOptions
+	// TempDir holds the files handed to hooks ("": the system's).
+	TempDir                string
+	HookTimeout            time.Duration
+	RetryMin, RetryMax     time.Duration
+	ResourcesCheckInterval time.Duration
+	Pprof                  bool
+	PurgeLimit             int // lifecycle.PurgeHalf, PurgeNone or a number
 }
 
 func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
-	fs.StringVar(&o.ModulesDir, "modules-dir", e.str([]string{"MODULES_DIR"}, ""), "modules directory (env MODULES_DIR; default /modules, or modules inside a git repository)")
-	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR"}, ""), "global hooks directory (env GLOBAL_HOOKS_DIR; default /global-hooks, or global-hooks inside a git repository)")
+	modulesDir := e.str([]string{"MODULES_DIR", "ADDON_OPERATOR_MODULES_DIR"}, "")
+	fs.StringVar(&o.ModulesDir, "modules-dir", modulesDir, "modules directories, separated by ':' (env MODULES_DIR, ADDON_OPERATOR_MODULES_DIR; default /modules, or modules inside a git repository)")
+	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR", "ADDON_OPERATOR_GLOBAL_HOOKS_DIR"}, ""), "global hooks directory (env GLOBAL_HOOKS_DIR, ADDON_OPERATOR_GLOBAL_HOOKS_DIR; default /global-hooks, or global-hooks inside a git repository)")
 	fs.StringVar(&o.Namespace, "namespace", e.str([]string{"ADDON_OPERATOR_NAMESPACE"}, podNamespace()), "namespace of releases and the ConfigMap (env ADDON_OPERATOR_NAMESPACE)")
 	fs.StringVar(&o.ConfigMap, "config-map", e.str([]string{"ADDON_OPERATOR_CONFIG_MAP"}, "addon-operator"), "values ConfigMap name (env ADDON_OPERATOR_CONFIG_MAP)")
-	fs.StringVar(&o.ListenAddress, "listen-address", e.str([]string{"ADDON_OPERATOR_LISTEN_ADDRESS"}, ":9115"), "HTTP address for /metrics, /healthz, /readyz, /queue, /status (env ADDON_OPERATOR_LISTEN_ADDRESS)")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", e.str([]string{"KUBECONFIG"}, ""), "kubeconfig file (env KUBECONFIG; default: in-cluster config)")
+	o.Listen.bind(fs, e)
+	o.Kube.bind(fs, e)
+	fs.StringVar(&o.TempDir, "tmp-dir", e.str([]string{"ADDON_OPERATOR_TMP_DIR"}, ""), "directory of the files handed to hooks, made if missing (env ADDON_OPERATOR_TMP_DIR; default: the system's)")
 	fs.DurationVar(&o.HookTimeout, "hook-timeout", e.duration("ADDON_OPERATOR_HOOK_TIMEOUT", 10*time.Minute), "timeout of one hook run (env ADDON_OPERATOR_HOOK_TIMEOUT)")
 	fs.DurationVar(&o.RetryMin, "retry-min", e.duration("ADDON_OPERATOR_RETRY_MIN", 5*time.Second), "first retry delay of a failed task (env ADDON_OPERATOR_RETRY_MIN)")
 	fs.DurationVar(&o.RetryMax, "retry-max", e.duration("ADDON_OPERATOR_RETRY_MAX", 30*time.Second), "longest retry delay (env ADDON_OPERATOR_RETRY_MAX)")
@@ -86,6 +116,76 @@ func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
 		o.PurgeLimit = limit
 		return err
 	})
+}
+
+// defaultListenPort is the port of a listen address given without one.
+const defaultListenPort = "9115"
+
+// listenOptions are the HTTP listen address: ours is host:port in one
+// setting, the original addon-operator's a host and a port apart. Start
+// listens there, and the subcommands that ask a running operator find it
+// there, so both read the same settings.
+type listenOptions struct{ Address, Port string }
+
+func (o *listenOptions) bind(fs *flag.FlagSet, e *env) {
+	addr := e.str([]string{"ADDON_OPERATOR_LISTEN_ADDRESS", "ADDON_OPERATOR_PROMETHEUS_LISTEN_ADDRESS"}, "")
+	usage := "HTTP address for /metrics, /healthz, /readyz, /queue, /status and /debug: host:port, or a host with --prometheus-listen-port (env ADDON_OPERATOR_LISTEN_ADDRESS; default :" + defaultListenPort + ")"
+	fs.StringVar(&o.Address, "listen-address", addr, usage)
+	fs.StringVar(&o.Address, "prometheus-listen-address", addr, "the original addon-operator's name of --listen-address")
+	fs.StringVar(&o.Port, "prometheus-listen-port", e.str([]string{"ADDON_OPERATOR_LISTEN_PORT", "ADDON_OPERATOR_PROMETHEUS_LISTEN_PORT"}, ""), "port for a listen address given as a bare host (env ADDON_OPERATOR_LISTEN_PORT; default "+defaultListenPort+")")
+}
+
+// address is host:port to listen on. An address with a port wins over the
+// port setting; a bare host (a pod IP, as the original's manifests set)
+// takes the port setting or the default port.
+func (o listenOptions) address() (string, error) {
+	port := o.Port
+	if port == "" {
+		port = defaultListenPort
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("listen port %q: want a number from 0 to 65535", o.Port)
+	}
+	if o.Address == "" {
+		return ":" + port, nil
+	}
+	if host, p, err := net.SplitHostPort(o.Address); err == nil {
+		if _, err := strconv.Atoi(p); err != nil {
+			return "", fmt.Errorf("listen address %q: port %q is not a number", o.Address, p)
+		}
+		return net.JoinHostPort(host, p), nil
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(o.Address, "["), "]")
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return "", fmt.Errorf("listen address %q: want host:port or a host", o.Address)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// url is where a client on the operator's host reaches its listen
+// address: an address on every interface (:9115) is asked on loopback.
+func (o listenOptions) url() (string, error) {
+	addr, err := o.address()
+	if err != nil {
+		return "", err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// kubeOptions choose the API server: a kubeconfig (and a context in it)
+// or the in-cluster config, optionally with another server address.
+type kubeOptions struct{ Config, Context, Server string }
+
+func (o *kubeOptions) bind(fs *flag.FlagSet, e *env) {
+	cfg := e.str([]string{"KUBECONFIG", "KUBE_CONFIG"}, "")
+	fs.StringVar(&o.Config, "kubeconfig", cfg, "kubeconfig file (env KUBECONFIG, KUBE_CONFIG; default: in-cluster config)")
+	fs.StringVar(&o.Config, "kube-config", cfg, "the original addon-operator's name of --kubeconfig")
+	fs.StringVar(&o.Context, "kube-context", e.str([]string{"KUBE_CONTEXT"}, ""), "context of the kubeconfig to use (env KUBE_CONTEXT; default: its current context)")
+	fs.StringVar(&o.Server, "kube-server", e.str([]string{"KUBE_SERVER"}, ""), "API server address, over the kubeconfig's (env KUBE_SERVER)")
 }
 
 // parsePurgeLimit reads ADDON_OPERATOR_PURGE_LIMIT: "half" (or empty), or
@@ -135,24 +235,43 @@ func podNamespace() string {
 }
 
 // logOptions configure log/slog.
-type logOptions struct{ Level, Type string }
+type logOptions struct {
+	Level, Type string
+	NoTime      bool
+}
 
 func (o *logOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&o.Level, "log-level", e.str([]string{"LOG_LEVEL", "RLOG_LOG_LEVEL"}, "info"), "debug, info, warn or error (env LOG_LEVEL, RLOG_LOG_LEVEL)")
-	fs.StringVar(&o.Type, "log-type", e.str([]string{"LOG_TYPE"}, "json"), "json or text (env LOG_TYPE)")
+	fs.BoolFunc("debug", "the same as --log-level=debug", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		if on {
+			o.Level = "debug"
+		}
+		return err
+	})
+	fs.StringVar(&o.Type, "log-type", e.str([]string{"LOG_TYPE"}, "json"), "json or text (env LOG_TYPE; color is text)")
+	fs.BoolVar(&o.NoTime, "log-no-time", e.boolean("LOG_NO_TIME", false), "leave the time out of log lines, for a collector that adds its own (env LOG_NO_TIME=true)")
 }
 
-func (o *logOptions) logger() (*slog.Logger, error) {
+func (o *logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(strings.ToUpper(o.Level))); err != nil {
 		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", o.Level)
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	if o.NoTime {
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+	}
 	switch strings.ToLower(o.Type) {
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	case "text", "color":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("log type %q: want json or text", o.Type)
 }
@@ -239,12 +358,35 @@ func (e *env) size(name string) int64 {
 	return n
 }
 
-// inRepo checks that a directory setting is a relative path inside the
-// repository.
-func inRepo(what, p string) (string, error) {
-	clean := filepath.Clean(p)
-	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("%s %q: with GIT_URL it is a path inside the repository", what, p)
+// inRepo checks that each directory of a setting (a ':'-separated list)
+// is a relative path inside the repository, and cleans it; why says what
+// makes it so ("with GIT_URL").
+func inRepo(what, why, list string) ([]string, error) {
+	var out []string
+	for _, p := range filepath.SplitList(list) {
+		if p == "" {
+			continue
+		}
+		clean := filepath.Clean(p)
+		if !filepath.IsLocal(clean) {
+			return nil, fmt.Errorf("%s %q: %s it is a path inside the repository", what, p, why)
+		}
+		out = append(out, clean)
 	}
-	return clean, nil
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s %q: no directory", what, list)
+	}
+	return out, nil
+}
+
+// oneInRepo is inRepo for a setting of one directory.
+func oneInRepo(what, why, p string) (string, error) {
+	dirs, err := inRepo(what, why, p)
+	if err != nil {
+		return "", err
+	}
+	if len(dirs) > 1 {
+		return "", fmt.Errorf("%s %q: one directory, not a list", what, p)
+	}
+	return dirs[0], nil
 }

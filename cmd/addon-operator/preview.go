@@ -43,8 +43,8 @@ type previewOptions struct {
 func (o *previewOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.StringVar(&o.Repo, "repo", e.str([]string{"GIT_URL"}, "."), "repository to read refs from (env GIT_URL; default: the current directory)")
 	fs.StringVar(&o.WorkTree, "work-tree", "", "the working copy rendered when no ref is given (default: --repo when it is a local directory, else the current directory)")
-	fs.StringVar(&o.ModulesDir, "modules-dir", e.str([]string{"MODULES_DIR"}, "modules"), "modules directory inside the repository (env MODULES_DIR)")
-	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR"}, "global-hooks"), "global hooks directory inside the repository (env GLOBAL_HOOKS_DIR)")
+	fs.StringVar(&o.ModulesDir, "modules-dir", e.str([]string{"MODULES_DIR", "ADDON_OPERATOR_MODULES_DIR"}, "modules"), "modules directories, separated by ':', inside the repository; for the working copy also absolute directories anywhere (env MODULES_DIR)")
+	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR", "ADDON_OPERATOR_GLOBAL_HOOKS_DIR"}, "global-hooks"), "global hooks directory inside the repository; for the working copy also an absolute directory (env GLOBAL_HOOKS_DIR)")
 	fs.StringVar(&o.ValuesFile, "values", "", "ConfigMap values: a ConfigMap manifest, or a map of sections (global: {...}, someModule: {...})")
 	fs.StringVar(&o.Namespace, "namespace", e.str([]string{"ADDON_OPERATOR_NAMESPACE"}, "default"), "namespace the manifests are rendered for")
 	fs.StringVar(&o.Auth.Username, "git-username", e.str([]string{"GIT_USERNAME"}, ""), "user name for https (env GIT_USERNAME)")
@@ -94,22 +94,26 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range []*string{&o.ModulesDir, &o.GlobalHooksDir} {
-		if *p, err = inRepo("directory", *p); err != nil {
-			return nil, err
-		}
-	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ld := loader.New(loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks))
 	if ref == "" {
-		wt := o.WorkTree
-		if wt == "" {
-			wt = "."
-			if st, err := os.Stat(o.Repo); err == nil && st.IsDir() {
-				wt = o.Repo
-			}
+		root, modulesDirs, globalHooksDir, err := o.workingCopy()
+		if err != nil {
+			return nil, err
 		}
-		return lifecycle.RenderPreview(ctx, ld, wt, filepath.Join(wt, o.ModulesDir), filepath.Join(wt, o.GlobalHooksDir), config, o.Namespace, o.ExecHooks, logger)
+		return lifecycle.RenderPreview(ctx, ld, root, modulesDirs, globalHooksDir, config, o.Namespace, o.ExecHooks, logger)
+	}
+	wt, err := o.workTree()
+	if err != nil {
+		return nil, err
+	}
+	modulesDirs, err := inRepo("--modules-dir", "with --ref", relativeTo(wt, o.ModulesDir))
+	if err != nil {
+		return nil, err
+	}
+	global, err := oneInRepo("--global-hooks-dir", "with --ref", relativeTo(wt, o.GlobalHooksDir))
+	if err != nil {
+		return nil, err
 	}
 	repo := o.Repo
 	if !strings.Contains(repo, "://") && !strings.Contains(repo, "@") {
@@ -127,7 +131,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 		verify = o.VerifyKeysDir
 	}
 	s, err := gitsync.New(gitsync.Options{URL: repo, Ref: ref, CheckoutDir: dir, Auth: o.Auth, Logger: logger,
-		Require: []string{o.ModulesDir}, Paths: []string{o.ModulesDir, o.GlobalHooksDir}, VerifyKeysDir: verify})
+		Require: modulesDirs, Paths: append(slices.Clone(modulesDirs), global), VerifyKeysDir: verify})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +139,65 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 	if err != nil {
 		return nil, err
 	}
-	return lifecycle.RenderPreview(ctx, ld, rev.Dir, filepath.Join(rev.Dir, o.ModulesDir), filepath.Join(rev.Dir, o.GlobalHooksDir), config, o.Namespace, o.ExecHooks, logger)
+	// relative directories are inside the root the loader is given
+	return lifecycle.RenderPreview(ctx, ld, rev.Dir, strings.Join(modulesDirs, string(filepath.ListSeparator)), global, config, o.Namespace, o.ExecHooks, logger)
+}
+
+// workTree is the working copy's absolute path: --work-tree, or --repo
+// when it is a local directory, else the current directory.
+func (o *previewOptions) workTree() (string, error) {
+	wt := o.WorkTree
+	if wt == "" {
+		wt = "."
+		if st, err := os.Stat(o.Repo); err == nil && st.IsDir() {
+			wt = o.Repo
+		}
+	}
+	return filepath.Abs(wt)
+}
+
+// relativeTo makes the absolute directories of a list that are inside the
+// work tree relative to it, so the same --modules-dir names a ref's tree
+// too (diff --from REF of a working copy).
+func relativeTo(wt, list string) string {
+	dirs := filepath.SplitList(list)
+	for i, p := range dirs {
+		if rel, err := filepath.Rel(wt, p); err == nil && filepath.IsAbs(p) && filepath.IsLocal(rel) {
+			dirs[i] = rel
+		}
+	}
+	return strings.Join(dirs, string(filepath.ListSeparator))
+}
+
+// workingCopy is where the working copy's tree is: relative directories
+// inside the work tree, which bounds links in them. An absolute directory
+// may be anywhere, in a repository or not; when one is outside the work
+// tree, each directory bounds itself, as start's no-git mode does.
+func (o *previewOptions) workingCopy() (root, modulesDirs, globalHooksDir string, err error) {
+	if root, err = o.workTree(); err != nil {
+		return "", "", "", err
+	}
+	outside := false
+	abs := func(p string) string {
+		if !filepath.IsAbs(p) {
+			return filepath.Join(root, p)
+		}
+		if rel, err := filepath.Rel(root, p); err != nil || !filepath.IsLocal(rel) {
+			outside = true
+		}
+		return filepath.Clean(p)
+	}
+	var dirs []string
+	for _, p := range filepath.SplitList(o.ModulesDir) {
+		if p != "" {
+			dirs = append(dirs, abs(p))
+		}
+	}
+	globalHooksDir = abs(o.GlobalHooksDir)
+	if outside {
+		root = ""
+	}
+	return root, strings.Join(dirs, string(filepath.ListSeparator)), globalHooksDir, nil
 }
 
 func renderCommand(args []string, out io.Writer) error {

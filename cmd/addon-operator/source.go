@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -121,7 +120,7 @@ func sourceArg(usage string, args []string) (*kube.ConfigMap, string, error) {
 	if fs.NArg() != 1 {
 		return nil, "", errors.New("usage: addon-operator source " + usage)
 	}
-	cfg, err := restConfig(op.Kubeconfig)
+	cfg, err := restConfig(op.Kube)
 	if err != nil {
 		return nil, "", err
 	}
@@ -147,24 +146,31 @@ func updateSource(cm *kube.ConfigMap, key, value string) error {
 	return err
 }
 
+// sourceStatus asks the running operator, found through the listen
+// address it was started with (or --address), for /status.
 func sourceStatus(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("source status", flag.ContinueOnError)
-	addr := fs.String("address", "http://127.0.0.1:9115", "the operator's HTTP address (kubectl port-forward to reach a pod)")
+	e := &env{}
+	var listen listenOptions
+	listen.bind(fs, e)
+	addr := fs.String("address", "", "the operator's HTTP address, http://host:port (default: from the listen address settings; kubectl port-forward to reach a pod)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, e, args); err != nil {
 		return err
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(strings.TrimRight(*addr, "/") + "/status")
+	base, how, err := operatorURL(*addr, listen)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	body, err := askOperator(base, how, "/status")
+	if err != nil {
+		return err
+	}
 	var st struct {
 		Source   *gitsync.Status `json:"source"`
 		Revision string          `json:"revision"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+	if err := json.Unmarshal(body, &st); err != nil {
 		return fmt.Errorf("read /status: %w", err)
 	}
 	if st.Source == nil {

@@ -18,6 +18,19 @@ spent inside hook runs (101 of them, one after another) and inside Helm steps (1
 upgrading). While it waits for a re-converge the benchmark reads `/metrics` every 50 ms.
 TXT
 echo
+gobench "One-module commit against a global commit (git mode, N=100)" \
+  "go test -run '^\$' -bench OneModuleCommit -benchtime 1x ./cmd/addon-operator/"
+cat <<'TXT'
+
+The real binary in git mode on `gen-modules.sh 100`, served from a local bare repository, woken by
+the signed webhook. Three rounds, medians, each timed in the operator's own log from the
+revision's `revision published` line: `one-module-s`, a commit that changes one module's
+`values.yaml`, to that module's `helm release applied` (the module-scoped path: discovery, the
+module's hook and Helm step, `afterAll`); `reload-all-s`, a commit that changes the global section
+of `modules/values.yaml`, to the reload's `converged` (101 hook runs and 100 Helm steps, every
+release upgraded since the global parameter is rendered).
+TXT
+echo
 gobench "One hook run: started directly and by the operator" "go test -run '^\$' -bench HookRun -benchmem ./lifecycle/"
 cat <<'TXT'
 
