@@ -179,14 +179,22 @@ func start(args []string) error {
 	if err != nil {
 		return err
 	}
+	crds, err := kube.NewCRDs(restConfig)
+	if err != nil {
+		return err
+	}
+	if op.ParallelModules < 1 {
+		return fmt.Errorf("--parallel-modules=%d: want at least 1", op.ParallelModules)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
 	operator := lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Watcher: watcher,
-		PurgeLimit: op.PurgeLimit,
-	}, kube.NewConfigMap(client, op.Namespace, op.ConfigMap), helm, loader.New(loader.WithLogger(logger)))
+		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM,
+	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	var src *source
 	if gt.URL != "" {
 		if src, err = newSource(gt, &op, operator, logger); err != nil {

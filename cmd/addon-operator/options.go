@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +69,20 @@ func (e *env) duration(name string, def time.Duration) time.Duration {
 	return d
 }
 
+// positive reads a whole number of at least 1.
+func (e *env) positive(name string, def int) int {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a whole number of at least 1", name, v))
+		return def
+	}
+	return n
+}
+
 func (e *env) boolean(name string, def bool) bool {
 	v, ok := os.LookupEnv(name)
 	if !ok || v == "" {
@@ -94,6 +109,7 @@ type operatorOptions struct {
 	ResourcesCheckInterval time.Duration
 	Pprof                  bool
 	PurgeLimit             int // lifecycle.PurgeHalf, PurgeNone or a number
+	ParallelModules        int
 }
 
 func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
@@ -110,6 +126,7 @@ func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
 	fs.DurationVar(&o.RetryMax, "retry-max", e.duration("ADDON_OPERATOR_RETRY_MAX", 30*time.Second), "longest retry delay (env ADDON_OPERATOR_RETRY_MAX)")
 	fs.DurationVar(&o.ResourcesCheckInterval, "resources-check-interval", e.duration("ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL", 5*time.Minute), "period of the absent-resources check, auto-healing (env ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL; 0 turns it off)")
 	fs.BoolVar(&o.Pprof, "pprof", e.boolean("ADDON_OPERATOR_PPROF", false), "serve /debug/pprof on the listen address (env ADDON_OPERATOR_PPROF=true)")
+	fs.IntVar(&o.ParallelModules, "parallel-modules", e.positive("ADDON_OPERATOR_PARALLEL_MODULES", runtime.NumCPU()), "modules of one weight run at once; 1 runs them one by one (env ADDON_OPERATOR_PARALLEL_MODULES; default the number of CPUs)")
 	o.PurgeLimit = e.purgeLimit("ADDON_OPERATOR_PURGE_LIMIT")
 	fs.Func("purge-limit", "most modules one revision may purge: a number (0: none without confirmation) or 'half' (env ADDON_OPERATOR_PURGE_LIMIT; default half of the enabled modules, never all)", func(v string) error {
 		limit, err := parsePurgeLimit(v)

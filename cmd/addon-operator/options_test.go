@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -223,6 +225,24 @@ func TestLogNoTime(t *testing.T) {
 		logger.Info("hello")
 		if hasTime := strings.Contains(buf.String(), `"time":`); hasTime == noTime {
 			t.Errorf("LOG_NO_TIME=%v: %s", noTime, buf.String())
+		}
+	}
+}
+
+func TestParallelModulesSetting(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want int
+		bad  bool
+	}{
+		{"", runtime.NumCPU(), false}, {"1", 1, false}, {"4", 4, false}, {"0", 0, true}, {"-2", 0, true}, {"all", 0, true},
+	} {
+		t.Setenv("ADDON_OPERATOR_PARALLEL_MODULES", tc.env)
+		var e env
+		var o operatorOptions
+		o.bind(flag.NewFlagSet("start", flag.ContinueOnError), &e)
+		if bad := len(e.errs) > 0; bad != tc.bad || (!bad && o.ParallelModules != tc.want) {
+			t.Errorf("ADDON_OPERATOR_PARALLEL_MODULES=%q: %d, %v", tc.env, o.ParallelModules, e.errs)
 		}
 	}
 }
