@@ -2,30 +2,24 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/itchyny/gojq"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/cache"
 )
 
 // Watch event types, as hooks see them.
@@ -37,6 +31,8 @@ const (
 
 // MonitorSpec says which objects a kubernetes binding watches.
 type MonitorSpec struct {
+	// Name names the binding in Watches ("module/hook/binding"); optional.
+	Name       string
 	APIVersion string
 	// Kind as a hook wrote it: "ConfigMap", or v0's lowercase "configmap".
 	Kind string
@@ -70,21 +66,19 @@ type ObjectEvent struct {
 	Namespace, Name string
 }
 
-// entry is what a monitor keeps of one object.
-type entry struct {
-	object          map[string]any // nil unless full objects are kept
-	filterResult    any
-	namespace, name string
-	resourceVersion string
-	src             *source
-}
-
 // Watcher creates monitors: it resolves kinds through discovery (a kind
 // installed later, such as a new CRD, is found by refreshing the cache).
+// Monitors with the same kind, namespace and selectors share one watch and
+// one store, so a hundred bindings on the ConfigMaps of one namespace cost
+// the API server one watch and the operator one copy of each object.
 type Watcher struct {
 	client dynamic.Interface
 	mapper meta.RESTMapper
 	logger *slog.Logger
+	seq    atomic.Int64 // names monitors without a name
+
+	mu      sync.Mutex
+	watches map[watchKey]*sharedWatch
 }
 
 // NewWatcher makes a Watcher for the API server of cfg.
@@ -100,36 +94,58 @@ func NewWatcher(cfg *rest.Config, logger *slog.Logger) (*Watcher, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Watcher{client: client, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), logger: logger}, nil
+	return &Watcher{
+		client: client, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), logger: logger,
+		watches: map[watchKey]*sharedWatch{},
+	}, nil
 }
 
-// Monitor watches the objects of one binding. It keeps its own store
-// (only filter results when full objects are not kept) behind client-go
-// reflectors, which list, watch, back off and re-list after a watch expired
-// or the API server went away.
+// Monitor watches the objects of one binding through the Watcher's shared
+// watches (client-go reflectors, which list, watch, back off and re-list
+// after a watch expired or the API server went away): one per namespace,
+// and one of namespaces with a namespace label selector. It keeps only its
+// filter results; the shared store keeps the objects.
 type Monitor struct {
+	w       *Watcher
 	spec    MonitorSpec
+	name    string
 	gvr     schema.GroupVersionResource
 	kind    string
-	client  dynamic.Interface
 	handler func(ObjectEvent)
-	logger  *slog.Logger
+	// the selectors as the API server gets them
+	labelSelector, fieldSelector string
+	nsSelector                   *string // nil without a namespace label selector
 
-	mu      sync.Mutex
-	objects map[string]*entry // by namespace/name
-	sources map[string]*source
-	synced  bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	lastErr string
-	// startErr gets the first request error the API server refuses
-	// before the first list completed (a bad selector, missing RBAC).
-	startErr chan error
+	mu       sync.Mutex
+	ctx      context.Context    // Start's
+	sources  map[string]*source // by namespace ("" for all)
+	nsSource *source            // the namespaces a namespace label selector picks
+	synced   bool
+	stopped  bool
+	lastErr  string
+	unhook   func() bool // stops ctx's end from calling Stop
+	stopOnce sync.Once
+}
+
+// source is a monitor's membership in one shared watch.
+type source struct {
+	w  *Watcher
+	sw *sharedWatch
+	mb *member
+}
+
+// close leaves the watch (with report, telling the member its objects as
+// Deleted) and releases it.
+func (s *source) close(report bool) {
+	s.sw.leave(s.mb, report)
+	s.w.release(s.sw)
 }
 
 // NewMonitor resolves the kind through discovery (kinds and lowercase
 // resource names both work) and prepares the monitor; Start runs it.
+// handler runs on the watch's goroutine, one change at a time for every
+// binding on the watch: it may read snapshots, and must not Stop a monitor
+// (Stop waits for it).
 func (w *Watcher) NewMonitor(spec MonitorSpec, handler func(ObjectEvent)) (*Monitor, error) {
 	gv, err := schema.ParseGroupVersion(spec.APIVersion)
 	if err != nil {
@@ -144,11 +160,33 @@ func (w *Watcher) NewMonitor(spec MonitorSpec, handler func(ObjectEvent)) (*Moni
 	if err != nil {
 		return nil, err
 	}
-	return &Monitor{
-		spec: spec, gvr: mapping.Resource, kind: mapping.GroupVersionKind.Kind, client: w.client, handler: handler,
-		logger:  w.logger.With("kind", mapping.GroupVersionKind.Kind),
-		objects: map[string]*entry{}, sources: map[string]*source{}, startErr: make(chan error, 1),
-	}, nil
+	m := &Monitor{
+		w: w, spec: spec, name: spec.Name, gvr: mapping.Resource, kind: mapping.GroupVersionKind.Kind, handler: handler,
+		fieldSelector: spec.FieldSelector, sources: map[string]*source{},
+	}
+	if m.name == "" {
+		m.name = fmt.Sprintf("monitor %d", w.seq.Add(1))
+	}
+	if spec.LabelSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(spec.LabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("labelSelector: %w", err)
+		}
+		m.labelSelector = sel.String()
+	}
+	if len(spec.Names) == 1 {
+		// one name: let the API server select it
+		m.fieldSelector = strings.Trim(m.fieldSelector+",metadata.name="+spec.Names[0], ",")
+	}
+	if spec.NamespaceLabelSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(spec.NamespaceLabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("namespace labelSelector: %w", err)
+		}
+		s := sel.String()
+		m.nsSelector = &s
+	}
+	return m, nil
 }
 
 func resolveKind(mapper meta.RESTMapper, gv schema.GroupVersion, kind string) (*meta.RESTMapping, error) {
@@ -175,6 +213,62 @@ func versions(gv schema.GroupVersion) []string {
 	return []string{gv.Version}
 }
 
+// watch returns the shared watch for key, starting it when none runs. The
+// caller joins it, and releases it when done.
+func (w *Watcher) watch(ctx context.Context, key watchKey, kind string) *sharedWatch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sw := w.watches[key]
+	if sw == nil {
+		sw = newSharedWatch(key, kind, w.logger)
+		// the watch outlives the monitor that opens it: it stops when the
+		// last one releases it
+		sw.run(context.WithoutCancel(ctx), w.client)
+		w.watches[key] = sw
+	}
+	sw.refs++
+	return sw
+}
+
+// release stops the watch when its last holder releases it.
+func (w *Watcher) release(sw *sharedWatch) {
+	w.mu.Lock()
+	sw.refs--
+	last := sw.refs == 0
+	if last {
+		delete(w.watches, sw.key)
+	}
+	w.mu.Unlock()
+	if last {
+		sw.stop()
+	}
+}
+
+// Watches lists the open shared watches, by resource, namespace and
+// selectors.
+func (w *Watcher) Watches() []WatchInfo {
+	w.mu.Lock()
+	sws := make([]*sharedWatch, 0, len(w.watches))
+	for _, sw := range w.watches {
+		sws = append(sws, sw)
+	}
+	w.mu.Unlock()
+	out := make([]WatchInfo, 0, len(sws))
+	for _, sw := range sws {
+		out = append(out, sw.info())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		for _, c := range [][2]string{{a.APIVersion, b.APIVersion}, {a.Resource, b.Resource}, {a.Namespace, b.Namespace}, {a.LabelSelector, b.LabelSelector}} {
+			if c[0] != c[1] {
+				return c[0] < c[1]
+			}
+		}
+		return a.FieldSelector < b.FieldSelector
+	})
+	return out
+}
+
 // Kind is the resolved kind ("ConfigMap").
 func (m *Monitor) Kind() string { return m.kind }
 
@@ -185,30 +279,51 @@ func (m *Monitor) LastError() string {
 	return m.lastErr
 }
 
-// Start runs the reflectors and waits for their first list: the objects
-// of that list are not reported as events; Snapshot holds them
-// (Synchronization).
-func (m *Monitor) Start(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
+func (m *Monitor) noteError(err error) {
 	m.mu.Lock()
-	m.ctx, m.cancel = ctx, cancel
+	m.lastErr = err.Error()
 	m.mu.Unlock()
-	if m.spec.NamespaceLabelSelector != nil {
-		nw := &namespaceWatch{m: m, synced: make(chan struct{}), current: map[string]bool{}}
-		sel, err := metav1.LabelSelectorAsSelector(m.spec.NamespaceLabelSelector)
-		if err != nil {
-			cancel()
-			return err
+}
+
+// Start joins the shared watches and waits for their first list: the
+// objects of that list are not reported as events; Snapshot holds them
+// (Synchronization). A watch that another monitor synced already hands
+// over its current objects at once. The monitor stops when ctx ends.
+func (m *Monitor) Start(ctx context.Context) error {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.unhook = context.AfterFunc(ctx, m.Stop)
+	m.mu.Unlock()
+	if err := m.open(ctx); err != nil {
+		m.Stop()
+		return err
+	}
+	m.mu.Lock()
+	stopped := m.stopped
+	m.synced = !stopped
+	m.mu.Unlock()
+	if stopped {
+		return fmt.Errorf("watch %s: stopped before the first list", m.kind)
+	}
+	return nil
+}
+
+func (m *Monitor) open(ctx context.Context) error {
+	if m.nsSelector != nil {
+		ns := m.join(ctx, watchKey{gvr: namespacesGVR, labelSelector: *m.nsSelector}, "Namespace", &member{
+			name: m.name, names: m.spec.Namespaces, on: m.followNamespace, onError: m.noteError, ready: make(chan error, 1),
+		})
+		m.mu.Lock()
+		stopped := m.stopped
+		if !stopped {
+			m.nsSource = ns
 		}
-		nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-		m.run(ctx, "namespaces", m.client.Resource(nsGVR), sel.String(), "", nw)
-		select {
-		case <-nw.synced:
-		case err := <-m.startErr:
-			m.Stop()
+		m.mu.Unlock()
+		if stopped {
+			ns.close(false)
+		}
+		if err := wait(ctx, ns.mb.ready); err != nil {
 			return fmt.Errorf("watch namespaces for %s: %w", m.kind, err)
-		case <-ctx.Done():
-			return fmt.Errorf("watch namespaces for %s: %w", m.kind, ctx.Err())
 		}
 	} else {
 		namespaces := m.spec.Namespaces
@@ -220,120 +335,91 @@ func (m *Monitor) Start(ctx context.Context) error {
 		}
 	}
 	m.mu.Lock()
-	var waits []chan struct{}
+	var waits []chan error
 	for _, s := range m.sources {
-		waits = append(waits, s.synced)
+		waits = append(waits, s.mb.ready)
 	}
 	m.mu.Unlock()
-	for _, w := range waits {
-		select {
-		case <-w:
-		case err := <-m.startErr:
-			m.Stop()
+	for _, ready := range waits {
+		if err := wait(ctx, ready); err != nil {
 			return fmt.Errorf("watch %s: %w", m.kind, err)
-		case <-ctx.Done():
-			return fmt.Errorf("watch %s: not synced: %w", m.kind, ctx.Err())
 		}
 	}
-	m.mu.Lock()
-	m.synced = true
-	m.mu.Unlock()
 	return nil
 }
 
-// Stop stops the reflectors and waits for them.
-func (m *Monitor) Stop() {
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// wait waits for a member's first list.
+func wait(ctx context.Context, ready chan error) error {
+	select {
+	case err := <-ready:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("not synced: %w", ctx.Err())
+	}
+}
+
+// join joins the shared watch for key.
+func (m *Monitor) join(ctx context.Context, key watchKey, kind string, mb *member) *source {
+	sw := m.w.watch(ctx, key, kind)
+	sw.join(mb)
+	return &source{w: m.w, sw: sw, mb: mb}
+}
+
+// Stop leaves the shared watches (a watch stops with its last monitor);
+// the handler is not called once it returned.
+func (m *Monitor) Stop() { m.stopOnce.Do(m.stop) }
+
+func (m *Monitor) stop() {
 	m.mu.Lock()
-	cancel := m.cancel
+	m.stopped = true
+	ns, unhook := m.nsSource, m.unhook
+	m.nsSource = nil
 	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if unhook != nil {
+		unhook()
 	}
-	m.wg.Wait()
-}
-
-// run starts one reflector over ri into store.
-func (m *Monitor) run(ctx context.Context, name string, ri dynamic.ResourceInterface, labelSel, fieldSel string, store cache.ReflectorStore) {
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector, o.FieldSelector = labelSel, fieldSel }
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			tweak(&o)
-			list, err := ri.List(ctx, o)
-			m.noteError(err)
-			return list, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			tweak(&o)
-			w, err := ri.Watch(ctx, o)
-			m.noteError(err)
-			return w, err
-		},
-	}
-	r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, store, cache.ReflectorOptions{Name: m.kind + " " + name})
-	m.wg.Go(func() { r.RunWithContext(ctx) })
-}
-
-// noteError logs a list or watch error once. Before the first list
-// completed, an error the API server answered with (not a broken
-// connection, which the reflector outlasts) fails Start.
-func (m *Monitor) noteError(err error) {
-	if err == nil || m.ctxDone() {
-		return
+	if ns != nil {
+		ns.close(false) // no namespace adds a source after this
 	}
 	m.mu.Lock()
-	repeated := m.lastErr == err.Error()
-	m.lastErr = err.Error()
-	synced := m.synced
+	sources := m.sources
+	m.sources = map[string]*source{}
 	m.mu.Unlock()
-	if !synced && refused(err) {
-		select {
-		case m.startErr <- err:
-		default:
-		}
+	for _, s := range sources {
+		s.close(false)
 	}
-	if !repeated {
-		m.logger.Warn("list/watch failed; retrying with backoff", "err", err)
-	}
-}
-
-func refused(err error) bool {
-	return apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) ||
-		apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err)
-}
-
-func (m *Monitor) ctxDone() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.ctx != nil && m.ctx.Err() != nil
 }
 
 // addSource starts watching the objects of one namespace ("" for all).
 func (m *Monitor) addSource(ns string) {
 	m.mu.Lock()
-	if _, ok := m.sources[ns]; ok || m.ctx == nil {
-		m.mu.Unlock()
+	_, dup := m.sources[ns]
+	stopped, ctx := m.stopped, m.ctx
+	m.mu.Unlock()
+	if dup || stopped {
 		return
 	}
-	ctx, cancel := context.WithCancel(m.ctx)
-	s := &source{m: m, ns: ns, cancel: cancel, synced: make(chan struct{})}
-	m.sources[ns] = s
+	key := watchKey{gvr: m.gvr, namespace: ns, labelSelector: m.labelSelector, fieldSelector: m.fieldSelector}
+	s := m.join(ctx, key, m.kind, m.member())
+	m.mu.Lock()
+	stopped = m.stopped
+	if !stopped {
+		m.sources[ns] = s
+	}
 	m.mu.Unlock()
-	var ri dynamic.ResourceInterface = m.client.Resource(m.gvr)
-	if ns != "" {
-		ri = m.client.Resource(m.gvr).Namespace(ns)
+	if stopped {
+		s.close(false)
 	}
-	var labelSel string
-	if m.spec.LabelSelector != nil {
-		if sel, err := metav1.LabelSelectorAsSelector(m.spec.LabelSelector); err == nil {
-			labelSel = sel.String()
-		}
+}
+
+// member is the monitor's part of a watch of the objects it watches.
+func (m *Monitor) member() *member {
+	return &member{
+		name: m.name, jq: m.spec.JqFilter, keep: m.spec.KeepFullObjects, names: m.spec.Names,
+		on: m.observe, onError: m.noteError, ready: make(chan error, 1),
 	}
-	fieldSel := m.spec.FieldSelector
-	if len(m.spec.Names) == 1 {
-		// one name: let the API server select it
-		fieldSel = strings.Trim(fieldSel+",metadata.name="+m.spec.Names[0], ",")
-	}
-	m.run(ctx, "in "+ns, ri, labelSel, fieldSel, s)
 }
 
 // removeSource stops watching a namespace that left the selection; its
@@ -344,259 +430,88 @@ func (m *Monitor) removeSource(ns string) {
 	delete(m.sources, ns)
 	m.mu.Unlock()
 	if s != nil {
-		s.cancel()
-		m.forget(s, nil)
+		s.close(true)
 	}
 }
 
-// forget drops the objects of s that are not in keep and reports them as
-// Deleted, by namespace and name.
-func (m *Monitor) forget(s *source, keep map[string]bool) {
-	m.mu.Lock()
-	var gone []*entry
-	for key, e := range m.objects {
-		if e.src == s && !keep[key] {
-			gone = append(gone, e)
-			delete(m.objects, key)
-		}
-	}
-	m.mu.Unlock()
-	sortEntries(gone)
-	for _, e := range gone {
-		m.report(Deleted, m.stub(e), e.filterResult, e)
-	}
-}
-
-func (m *Monitor) isSynced() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.synced
-}
-
-// observe records one object and reports the change when the binding
-// wants it: not during the first list, not an update whose resource
-// version or filter result did not change, not an event type it excludes.
-func (m *Monitor) observe(s *source, typ string, obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	if len(m.spec.Names) > 0 && !slices.Contains(m.spec.Names, u.GetName()) {
-		return
-	}
-	key := u.GetNamespace() + "/" + u.GetName()
-	e := m.entryFor(s, u)
-	m.mu.Lock()
-	prev := m.objects[key]
-	if typ == Deleted {
-		delete(m.objects, key)
+// followNamespace starts or stops a source for a namespace that entered or
+// left the namespace label selector's selection.
+func (m *Monitor) followNamespace(c change) {
+	if c.typ == Deleted {
+		m.removeSource(c.rec.name)
 	} else {
-		m.objects[key] = e
+		m.addSource(c.rec.name)
 	}
+}
+
+// observe reports a change when the binding wants it: not before the
+// monitor synced (the first list is the snapshot), not after it stopped,
+// not an event type it excludes.
+func (m *Monitor) observe(c change) {
+	m.mu.Lock()
+	live := m.synced && !m.stopped
 	m.mu.Unlock()
-	if typ == Added && prev != nil {
-		typ = Modified // seen again after a re-list
-	}
-	if typ == Modified && prev != nil {
-		if prev.resourceVersion == e.resourceVersion {
-			return // a re-list brought the same version
-		}
-		if m.spec.JqFilter != nil && reflect.DeepEqual(prev.filterResult, e.filterResult) {
-			return // the part the hook filters on did not change
-		}
-	}
-	m.report(typ, u.Object, e.filterResult, e)
-}
-
-// entryFor applies the filter and keeps what the binding needs of u.
-func (m *Monitor) entryFor(s *source, u *unstructured.Unstructured) *entry {
-	e := &entry{namespace: u.GetNamespace(), name: u.GetName(), resourceVersion: u.GetResourceVersion(), src: s}
-	if m.spec.JqFilter != nil {
-		var err error
-		if e.filterResult, err = runJq(m.spec.JqFilter, u.Object); err != nil {
-			e.filterResult = map[string]any{"error": err.Error()}
-		}
-	}
-	if m.spec.KeepFullObjects || m.spec.JqFilter == nil {
-		e.object = u.Object
-	}
-	return e
-}
-
-func (m *Monitor) report(typ string, obj map[string]any, result any, e *entry) {
-	if !m.isSynced() || (len(m.spec.Events) > 0 && !slices.Contains(m.spec.Events, typ)) {
+	if !live || (len(m.spec.Events) > 0 && !slices.Contains(m.spec.Events, c.typ)) {
 		return
+	}
+	obj := c.object
+	if obj == nil {
+		if c.typ == Deleted && !m.spec.KeepFullObjects {
+			obj = m.stub(c.rec)
+		} else {
+			obj = c.rec.object()
+		}
 	}
 	defer recoverPanic("monitor of " + m.kind)
-	m.handler(ObjectEvent{Type: typ, Object: obj, FilterResult: result, Namespace: e.namespace, Name: e.name})
+	m.handler(ObjectEvent{Type: c.typ, Object: obj, FilterResult: c.result, Namespace: c.rec.namespace, Name: c.rec.name})
 }
 
 // stub is what a Deleted event carries when the object itself was not kept.
-func (m *Monitor) stub(e *entry) map[string]any {
-	if e.object != nil {
-		return e.object
-	}
-	md := map[string]any{"name": e.name}
-	if e.namespace != "" {
-		md["namespace"] = e.namespace
+func (m *Monitor) stub(rec *record) map[string]any {
+	md := map[string]any{"name": rec.name}
+	if rec.namespace != "" {
+		md["namespace"] = rec.namespace
 	}
 	return map[string]any{"apiVersion": m.gvr.GroupVersion().String(), "kind": m.kind, "metadata": md}
 }
 
-// replace handles a (re-)list. Before the monitor synced nothing is
-// reported (report checks), so the first list only fills the store; later
-// ones report what changed in between.
-func (m *Monitor) replace(s *source, list []any) {
-	seen := map[string]bool{}
-	for _, obj := range list {
-		if o, ok := obj.(metav1.Object); ok {
-			seen[o.GetNamespace()+"/"+o.GetName()] = true
-		}
-		m.observe(s, Added, obj)
-	}
-	m.forget(s, seen)
-}
-
-func sortEntries(es []*entry) {
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].namespace != es[j].namespace {
-			return es[i].namespace < es[j].namespace
-		}
-		return es[i].name < es[j].name
-	})
-}
-
-// Len is the number of watched objects.
-func (m *Monitor) Len() int {
+func (m *Monitor) current() []*source {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.objects)
-}
-
-// Snapshot lists the watched objects, sorted by namespace and name.
-func (m *Monitor) Snapshot() []ObjectEvent {
-	m.mu.Lock()
-	es := make([]*entry, 0, len(m.objects))
-	for _, e := range m.objects {
-		es = append(es, e)
-	}
-	m.mu.Unlock()
-	sortEntries(es)
-	out := make([]ObjectEvent, len(es))
-	for i, e := range es {
-		out[i] = ObjectEvent{Object: e.object, FilterResult: e.filterResult, Namespace: e.namespace, Name: e.name}
+	out := make([]*source, 0, len(m.sources))
+	for _, s := range m.sources {
+		out = append(out, s)
 	}
 	return out
 }
 
-// source is the store of one namespace's reflector.
-type source struct {
-	m        *Monitor
-	ns       string
-	cancel   context.CancelFunc
-	synced   chan struct{}
-	syncOnce sync.Once
-}
-
-var _ cache.ReflectorStore = (*source)(nil)
-
-func (s *source) Add(obj any) error    { s.m.observe(s, Added, obj); return nil }
-func (s *source) Update(obj any) error { s.m.observe(s, Modified, obj); return nil }
-func (s *source) Delete(obj any) error { s.m.observe(s, Deleted, obj); return nil }
-func (s *source) Resync() error        { return nil }
-func (s *source) Replace(list []any, _ string) error {
-	s.m.replace(s, list)
-	s.syncOnce.Do(func() { close(s.synced) })
-	return nil
-}
-
-// namespaceWatch follows the namespaces a namespace label selector picks
-// and starts or stops a source for each.
-type namespaceWatch struct {
-	m        *Monitor
-	synced   chan struct{}
-	syncOnce sync.Once
-	mu       sync.Mutex
-	current  map[string]bool
-}
-
-var _ cache.ReflectorStore = (*namespaceWatch)(nil)
-
-func (n *namespaceWatch) name(obj any) string {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
+// Len is the number of watched objects.
+func (m *Monitor) Len() int {
+	n := 0
+	for _, s := range m.current() {
+		n += s.sw.count(s.mb)
 	}
-	if o, ok := obj.(metav1.Object); ok {
-		return o.GetName()
+	return n
+}
+
+// Snapshot lists the watched objects, sorted by namespace and name.
+func (m *Monitor) Snapshot() []ObjectEvent {
+	out := []ObjectEvent{}
+	for _, s := range m.current() {
+		out = append(out, s.sw.snapshot(s.mb)...)
 	}
-	return ""
-}
-
-// selected applies the binding's namespace names on top of the labels.
-func (n *namespaceWatch) selected(ns string) bool {
-	return ns != "" && (len(n.m.spec.Namespaces) == 0 || slices.Contains(n.m.spec.Namespaces, ns))
-}
-
-func (n *namespaceWatch) Add(obj any) error {
-	if ns := n.name(obj); n.selected(ns) {
-		n.mu.Lock()
-		n.current[ns] = true
-		n.mu.Unlock()
-		n.m.addSource(ns)
-	}
-	return nil
-}
-
-func (n *namespaceWatch) Update(obj any) error { return n.Add(obj) }
-
-func (n *namespaceWatch) Delete(obj any) error {
-	ns := n.name(obj)
-	n.mu.Lock()
-	delete(n.current, ns)
-	n.mu.Unlock()
-	n.m.removeSource(ns)
-	return nil
-}
-
-func (n *namespaceWatch) Resync() error { return nil }
-
-func (n *namespaceWatch) Replace(list []any, _ string) error {
-	want := map[string]bool{}
-	for _, obj := range list {
-		if ns := n.name(obj); n.selected(ns) {
-			want[ns] = true
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
 		}
-	}
-	n.mu.Lock()
-	old := n.current
-	n.current = want
-	n.mu.Unlock()
-	for ns := range old {
-		if !want[ns] {
-			n.m.removeSource(ns)
-		}
-	}
-	for ns := range want {
-		n.m.addSource(ns)
-	}
-	n.syncOnce.Do(func() { close(n.synced) })
-	return nil
+		return out[i].Name < out[j].Name
+	})
+	return out
 }
 
-// runJq applies a compiled filter; several results become a list.
-func runJq(code *gojq.Code, obj map[string]any) (any, error) {
-	// gojq wants plain JSON types (int64 in unstructured objects is not one)
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, err
-	}
+// runJq applies a compiled filter to plain JSON values; several results
+// become a list.
+func runJq(code *gojq.Code, v any) (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	iter := code.RunWithContext(ctx, v)
