@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/queue"
 )
 
@@ -41,7 +42,11 @@ type Status struct {
 	PurgeError string            `json:"purgeError,omitempty"`
 	Modules    []ModuleStatus    `json:"modules"`
 	Queues     []queue.QueueInfo `json:"queues"`
-	Watches    []WatchStatus     `json:"watches"`
+	// Watches are the API server watches, each with the bindings that
+	// share it.
+	Watches []kube.WatchInfo `json:"watches"`
+	// Bindings are the kubernetes bindings of running hooks.
+	Bindings []WatchStatus `json:"bindings"`
 }
 
 // Status reports modules in tree order and the queues.
@@ -62,7 +67,11 @@ func (o *Operator) Status() Status {
 	if queues := o.Queues(); queues != nil {
 		st.Queues = queues.Dump()
 	}
-	st.Watches = o.watchStatus()
+	st.Bindings = o.watchStatus()
+	st.Watches = []kube.WatchInfo{}
+	if o.cfg.Watcher != nil {
+		st.Watches = o.cfg.Watcher.Watches()
+	}
 	return st
 }
 
@@ -104,7 +113,7 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 		}
 		st := o.Status()
 		body["ready"], body["modules"], body["queues"] = st.Ready, st.Modules, st.Queues
-		body["revision"], body["treeError"], body["watches"] = st.Revision, st.TreeError, st.Watches
+		body["revision"], body["treeError"], body["watches"], body["bindings"] = st.Revision, st.TreeError, st.Watches, st.Bindings
 		if st.PurgeError != "" {
 			body["purgeError"] = st.PurgeError
 		}

@@ -29,9 +29,11 @@ const (
 	typeSchedule        = "Schedule"
 )
 
-// Watcher starts the monitors behind kubernetes bindings.
+// Watcher starts the monitors behind kubernetes bindings, and lists the
+// watches they share for /status.
 type Watcher interface {
 	NewMonitor(spec kube.MonitorSpec, handler func(kube.ObjectEvent)) (*kube.Monitor, error)
+	Watches() []kube.WatchInfo
 }
 
 var _ Watcher = (*kube.Watcher)(nil)
@@ -68,7 +70,7 @@ func hookID(h *loader.Hook) string {
 }
 
 // monitorSpec turns a binding into what the monitor watches.
-func monitorSpec(b loader.KubernetesBinding) kube.MonitorSpec {
+func monitorSpec(h *loader.Hook, b loader.KubernetesBinding) kube.MonitorSpec {
 	var fields []string
 	for _, r := range b.FieldSelector {
 		op := "="
@@ -78,6 +80,7 @@ func monitorSpec(b loader.KubernetesBinding) kube.MonitorSpec {
 		fields = append(fields, r.Field+op+r.Value)
 	}
 	return kube.MonitorSpec{
+		Name:       h.Name + ":" + b.Name,
 		APIVersion: b.APIVersion, Kind: b.Kind, Namespaces: b.Namespaces, NamespaceLabelSelector: b.NamespaceLabelSelector,
 		LabelSelector: b.LabelSelector, FieldSelector: strings.Join(fields, ","), Names: b.NameSelector,
 		Events: b.ExecuteHookOnEvent, JqFilter: b.Query, KeepFullObjects: b.KeepFullObjectsInMemory,
@@ -114,7 +117,7 @@ func (o *Operator) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 	hm = &hookMonitors{hook: h}
 	for _, b := range h.Config.Kubernetes {
 		bm := &bindingMonitor{binding: b}
-		m, err := o.cfg.Watcher.NewMonitor(monitorSpec(b), func(ev kube.ObjectEvent) {
+		m, err := o.cfg.Watcher.NewMonitor(monitorSpec(h, b), func(ev kube.ObjectEvent) {
 			// an empty executeHookOnEvent wants no events, which the
 			// monitor reads as all of them
 			if bm.live.Load() && slices.Contains(b.ExecuteHookOnEvent, ev.Type) {

@@ -148,9 +148,17 @@ func TestKubernetesBindingContexts(t *testing.T) {
 		t.Fatalf("secrets Synchronization objects = %v", objects)
 	}
 	assertJSON(t, sync["snapshots"], `{"cms":[{"filterResult":{"name":"a","v":"1"}}]}`)
-	// /status lists the watches
-	watches := e.op.Status().Watches
-	assertJSON(t, watches, `[{"hook":"watch.sh","binding":"cms","kind":"ConfigMap","objects":1},{"hook":"watch.sh","binding":"secrets","kind":"Secret","objects":1}]`)
+	// /status lists the bindings, and the watches with the bindings using them
+	assertJSON(t, e.op.Status().Bindings, `[{"hook":"watch.sh","binding":"cms","kind":"ConfigMap","objects":1},{"hook":"watch.sh","binding":"secrets","kind":"Secret","objects":1}]`)
+	var watches []string
+	for _, w := range e.op.Status().Watches {
+		if w.LabelSelector == "run="+id {
+			watches = append(watches, fmt.Sprintf("%s %s %d %v", w.Kind, w.FieldSelector, w.Objects, w.Bindings))
+		}
+	}
+	if !slices.Equal(watches, []string{"ConfigMap  1 [watch.sh:cms]", "Secret type=Opaque 1 [watch.sh:secrets]"}) {
+		t.Fatalf("watches in /status: %q", watches)
+	}
 	beforeAll := recs[2].Ctx[0]
 	if got := keys(beforeAll["snapshots"].(map[string]any)); !slices.Equal(got, []string{"cms", "secrets"}) {
 		t.Fatalf("beforeAll snapshots = %v", beforeAll)
