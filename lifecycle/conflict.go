@@ -21,24 +21,24 @@ var _ EventRecorder = (*kube.ConfigMap)(nil)
 // and an Event says so, once per conflict; the queue goes on, and the
 // next run of the module tries again (docs/operator.md, "Taking over from
 // addon-operator"). It reports whether err was such a conflict.
-func (o *Operator) conflict(ctx context.Context, name string, err error) bool {
+func (s *steps) conflict(ctx context.Context, name string, err error) bool {
 	if !errors.Is(err, kube.ErrNotOurs) {
 		return false
 	}
-	o.metrics.releaseConflicts.WithLabelValues(name).Set(1)
-	o.mu.Lock()
-	st := o.modules[name]
+	s.metrics.releaseConflicts.WithLabelValues(name).Set(1)
+	s.mu.Lock()
+	st := s.modules[name]
 	fresh := st != nil && st.conflict != err.Error()
 	if st != nil {
 		st.conflict = err.Error()
 	}
-	o.mu.Unlock()
+	s.mu.Unlock()
 	if fresh {
-		o.logger.Error("release name taken by another tool; the module's release is left alone", "module", name, "err", err)
+		s.logger.Error("release name taken by another tool; the module's release is left alone", "module", name, "err", err)
 		// best effort: the conflict is on /status and in the metric too
-		if o.cfg.Events != nil {
-			if err := o.cfg.Events.Warning(ctx, "ReleaseConflict", "module "+name+": "+err.Error()); err != nil {
-				o.logger.Warn("could not record an Event", "module", name, "err", err)
+		if s.cfg.Events != nil {
+			if err := s.cfg.Events.Warning(ctx, "ReleaseConflict", "module "+name+": "+err.Error()); err != nil {
+				s.logger.Warn("could not record an Event", "module", name, "err", err)
 			}
 		}
 	}
@@ -46,15 +46,15 @@ func (o *Operator) conflict(ctx context.Context, name string, err error) bool {
 }
 
 // resolved clears a module's release conflict after its Helm step worked.
-func (o *Operator) resolved(name string) {
-	o.mu.Lock()
-	st := o.modules[name]
+func (s *steps) resolved(name string) {
+	s.mu.Lock()
+	st := s.modules[name]
 	had := st != nil && st.conflict != ""
 	if had {
 		st.conflict = ""
 	}
-	o.mu.Unlock()
+	s.mu.Unlock()
 	if had {
-		o.metrics.releaseConflicts.WithLabelValues(name).Set(0)
+		s.metrics.releaseConflicts.WithLabelValues(name).Set(0)
 	}
 }

@@ -52,6 +52,11 @@ type DebugBinding struct {
 var orderedBindings = []string{loader.OnStartup, loader.BeforeAll, loader.AfterAll, loader.BeforeHelm,
 	loader.AfterHelm, loader.BeforeDeleteHelm, loader.AfterDeleteHelm}
 
+// debugAPI serves the debug endpoints from the running state.
+type debugAPI struct {
+	*core
+}
+
 // debugError is a debug request that cannot be answered, with its status.
 type debugError struct {
 	code int
@@ -62,19 +67,19 @@ func (e *debugError) Error() string { return e.msg }
 
 // debugRoutes registers the debug endpoints on mux; namespace is what
 // charts are rendered for.
-func (o *Operator) debugRoutes(mux *http.ServeMux, namespace string) {
+func (d *debugAPI) debugRoutes(mux *http.ServeMux, namespace string) {
 	mux.Handle("GET /debug/modules", debugJSON(func(*http.Request) (any, error) {
-		mods, err := o.debugModules()
+		mods, err := d.debugModules()
 		return map[string]any{"modules": mods}, err
 	}))
 	mux.Handle("GET /debug/modules/{name}/values", debugJSON(func(r *http.Request) (any, error) {
-		return o.debugModuleValues(r.PathValue("name"), r.URL.Query().Get("global") == "true", false)
+		return d.debugModuleValues(r.PathValue("name"), r.URL.Query().Get("global") == "true", false)
 	}))
 	mux.Handle("GET /debug/modules/{name}/config", debugJSON(func(r *http.Request) (any, error) {
-		return o.debugModuleValues(r.PathValue("name"), r.URL.Query().Get("global") == "true", true)
+		return d.debugModuleValues(r.PathValue("name"), r.URL.Query().Get("global") == "true", true)
 	}))
 	mux.Handle("GET /debug/modules/{name}/render", localOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		manifest, err := o.debugRender(r.Context(), r.PathValue("name"), namespace)
+		manifest, err := d.debugRender(r.Context(), r.PathValue("name"), namespace)
 		if err != nil {
 			writeDebugError(w, err)
 			return
@@ -83,21 +88,21 @@ func (o *Operator) debugRoutes(mux *http.ServeMux, namespace string) {
 		_, _ = w.Write([]byte(manifest))
 	})))
 	mux.Handle("GET /debug/global/values", debugJSON(func(*http.Request) (any, error) {
-		_, store, err := o.debugCurrent()
+		_, store, err := d.debugCurrent()
 		if err != nil {
 			return nil, err
 		}
 		return store.GlobalValues()
 	}))
 	mux.Handle("GET /debug/global/config", debugJSON(func(*http.Request) (any, error) {
-		_, store, err := o.debugCurrent()
+		_, store, err := d.debugCurrent()
 		if err != nil {
 			return nil, err
 		}
 		return store.GlobalConfigValues(), nil
 	}))
 	mux.Handle("GET /debug/hooks", debugJSON(func(*http.Request) (any, error) {
-		hooks, err := o.debugHooks()
+		hooks, err := d.debugHooks()
 		return map[string]any{"hooks": hooks}, err
 	}))
 }
@@ -160,8 +165,8 @@ func hostIP(addr string) net.IP {
 
 // debugCurrent is the running model and store, or an error until the
 // first tree is loaded.
-func (o *Operator) debugCurrent() (*loader.Model, *values.Store, error) {
-	model, store := o.current()
+func (d *debugAPI) debugCurrent() (*loader.Model, *values.Store, error) {
+	model, store := d.current()
 	if model == nil || store == nil {
 		return nil, nil, &debugError{code: http.StatusServiceUnavailable, msg: "starting: no modules loaded yet"}
 	}
@@ -169,8 +174,8 @@ func (o *Operator) debugCurrent() (*loader.Model, *values.Store, error) {
 }
 
 // debugModule finds a module of the running tree by name.
-func (o *Operator) debugModule(name string) (*loader.Module, *values.Store, error) {
-	model, store, err := o.debugCurrent()
+func (d *debugAPI) debugModule(name string) (*loader.Module, *values.Store, error) {
+	model, store, err := d.debugCurrent()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,17 +187,17 @@ func (o *Operator) debugModule(name string) (*loader.Module, *values.Store, erro
 }
 
 // debugModules lists the running tree's modules in run order.
-func (o *Operator) debugModules() ([]DebugModule, error) {
-	model, _, err := o.debugCurrent()
+func (d *debugAPI) debugModules() ([]DebugModule, error) {
+	model, _, err := d.debugCurrent()
 	if err != nil {
 		return nil, err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	out := make([]DebugModule, 0, len(model.Modules))
 	for _, m := range model.Modules {
 		dm := DebugModule{Name: m.Name, Order: m.Order, State: StateDisabled, Path: m.Dir}
-		if s := o.modules[m.Name]; s != nil {
+		if s := d.modules[m.Name]; s != nil {
 			dm.Enabled, dm.State, dm.LastError = s.enabled, s.state, s.lastError
 		}
 		out = append(out, dm)
@@ -203,15 +208,15 @@ func (o *Operator) debugModules() ([]DebugModule, error) {
 // debugModuleValues is a module's values (what its hooks get as
 // VALUES_PATH) or, with config, its ConfigMap section (CONFIG_VALUES_PATH),
 // under the module's key; withGlobal adds the global section.
-func (o *Operator) debugModuleValues(name string, withGlobal, config bool) (values.Values, error) {
-	m, store, err := o.debugModule(name)
+func (d *debugAPI) debugModuleValues(name string, withGlobal, config bool) (values.Values, error) {
+	m, store, err := d.debugModule(name)
 	if err != nil {
 		return nil, err
 	}
 	var v values.Values
 	if config {
 		v = store.ModuleConfigValues(m.Key)
-	} else if v, err = store.ModuleValues(m.Key, o.enabledList()); err != nil {
+	} else if v, err = store.ModuleValues(m.Key, d.enabledList()); err != nil {
 		return nil, err
 	}
 	if !withGlobal {
@@ -222,8 +227,8 @@ func (o *Operator) debugModuleValues(name string, withGlobal, config bool) (valu
 
 // debugRender renders a module's chart with its current values, as the
 // next Helm upgrade would, whether or not the module is enabled.
-func (o *Operator) debugRender(ctx context.Context, name, namespace string) (string, error) {
-	m, store, err := o.debugModule(name)
+func (d *debugAPI) debugRender(ctx context.Context, name, namespace string) (string, error) {
+	m, store, err := d.debugModule(name)
 	if err != nil {
 		return "", err
 	}
@@ -239,8 +244,8 @@ func (o *Operator) debugRender(ctx context.Context, name, namespace string) (str
 
 // debugHooks lists the running tree's hooks with their bindings: global
 // hooks first, then each module's in run order.
-func (o *Operator) debugHooks() ([]DebugHook, error) {
-	model, _, err := o.debugCurrent()
+func (d *debugAPI) debugHooks() ([]DebugHook, error) {
+	model, _, err := d.debugCurrent()
 	if err != nil {
 		return nil, err
 	}

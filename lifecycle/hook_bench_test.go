@@ -60,7 +60,7 @@ func BenchmarkHookRun(b *testing.B) {
 	for _, tree := range []struct{ name, dir string }{{"trivial", trivial}, {"reference", reference}} {
 		o, hook := hookBenchOperator(b, tree.dir)
 		// the same inputs the operator hands the hook, written once
-		config, vals, err := o.hookInputs(o.store, o.model.Module(hook.Module).Key, o.enabledList())
+		config, vals, err := o.run.hookInputs(o.c.store, o.c.model.Module(hook.Module).Key, o.c.enabledList())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func BenchmarkHookRun(b *testing.B) {
 		})
 		b.Run(tree.name+"/operator", func(b *testing.B) {
 			for range b.N {
-				if _, err := o.runHook(b.Context(), hook, loader.BeforeHelm, o.orderedContext(hook, loader.BeforeHelm), false); err != nil {
+				if _, err := o.run.runHook(b.Context(), hook, loader.BeforeHelm, o.bind.orderedContext(hook, loader.BeforeHelm), false); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -103,9 +103,9 @@ func hookBenchOperator(b *testing.B, dir string) (*Operator, *loader.Hook) {
 		b.Fatal(err)
 	}
 	o := New(Config{Logger: quiet()}, &memBackend{data: map[string]string{}}, nil, ld)
-	o.model, o.store = model, store
+	o.c.model, o.c.store = model, store
 	for _, m := range model.Modules {
-		o.enabledModules = append(o.enabledModules, m.Name)
+		o.c.enabledModules = append(o.c.enabledModules, m.Name)
 	}
 	return o, model.Modules[0].Hooks[0]
 }

@@ -15,6 +15,15 @@ import (
 	"github.com/addonops/addon-operator/values"
 )
 
+// runner runs hooks and enabled scripts: it writes their temporary files
+// (binding context, config values, values), sets their environment, runs
+// them bounded by the hook timeout, and reads back and applies their
+// patches to the state (docs/operator.md, "How hooks run").
+type runner struct {
+	*core
+	backend ConfigBackend // where config patches are written
+}
+
 // hookResult says what a hook run changed.
 type hookResult struct {
 	// ValuesChanged: the hook's values patch changed effective values or
@@ -31,8 +40,8 @@ type hookFiles struct {
 	configPatch, valuesPatch, enabledResult string
 }
 
-func (o *Operator) newHookFiles() (*hookFiles, error) {
-	dir, err := os.MkdirTemp(o.cfg.TempDir, "addon-operator-hook-")
+func (r *runner) newHookFiles() (*hookFiles, error) {
+	dir, err := os.MkdirTemp(r.cfg.TempDir, "addon-operator-hook-")
 	if err != nil {
 		return nil, fmt.Errorf("hook temp dir: %w", err)
 	}
@@ -59,7 +68,7 @@ func writeJSON(path string, v any) error {
 // hookInputs returns CONFIG_VALUES_PATH and VALUES_PATH contents: global
 // sections for a global hook; global + module sections, with
 // global.enabledModules, for a module hook.
-func (o *Operator) hookInputs(store *values.Store, moduleKey string, enabledModules []string) (config, vals values.Values, err error) {
+func (r *runner) hookInputs(store *values.Store, moduleKey string, enabledModules []string) (config, vals values.Values, err error) {
 	if moduleKey == "" {
 		vals, err = store.GlobalValues()
 		return store.GlobalConfigValues(), vals, err
@@ -73,8 +82,8 @@ func (o *Operator) hookInputs(store *values.Store, moduleKey string, enabledModu
 // once) and its values patch (kept in memory). A failure counts in
 // addon_operator_hook_errors, or with allowFailure in
 // addon_operator_hook_allowed_errors.
-func (o *Operator) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
-	model, store := o.current()
+func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
+	model, store := r.current()
 	moduleKey := ""
 	if hook.Module != "" {
 		m := model.Module(hook.Module)
@@ -83,28 +92,28 @@ func (o *Operator) runHook(ctx context.Context, hook *loader.Hook, binding strin
 		}
 		moduleKey = m.Key
 	}
-	logger := o.logger.With("hook", hook.Name, "binding", binding)
+	logger := r.logger.With("hook", hook.Name, "binding", binding)
 	if hook.Module != "" {
 		logger = logger.With("module", hook.Module)
 	}
-	start := o.cfg.Now()
+	start := r.cfg.Now()
 	defer func() {
-		o.metrics.hookSeconds.WithLabelValues(hook.Name, binding).Observe(o.cfg.Now().Sub(start).Seconds())
+		r.metrics.hookSeconds.WithLabelValues(hook.Name, binding).Observe(r.cfg.Now().Sub(start).Seconds())
 		switch {
 		case err == nil || errors.Is(err, context.Canceled):
 		case allowFailure:
-			o.metrics.hookAllowedErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
+			r.metrics.hookAllowedErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
 		default:
-			o.metrics.hookErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
+			r.metrics.hookErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
 		}
 	}()
 
-	files, err := o.newHookFiles()
+	files, err := r.newHookFiles()
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(files.dir)
-	config, vals, err := o.hookInputs(store, moduleKey, o.enabledList())
+	config, vals, err := r.hookInputs(store, moduleKey, r.enabledList())
 	if err != nil {
 		return res, err
 	}
@@ -130,16 +139,16 @@ func (o *Operator) runHook(ctx context.Context, hook *loader.Hook, binding strin
 			"CONFIG_VALUES_JSON_PATCH_PATH=" + files.configPatch,
 			"VALUES_JSON_PATCH_PATH=" + files.valuesPatch,
 		},
-		Timeout: o.cfg.HookTimeout,
+		Timeout: r.cfg.HookTimeout,
 		Logger:  logger,
 	})
 	if err != nil {
 		return res, fmt.Errorf("hook %s (%s): %w", hook.Name, binding, err)
 	}
-	return o.applyPatches(ctx, hook.Name, moduleKey, files)
+	return r.applyPatches(ctx, hook.Name, moduleKey, files)
 }
 
-func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string, files *hookFiles) (hookResult, error) {
+func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, files *hookFiles) (hookResult, error) {
 	var res hookResult
 	readPatch := func(path, what string) (values.Patch, error) {
 		b, err := os.ReadFile(path)
@@ -157,13 +166,13 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 		return res, err
 	}
 	if len(cp) > 0 {
-		data, version, err := o.backend.Update(ctx, func(cur map[string]string) (map[string]string, error) {
+		data, version, err := r.backend.Update(ctx, func(cur map[string]string) (map[string]string, error) {
 			next, err := values.ApplyConfigPatch(hookName, moduleKey, cur, cp)
 			if err != nil {
 				return nil, err
 			}
 			// checked against the schemas current at the write
-			_, store := o.current()
+			_, store := r.current()
 			if err := store.CheckConfig(next); err != nil {
 				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 			}
@@ -174,7 +183,7 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 		}
 		// adopted now, so the ConfigMap event that echoes this write is a
 		// no-op; skipped when a newer edit already arrived
-		ch, _, err := o.setConfig(data, version)
+		ch, _, err := r.setConfig(data, version)
 		if err != nil {
 			return res, err
 		}
@@ -183,9 +192,9 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 	if len(vp) > 0 {
 		// the store current now: a tree adopted while the hook ran keeps
 		// the patch (docs/operator.md, "One state transition at a time")
-		o.mu.Lock()
-		pr, err := o.store.ApplyValuesPatch(hookName, moduleKey, vp)
-		o.mu.Unlock()
+		r.mu.Lock()
+		pr, err := r.store.ApplyValuesPatch(hookName, moduleKey, vp)
+		r.mu.Unlock()
 		if err != nil {
 			return res, err
 		}
@@ -198,13 +207,13 @@ func (o *Operator) applyPatches(ctx context.Context, hookName, moduleKey string,
 // step 4). It reads "true" or "false" from MODULE_ENABLED_RESULT; when the
 // script left that file empty, the last line it printed counts (a form the
 // original's module examples use).
-func (o *Operator) runEnabledScript(ctx context.Context, store *values.Store, m *loader.Module, enabledBefore []string) (bool, error) {
-	files, err := o.newHookFiles()
+func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *loader.Module, enabledBefore []string) (bool, error) {
+	files, err := r.newHookFiles()
 	if err != nil {
 		return false, err
 	}
 	defer os.RemoveAll(files.dir)
-	config, vals, err := o.hookInputs(store, m.Key, enabledBefore)
+	config, vals, err := r.hookInputs(store, m.Key, enabledBefore)
 	if err != nil {
 		return false, err
 	}
@@ -217,7 +226,7 @@ func (o *Operator) runEnabledScript(ctx context.Context, store *values.Store, m 
 	if err := os.WriteFile(files.enabledResult, nil, 0o600); err != nil {
 		return false, err
 	}
-	start := o.cfg.Now()
+	start := r.cfg.Now()
 	out, err := executor.Run(ctx, executor.Command{
 		Path: m.EnabledScript,
 		Dir:  m.Dir,
@@ -226,11 +235,11 @@ func (o *Operator) runEnabledScript(ctx context.Context, store *values.Store, m 
 			"VALUES_PATH=" + files.values,
 			"MODULE_ENABLED_RESULT=" + files.enabledResult,
 		},
-		Timeout:       o.cfg.HookTimeout,
+		Timeout:       r.cfg.HookTimeout,
 		CaptureStdout: true,
-		Logger:        o.logger.With("module", m.Name, "hook", "enabled"),
+		Logger:        r.logger.With("module", m.Name, "hook", "enabled"),
 	})
-	o.metrics.hookSeconds.WithLabelValues(m.DirName+"/enabled", "enabled").Observe(o.cfg.Now().Sub(start).Seconds())
+	r.metrics.hookSeconds.WithLabelValues(m.DirName+"/enabled", "enabled").Observe(r.cfg.Now().Sub(start).Seconds())
 	if err != nil {
 		return false, fmt.Errorf("module %s: enabled script: %w", m.Name, err)
 	}
@@ -252,8 +261,8 @@ func (o *Operator) runEnabledScript(ctx context.Context, store *values.Store, m 
 	return false, fmt.Errorf("module %s: enabled script: MODULE_ENABLED_RESULT: want true or false, got %q", m.Name, answer)
 }
 
-func (o *Operator) enabledList() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.enabledModules)
+func (c *core) enabledList() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.enabledModules)
 }

@@ -51,26 +51,26 @@ type Status struct {
 
 // Status reports modules in tree order and the queues.
 func (o *Operator) Status() Status {
-	model, _ := o.current()
-	o.mu.Lock()
-	st := Status{Ready: o.ready, Revision: o.rev.Commit, TreeError: o.treeError, PurgeError: o.purgeError, Modules: []ModuleStatus{}}
+	model, _ := o.c.current()
+	o.c.mu.Lock()
+	st := Status{Ready: o.c.ready, Revision: o.c.rev.Commit, TreeError: o.c.treeError, PurgeError: o.c.purgeError, Modules: []ModuleStatus{}}
 	if model != nil {
 		for _, m := range model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
-			if s := o.modules[m.Name]; s != nil {
+			if s := o.c.modules[m.Name]; s != nil {
 				ms.Enabled, ms.State, ms.LastError = s.enabled, s.state, s.lastError
 			}
 			st.Modules = append(st.Modules, ms)
 		}
 	}
-	o.mu.Unlock()
+	o.c.mu.Unlock()
 	if queues := o.Queues(); queues != nil {
 		st.Queues = queues.Dump()
 	}
-	st.Bindings = o.watchStatus()
+	st.Bindings = o.bind.watchStatus()
 	st.Watches = []kube.WatchInfo{}
-	if o.cfg.Watcher != nil {
-		st.Watches = o.cfg.Watcher.Watches()
+	if o.c.cfg.Watcher != nil {
+		st.Watches = o.c.cfg.Watcher.Watches()
 	}
 	return st
 }
@@ -88,8 +88,8 @@ type HTTPOptions struct {
 func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	extra := opts.Extra
 	mux := http.NewServeMux()
-	o.debugRoutes(mux, opts.Namespace)
-	mux.Handle("/metrics", promhttp.HandlerFor(o.cfg.Registry, promhttp.HandlerOpts{}))
+	(&debugAPI{core: o.c}).debugRoutes(mux, opts.Namespace)
+	mux.Handle("/metrics", promhttp.HandlerFor(o.c.cfg.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !o.Ready() {

@@ -59,6 +59,19 @@ type bindingMonitor struct {
 	synced bool
 }
 
+// bindings are the event sources of hooks (docs/lifecycle.md, steps 2 and
+// 9–12): the monitors of kubernetes bindings and the schedules, which turn
+// events into hook runs in the bindings' queues, and the binding contexts
+// those runs and the ordered bindings get.
+type bindings struct {
+	*core
+	run       *runner
+	steps     *steps // a hook's values change queues a module run or a reload
+	kube      kubeMonitors
+	schedules *schedules
+	runCtx    context.Context // Run's: monitors live as long as it
+}
+
 // kubeMonitors are the operator's running monitors, by hook.
 type kubeMonitors struct {
 	mu    sync.Mutex
@@ -103,30 +116,30 @@ func withKubernetes(hooks []*loader.Hook) []*loader.Hook {
 // ensureMonitors starts the monitors of a hook's bindings unless they run;
 // it waits for each first list. The monitors live with the hook, not with
 // the task that starts them: they run under Run's context.
-func (o *Operator) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
+func (bs *bindings) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 	id := hookID(h)
-	o.kube.mu.Lock()
-	hm := o.kube.hooks[id]
-	o.kube.mu.Unlock()
+	bs.kube.mu.Lock()
+	hm := bs.kube.hooks[id]
+	bs.kube.mu.Unlock()
 	if hm != nil {
 		return hm, nil
 	}
-	if o.cfg.Watcher == nil {
+	if bs.cfg.Watcher == nil {
 		return nil, fmt.Errorf("hook %s: %w", h.Name, errNoWatcher)
 	}
 	hm = &hookMonitors{hook: h}
 	for _, b := range h.Config.Kubernetes {
 		bm := &bindingMonitor{binding: b}
-		m, err := o.cfg.Watcher.NewMonitor(monitorSpec(h, b), func(ev kube.ObjectEvent) {
+		m, err := bs.cfg.Watcher.NewMonitor(monitorSpec(h, b), func(ev kube.ObjectEvent) {
 			// an empty executeHookOnEvent wants no events, which the
 			// monitor reads as all of them
 			if bm.live.Load() && slices.Contains(b.ExecuteHookOnEvent, ev.Type) {
-				o.queueKubeEvent(h, bm, ev)
+				bs.queueKubeEvent(h, bm, ev)
 			}
 		})
 		if err == nil {
 			bm.monitor = m
-			err = m.Start(o.runCtx)
+			err = m.Start(bs.runCtx)
 		}
 		if err != nil {
 			stopAll(hm)
@@ -134,10 +147,10 @@ func (o *Operator) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 		}
 		hm.bindings = append(hm.bindings, bm)
 	}
-	o.kube.mu.Lock()
-	o.kube.hooks[id] = hm
-	o.kube.mu.Unlock()
-	o.logger.Info("watching for hook", "hook", h.Name, "module", h.Module, "bindings", len(hm.bindings))
+	bs.kube.mu.Lock()
+	bs.kube.hooks[id] = hm
+	bs.kube.mu.Unlock()
+	bs.logger.Info("watching for hook", "hook", h.Name, "module", h.Module, "bindings", len(hm.bindings))
 	return hm, nil
 }
 
@@ -153,9 +166,9 @@ func stopAll(hm *hookMonitors) {
 // runs their Synchronization (docs/lifecycle.md, steps 2 and 5), by hook
 // name, one run per binding (one per group). Bindings already synchronized
 // are skipped, so a retry resumes where a failure stopped.
-func (o *Operator) synchronize(ctx context.Context, hooks []*loader.Hook) error {
+func (bs *bindings) synchronize(ctx context.Context, hooks []*loader.Hook) error {
 	for _, h := range withKubernetes(hooks) {
-		hm, err := o.ensureMonitors(h)
+		hm, err := bs.ensureMonitors(h)
 		if err != nil {
 			return err
 		}
@@ -171,11 +184,11 @@ func (o *Operator) synchronize(ctx context.Context, hooks []*loader.Hook) error 
 			}
 			if !b.WaitForSynchronization {
 				markSynced(group, bm)
-				o.Queues().Queue(b.Queue).Add(o.kubeSyncTask(h, hm, bm, group))
+				bs.queueSet().Queue(b.Queue).Add(bs.kubeSyncTask(h, hm, bm, group))
 				continue
 			}
-			name, bc := o.syncContext(hm, bm, group)
-			if _, err := o.runHook(ctx, h, name, bc, false); err != nil {
+			name, bc := bs.syncContext(hm, bm, group)
+			if _, err := bs.run.runHook(ctx, h, name, bc, false); err != nil {
 				return err
 			}
 			markSynced(group, bm)
@@ -208,21 +221,21 @@ func markSynced(group []*bindingMonitor, bm *bindingMonitor) {
 
 // kubeSyncTask is a Synchronization that does not hold up the main queue
 // (waitForSynchronization: false): it runs in the binding's queue.
-func (o *Operator) kubeSyncTask(h *loader.Hook, hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) *queue.Task {
+func (bs *bindings) kubeSyncTask(h *loader.Hook, hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) *queue.Task {
 	return &queue.Task{
 		Kind:         kindKubeSync,
 		Description:  h.Name + ": " + bm.binding.Name,
 		AllowFailure: bm.binding.AllowFailure,
 		Do: func(ctx context.Context) error {
-			name, bc := o.syncContext(hm, bm, group)
-			return o.runEventHook(ctx, h, name, bc, bm.binding.AllowFailure)
+			name, bc := bs.syncContext(hm, bm, group)
+			return bs.runEventHook(ctx, h, name, bc, bm.binding.AllowFailure)
 		},
 	}
 }
 
 // syncContext is the Synchronization binding context of one binding, or
 // the Group context of its group. Taking it turns the binding live.
-func (o *Operator) syncContext(hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) (string, []map[string]any) {
+func (bs *bindings) syncContext(hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) (string, []map[string]any) {
 	for _, x := range append(group, bm) {
 		x.live.Store(true)
 	}
@@ -306,10 +319,10 @@ func (s *snapshotter) from(names []string) map[string]any {
 }
 
 // runningMonitors returns the monitors of the hook (nil when none run).
-func (o *Operator) runningMonitors(h *loader.Hook) *hookMonitors {
-	o.kube.mu.Lock()
-	defer o.kube.mu.Unlock()
-	return o.kube.hooks[hookID(h)]
+func (bs *bindings) runningMonitors(h *loader.Hook) *hookMonitors {
+	bs.kube.mu.Lock()
+	defer bs.kube.mu.Unlock()
+	return bs.kube.hooks[hookID(h)]
 }
 
 // orderedContext is the binding context of an ordered binding
@@ -317,14 +330,14 @@ func (o *Operator) runningMonitors(h *loader.Hook) *hookMonitors {
 // ordered binding but onStartup of a v1 hook carries the snapshots of all
 // the hook's kubernetes bindings ({} when it has none); a v0 hook gets them
 // when it has kubernetes bindings.
-func (o *Operator) orderedContext(h *loader.Hook, binding string) []map[string]any {
+func (bs *bindings) orderedContext(h *loader.Hook, binding string) []map[string]any {
 	c := map[string]any{"binding": binding}
 	if binding != loader.OnStartup && (!isV0(h) || len(h.Config.Kubernetes) > 0) {
 		names := make([]string, 0, len(h.Config.Kubernetes))
 		for _, k := range h.Config.Kubernetes {
 			names = append(names, k.Name)
 		}
-		c["snapshots"] = (&snapshotter{hm: o.runningMonitors(h)}).from(names)
+		c["snapshots"] = (&snapshotter{hm: bs.runningMonitors(h)}).from(names)
 	}
 	return []map[string]any{c}
 }
@@ -345,7 +358,7 @@ type activation struct {
 // tasks: one run whose binding context lists every activation in order,
 // where contexts of one group in a row compact into the last. A v0 hook,
 // which the original never combines, gets one run per activation.
-func (o *Operator) hookRunTask(h *loader.Hook, kind string, allowFailure bool, a activation) *queue.Task {
+func (bs *bindings) hookRunTask(h *loader.Hook, kind string, allowFailure bool, a activation) *queue.Task {
 	acts := []activation{a}
 	t := &queue.Task{
 		Kind:         kind,
@@ -353,7 +366,7 @@ func (o *Operator) hookRunTask(h *loader.Hook, kind string, allowFailure bool, a
 		AllowFailure: allowFailure,
 		Payload:      acts,
 		Do: func(ctx context.Context) error {
-			s := &snapshotter{hm: o.runningMonitors(h)}
+			s := &snapshotter{hm: bs.runningMonitors(h)}
 			contexts := make([]map[string]any, 0, len(acts))
 			for i, a := range acts {
 				if a.group != "" && i+1 < len(acts) && acts[i+1].group == a.group {
@@ -361,7 +374,7 @@ func (o *Operator) hookRunTask(h *loader.Hook, kind string, allowFailure bool, a
 				}
 				contexts = append(contexts, a.context(s))
 			}
-			return o.runEventHook(ctx, h, acts[0].binding, contexts, allowFailure)
+			return bs.runEventHook(ctx, h, acts[0].binding, contexts, allowFailure)
 		},
 	}
 	if !isV0(h) {
@@ -372,13 +385,13 @@ func (o *Operator) hookRunTask(h *loader.Hook, kind string, allowFailure bool, a
 }
 
 // queueKubeEvent queues an Event run in the binding's queue.
-func (o *Operator) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.ObjectEvent) {
-	queues := o.Queues()
+func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.ObjectEvent) {
+	queues := bs.queueSet()
 	if queues == nil {
 		return
 	}
 	b := bm.binding
-	o.metrics.kubeEvents.WithLabelValues(h.Name, b.Name).Inc()
+	bs.metrics.kubeEvents.WithLabelValues(h.Name, b.Name).Inc()
 	kind := bm.monitor.Kind()
 	a := activation{binding: b.Name, group: b.Group, context: func(s *snapshotter) map[string]any {
 		if b.Group != "" {
@@ -386,7 +399,7 @@ func (o *Operator) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.Ob
 		}
 		return eventContext(b, kind, ev, s)
 	}}
-	queues.Queue(b.Queue).Add(o.hookRunTask(h, kindKubeEvent, b.AllowFailure, a))
+	queues.Queue(b.Queue).Add(bs.hookRunTask(h, kindKubeEvent, b.AllowFailure, a))
 }
 
 // eventContext is the Event binding context of one watch event.
@@ -414,41 +427,41 @@ var v0Event = map[string]string{kube.Added: "add", kube.Modified: "update", kube
 
 // syncMonitors stops the monitors of hooks that are gone from the tree,
 // changed, or whose module is not enabled any more.
-func (o *Operator) syncMonitors() {
-	model, _ := o.current()
+func (bs *bindings) syncMonitors() {
+	model, _ := bs.current()
 	want := map[string]bool{}
 	for _, h := range model.Global.Hooks {
 		want[hookID(h)] = true
 	}
-	o.mu.Lock()
+	bs.mu.Lock()
 	for _, m := range model.Modules {
-		if st := o.modules[m.Name]; st != nil && st.enabled {
+		if st := bs.modules[m.Name]; st != nil && st.enabled {
 			for _, h := range m.Hooks {
 				want[hookID(h)] = true
 			}
 		}
 	}
-	o.mu.Unlock()
-	o.kube.mu.Lock()
+	bs.mu.Unlock()
+	bs.kube.mu.Lock()
 	var stop []*hookMonitors
-	for id, hm := range o.kube.hooks {
+	for id, hm := range bs.kube.hooks {
 		if !want[id] {
 			stop = append(stop, hm)
-			delete(o.kube.hooks, id)
+			delete(bs.kube.hooks, id)
 		}
 	}
-	o.kube.mu.Unlock()
+	bs.kube.mu.Unlock()
 	for _, hm := range stop {
 		stopAll(hm)
-		o.logger.Info("stopped watching for hook", "hook", hm.hook.Name, "module", hm.hook.Module)
+		bs.logger.Info("stopped watching for hook", "hook", hm.hook.Name, "module", hm.hook.Module)
 	}
 }
 
 // watchStatus lists the running monitors, by module, hook and binding.
-func (o *Operator) watchStatus() []WatchStatus {
-	o.kube.mu.Lock()
+func (bs *bindings) watchStatus() []WatchStatus {
+	bs.kube.mu.Lock()
 	out := []WatchStatus{}
-	for _, hm := range o.kube.hooks {
+	for _, hm := range bs.kube.hooks {
 		for _, bm := range hm.bindings {
 			out = append(out, WatchStatus{
 				Hook: hm.hook.Name, Module: hm.hook.Module, Binding: bm.binding.Name, Kind: bm.monitor.Kind(),
@@ -456,7 +469,7 @@ func (o *Operator) watchStatus() []WatchStatus {
 			})
 		}
 	}
-	o.kube.mu.Unlock()
+	bs.kube.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Module != b.Module {
@@ -471,11 +484,11 @@ func (o *Operator) watchStatus() []WatchStatus {
 }
 
 // stopMonitors stops every monitor (the operator is stopping).
-func (o *Operator) stopMonitors() {
-	o.kube.mu.Lock()
-	hooks := o.kube.hooks
-	o.kube.hooks = map[string]*hookMonitors{}
-	o.kube.mu.Unlock()
+func (bs *bindings) stopMonitors() {
+	bs.kube.mu.Lock()
+	hooks := bs.kube.hooks
+	bs.kube.hooks = map[string]*hookMonitors{}
+	bs.kube.mu.Unlock()
 	for _, hm := range hooks {
 		stopAll(hm)
 	}
@@ -484,13 +497,13 @@ func (o *Operator) stopMonitors() {
 // globalSyncTask is step 2: the global hooks' monitors and Synchronization.
 // 'reload all modules' repeats it, which starts the monitors of global
 // hooks that a new tree added or changed.
-func (o *Operator) globalSyncTask() *queue.Task {
+func (bs *bindings) globalSyncTask() *queue.Task {
 	return &queue.Task{
 		Kind:        kindKubeSync,
 		Description: "global hooks: kubernetes Synchronization",
 		Do: func(ctx context.Context) error {
-			model, _ := o.current()
-			return o.synchronize(ctx, model.Global.Hooks)
+			model, _ := bs.current()
+			return bs.synchronize(ctx, model.Global.Hooks)
 		},
 	}
 }

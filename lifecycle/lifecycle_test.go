@@ -127,7 +127,7 @@ EOF`),
 		t.Fatalf("ConfigMap = %q", cm)
 	}
 	// run the module again: the hook now gets param3 in both files
-	e.op.queues.Main().Add(e.op.moduleRunTask("some-module", false))
+	e.op.c.queues.Main().Add(e.op.steps.moduleRunTask("some-module", false))
 	e.idle()
 	recs := e.readRecords()
 	last := recs[len(recs)-1]
@@ -179,7 +179,7 @@ func TestConfigMapEvents(t *testing.T) {
 
 	// the same ConfigMap written again, and a reload with nothing new: no upgrade
 	upA, upB = e.upgrades("alpha"), e.upgrades("beta")
-	e.op.queueReloadAll()
+	e.op.steps.queueReloadAll()
 	e.idle()
 	e.waitReady()
 	if e.upgrades("alpha") != upA || e.upgrades("beta") != upB {

@@ -30,10 +30,10 @@ func maintenance(data map[string]string, m *loader.Module) (bool, error) {
 }
 
 // inMaintenance is the module's mode in the ConfigMap data the store holds.
-func (o *Operator) inMaintenance(m *loader.Module) (bool, error) {
-	o.mu.Lock()
-	data := o.configData
-	o.mu.Unlock()
+func (c *core) inMaintenance(m *loader.Module) (bool, error) {
+	c.mu.Lock()
+	data := c.configData
+	c.mu.Unlock()
 	return maintenance(data, m)
 }
 

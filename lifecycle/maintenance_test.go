@@ -45,14 +45,14 @@ func TestMaintenanceMode(t *testing.T) {
 		t.Fatalf("in maintenance: revision %d, labels %v; want revision 1, labelled", rel.Version, rel.Labels)
 	}
 	assertJSON(t, e.releaseValues("alpha"), `{}`)
-	if n := testutil.ToFloat64(e.op.metrics.maintenance.WithLabelValues("alpha")); n != 1 {
+	if n := testutil.ToFloat64(e.op.c.metrics.maintenance.WithLabelValues("alpha")); n != 1 {
 		t.Fatalf("addon_operator_module_maintenance = %v", n)
 	}
 	// no healing in maintenance
 	if err := client.CoreV1().ConfigMaps(e.ns).Delete(t.Context(), "alpha-values", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.op.checkAbsent()
+	e.op.steps.checkAbsent()
 	e.idle()
 	if _, err := client.CoreV1().ConfigMaps(e.ns).Get(t.Context(), "alpha-values", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a resource of a release in maintenance was healed: %v", err)
@@ -68,9 +68,9 @@ func TestMaintenanceMode(t *testing.T) {
 	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
 
 	// a value that is neither mode is refused like values a schema refuses
-	refused := testutil.ToFloat64(e.op.metrics.configErrors)
+	refused := testutil.ToFloat64(e.op.c.metrics.configErrors)
 	e.setConfigMap(map[string]string{"alpha": "x: 2\n", "alphaMaintenance": "Sometimes"})
-	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.metrics.configErrors) > refused })
+	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.c.metrics.configErrors) > refused })
 	e.idle()
 	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
 }

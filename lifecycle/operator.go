@@ -2,11 +2,9 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -87,61 +85,8 @@ type Config struct {
 	Now   func() time.Time
 }
 
-// Module states in /status.
-const (
-	StateDisabled = "Disabled"
-	StatePending  = "Pending"
-	StateRunning  = "Running"
-	StateReady    = "Ready"
-	StateFailed   = "Failed"
-)
-
-type moduleState struct {
-	enabled     bool // enabled by the last discovery
-	startupDone bool // onStartup hooks ran since it was enabled
-	state       string
-	lastError   string
-	conflict    string // the release conflict last reported
-	crdsHash    string // the module's hash when its CRDs were last applied
-}
-
-// Operator runs the documented lifecycle over one tree.
-type Operator struct {
-	cfg       Config
-	logger    *slog.Logger
-	loader    *loader.Loader
-	backend   ConfigBackend
-	helm      Helm
-	metrics   *metrics
-	queues    *queue.Set
-	schedules *schedules
-	kube      kubeMonitors
-	runCtx    context.Context // Run's: monitors live as long as it
-
-	// mu guards the state below. The model, the values store, the config
-	// data and the revision change together, under mu, in adopt; config
-	// changes and values patches reach the store under mu too.
-	mu             sync.Mutex
-	model          *loader.Model
-	store          *values.Store
-	rev            Revision                // the revision the model was loaded from
-	prevCommit     string                  // the revision adopted before it
-	incoming       *Revision               // the newest revision not yet adopted
-	modules        map[string]*moduleState // by module name
-	enabledModules []string
-	ready          bool
-	reloadStart    time.Time
-	globalChanged  bool              // an afterAll hook changed global values in this reload
-	configData     map[string]string // the ConfigMap data the store holds
-	configVersion  string            // its resourceVersion
-	treeError      string            // why the last changed tree was refused
-	purgeConfirmed string            // the commit allowed past the purge guard
-	purgeRefused   *Revision         // the revision the purge guard refused
-	purgeError     string            // why the last discovery purged nothing
-}
-
-// New prepares an Operator; Run starts it.
-func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Operator {
+// withDefaults fills in what a Config leaves unset.
+func (cfg Config) withDefaults() Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -160,23 +105,36 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
 	}
+	return cfg
+}
+
+// Operator runs the documented lifecycle over one tree. It wires its
+// parts and is what the rest of the program talks to: the steps (the task
+// handlers of docs/lifecycle.md, tasks.go), the bindings that turn
+// kubernetes events and schedules into hook runs (kubernetes.go,
+// schedule.go), the hook runner (hooks.go) and the running state they
+// share (state.go).
+type Operator struct {
+	c       *core
+	run     *runner
+	bind    *bindings
+	steps   *steps
+	backend ConfigBackend
+}
+
+// New prepares an Operator; Run starts it.
+func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Operator {
+	cfg = cfg.withDefaults()
 	if ld == nil {
 		ld = loader.New(loader.WithLogger(cfg.Logger))
 	}
-	o := &Operator{
-		cfg: cfg, logger: cfg.Logger, loader: ld, backend: backend, helm: helm,
-		modules: map[string]*moduleState{}, schedules: newSchedules(cfg.Now, cfg.After),
-		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background(),
-	}
-	o.metrics = newMetrics(cfg.Registry, o.revisionInfo)
-	return o
-}
-
-// revisionInfo is the adopted revision for addon_operator_git_revision_info.
-func (o *Operator) revisionInfo() (ref, commit string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.rev.Ref, o.rev.Commit
+	c := newCore(cfg)
+	run := &runner{core: c, backend: backend}
+	bind := &bindings{core: c, run: run, schedules: newSchedules(cfg.Now, cfg.After),
+		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
+	st := &steps{core: c, run: run, bind: bind, helm: helm, loader: ld}
+	bind.steps = st
+	return &Operator{c: c, run: run, bind: bind, steps: st, backend: backend}
 }
 
 // Run adopts the revision handed over by TreeChanged (or loads the
@@ -185,16 +143,16 @@ func (o *Operator) revisionInfo() (ref, commit string) {
 // ctx is done. Invalid configuration or a tree that does not load at
 // start-up is an error: the operator stops (docs/operator.md, "Events").
 func (o *Operator) Run(ctx context.Context) error {
-	o.mu.Lock()
+	o.c.mu.Lock()
 	var rev Revision
-	if o.incoming != nil {
-		rev, o.incoming = *o.incoming, nil
+	if o.c.incoming != nil {
+		rev, o.c.incoming = *o.c.incoming, nil
 	}
-	o.mu.Unlock()
+	o.c.mu.Unlock()
 	model := rev.Model
 	if model == nil {
 		var err error
-		if model, err = o.load(ctx); err != nil {
+		if model, err = o.steps.load(ctx); err != nil {
 			return fmt.Errorf("load modules: %w", err)
 		}
 	}
@@ -212,39 +170,39 @@ func (o *Operator) Run(ctx context.Context) error {
 	if _, err := store.SetConfig(data); err != nil {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
-	o.mu.Lock()
-	o.model, o.store, o.configData, o.rev = model, store, data, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
+	o.c.mu.Lock()
+	o.c.model, o.c.store, o.c.configData, o.c.rev = model, store, data, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
 	for _, m := range model.Modules {
-		o.modules[m.Name] = &moduleState{state: StateDisabled}
+		o.c.modules[m.Name] = &moduleState{state: StateDisabled}
 	}
-	o.mu.Unlock()
-	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
-	o.runCtx = ctx
-	defer o.stopMonitors()
+	o.c.mu.Unlock()
+	o.c.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
+	o.bind.runCtx = ctx
+	defer o.bind.stopMonitors()
 
 	// schedules accept entries before the first task can ask for them
-	o.schedules.start(ctx)
+	o.bind.schedules.start(ctx)
 	queues := queue.NewSet(ctx, queue.Options{
-		RetryMin: o.cfg.RetryMin, RetryMax: o.cfg.RetryMax, Logger: o.logger, After: o.cfg.After, Now: o.cfg.Now,
-		OnLength: func(q string, n int) { o.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
+		RetryMin: o.c.cfg.RetryMin, RetryMax: o.c.cfg.RetryMax, Logger: o.c.logger, After: o.c.cfg.After, Now: o.c.cfg.Now,
+		OnLength: func(q string, n int) { o.c.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
 	})
-	o.mu.Lock()
-	o.queues = queues
+	o.c.mu.Lock()
+	o.c.queues = queues
 	// a revision reported while the first one was loading
-	pending := o.incoming
-	o.mu.Unlock()
+	pending := o.c.incoming
+	o.c.mu.Unlock()
 	main := queues.Main()
-	main.Add(o.globalHookTasks(loader.OnStartup)...)
-	main.Add(o.reloadAllTask())
+	main.Add(o.steps.globalHookTasks(loader.OnStartup)...)
+	main.Add(o.steps.reloadAllTask())
 	if pending != nil {
 		o.TreeChanged(*pending)
 	}
 
 	var wg sync.WaitGroup
-	wg.Go(func() { o.healLoop(ctx, o.cfg.ResourcesCheckInterval) })
-	wg.Go(func() { o.backend.Watch(ctx, o.onConfigChange) })
+	wg.Go(func() { o.steps.healLoop(ctx, o.c.cfg.ResourcesCheckInterval) })
+	wg.Go(func() { o.backend.Watch(ctx, o.steps.onConfigChange) })
 	<-ctx.Done()
-	o.schedules.stop()
+	o.bind.schedules.stop()
 	queues.Wait()
 	wg.Wait()
 	return nil
@@ -252,51 +210,30 @@ func (o *Operator) Run(ctx context.Context) error {
 
 // Ready is true once the first 'reload all modules' finished.
 func (o *Operator) Ready() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.ready
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	return o.c.ready
 }
 
 // Queues exposes the task queues; nil until Run has created them.
 func (o *Operator) Queues() *queue.Set {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.queues
-}
-
-func (o *Operator) current() (*loader.Model, *values.Store) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.model, o.store
-}
-
-func (o *Operator) setState(name, state string, err error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	st, ok := o.modules[name]
-	if !ok {
-		st = &moduleState{}
-		o.modules[name] = st
-	}
-	st.state = state
-	st.lastError = ""
-	if err != nil && !errors.Is(err, context.Canceled) {
-		st.lastError = err.Error()
-	}
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	return o.c.queues
 }
 
 // onConfigChange: ConfigMap events (docs/lifecycle.md, step 16). Bad values
 // are logged and nothing is queued; the current state stays. Data older
 // than what the store holds (a hook's write whose echo comes late) is
 // ignored. The runs it queues pre-empt a failing task.
-func (o *Operator) onConfigChange(data map[string]string, version string) {
-	o.mu.Lock()
-	before, model := o.configData, o.model
-	o.mu.Unlock()
-	ch, ok, err := o.setConfig(data, version)
+func (s *steps) onConfigChange(data map[string]string, version string) {
+	s.mu.Lock()
+	before, model := s.configData, s.model
+	s.mu.Unlock()
+	ch, ok, err := s.setConfig(data, version)
 	if err != nil {
-		o.metrics.configErrors.Inc()
-		o.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
+		s.metrics.configErrors.Inc()
+		s.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
 		return
 	}
 	if !ok {
@@ -311,61 +248,26 @@ func (o *Operator) onConfigChange(data map[string]string, version string) {
 	if ch.Empty() {
 		return
 	}
-	main := o.queues.Main()
+	main := s.queues.Main()
 	if ch.Global || ch.Enabled {
-		o.logger.Info("global values or enabled flags changed; reloading all modules")
-		main.Preempt(o.reloadAllTask(), supersededByReload)
+		s.logger.Info("global values or enabled flags changed; reloading all modules")
+		main.Preempt(s.reloadAllTask(), supersededByReload)
 		return
 	}
 	for _, key := range ch.Modules {
 		name := values.ModuleName(key)
-		o.mu.Lock()
-		st := o.modules[name]
+		s.mu.Lock()
+		st := s.modules[name]
 		enabled := st != nil && st.enabled
 		startup := enabled && !st.startupDone
-		o.mu.Unlock()
+		s.mu.Unlock()
 		if enabled {
-			o.logger.Info("module values changed; running module", "module", name)
-			main.Preempt(o.moduleRunTask(name, startup), func(t *queue.Task) bool {
+			s.logger.Info("module values changed; running module", "module", name)
+			main.Preempt(s.moduleRunTask(name, startup), func(t *queue.Task) bool {
 				return t.Kind == kindModuleRun && t.Payload == name
 			})
 		}
 	}
-}
-
-// setConfig adopts ConfigMap data into the current store unless it is
-// older than the data the store holds; ok is false when it was skipped.
-func (o *Operator) setConfig(data map[string]string, version string) (values.Change, bool, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.store == nil || !newerVersion(version, o.configVersion) {
-		return values.Change{}, false, nil
-	}
-	if err := checkMaintenance(o.model, data); err != nil {
-		return values.Change{}, false, err
-	}
-	ch, err := o.store.SetConfig(data)
-	if err != nil {
-		return ch, false, err
-	}
-	o.configData, o.configVersion = data, version
-	o.logDropped("the ConfigMap changed", ch.Dropped)
-	return ch, true, nil
-}
-
-// newerVersion compares resourceVersions. They are opaque to clients, but
-// etcd's are increasing integers; anything else counts as newer, and so
-// does data without a version (a deleted ConfigMap).
-func newerVersion(v, than string) bool {
-	if v == "" || than == "" {
-		return true
-	}
-	a, errA := strconv.ParseUint(v, 10, 64)
-	b, errB := strconv.ParseUint(than, 10, 64)
-	if errA != nil || errB != nil {
-		return v != than
-	}
-	return a > b
 }
 
 // supersededByReload: the work a 'reload all modules' replaces when it
@@ -382,16 +284,8 @@ func supersededByReload(t *queue.Task) bool {
 }
 
 // queueReloadAll queues 'reload all modules' at the tail unless one waits.
-func (o *Operator) queueReloadAll() {
-	if !o.queues.Main().HasQueued(kindReloadAll) {
-		o.queues.Main().Add(o.reloadAllTask())
-	}
-}
-
-// logDropped logs temporary values patch operations that no longer apply
-// (their path is gone) and were dropped rather than wedge their module.
-func (o *Operator) logDropped(why string, dropped []values.DroppedOp) {
-	for _, d := range dropped {
-		o.logger.Warn("temporary values patch operation dropped: "+why, "section", d.Section, "hook", d.Hook, "op", d.Op, "path", d.Path, "reason", d.Reason)
+func (s *steps) queueReloadAll() {
+	if !s.queues.Main().HasQueued(kindReloadAll) {
+		s.queues.Main().Add(s.reloadAllTask())
 	}
 }

@@ -76,7 +76,7 @@ func TestEqualWeightsRunInParallel(t *testing.T) {
 			t.Fatalf("no release for %s", m)
 		}
 	}
-	if n := testutil.ToFloat64(e.op.metrics.moduleRunErrors.WithLabelValues("ccc")); n != 1 {
+	if n := testutil.ToFloat64(e.op.c.metrics.moduleRunErrors.WithLabelValues("ccc")); n != 1 {
 		t.Fatalf("module run errors of ccc = %v, want 1", n)
 	}
 }
@@ -97,7 +97,7 @@ func TestModuleRunTasks(t *testing.T) {
 	} {
 		o := New(Config{ParallelModules: tc.parallel, Logger: quiet()}, nil, nil, nil)
 		var got []string
-		for _, task := range o.moduleRunTasks(runs) {
+		for _, task := range o.steps.moduleRunTasks(runs) {
 			got = append(got, task.Kind+" "+task.Description)
 		}
 		if !slices.Equal(got, tc.want) {

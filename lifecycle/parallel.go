@@ -21,9 +21,9 @@ type moduleRun struct {
 }
 
 // parallelModules is how many modules of one weight run at once.
-func (o *Operator) parallelModules() int {
-	if o.cfg.ParallelModules > 0 {
-		return o.cfg.ParallelModules
+func (s *steps) parallelModules() int {
+	if s.cfg.ParallelModules > 0 {
+		return s.cfg.ParallelModules
 	}
 	return runtime.NumCPU()
 }
@@ -32,19 +32,19 @@ func (o *Operator) parallelModules() int {
 // tasks: modules of equal weight (numeric prefix) run at once in one task,
 // and each weight finishes before the next starts, as in the original
 // addon-operator (docs/operator.md, "Modules of equal weight").
-func (o *Operator) moduleRunTasks(runs []moduleRun) []*queue.Task {
+func (s *steps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 	var tasks []*queue.Task
 	for i := 0; i < len(runs); {
 		j := i + 1
 		for j < len(runs) && runs[j].module.Order == runs[i].module.Order {
 			j++
 		}
-		if j-i == 1 || o.parallelModules() == 1 {
+		if j-i == 1 || s.parallelModules() == 1 {
 			for _, r := range runs[i:j] {
-				tasks = append(tasks, o.moduleRunTask(r.module.Name, r.startup))
+				tasks = append(tasks, s.moduleRunTask(r.module.Name, r.startup))
 			}
 		} else {
-			tasks = append(tasks, o.parallelRunTask(runs[i:j]))
+			tasks = append(tasks, s.parallelRunTask(runs[i:j]))
 		}
 		i = j
 	}
@@ -55,7 +55,7 @@ func (o *Operator) moduleRunTasks(runs []moduleRun) []*queue.Task {
 // parallelModules() at a time. Each module's run is step 5 as when it runs
 // alone; a retry of the task runs again only the modules that failed, each
 // with onStartup if its failed run had it.
-func (o *Operator) parallelRunTask(runs []moduleRun) *queue.Task {
+func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
 	names := make([]string, len(runs))
 	for i, r := range runs {
 		names[i] = r.module.Name
@@ -67,7 +67,7 @@ func (o *Operator) parallelRunTask(runs []moduleRun) *queue.Task {
 		Description: fmt.Sprintf("weight %d: %s", runs[0].module.Order, strings.Join(names, ", ")),
 		Payload:     strings.Join(names, ","),
 		Do: func(ctx context.Context) error {
-			sem := make(chan struct{}, o.parallelModules())
+			sem := make(chan struct{}, s.parallelModules())
 			errs := make([]error, len(runs))
 			var wg sync.WaitGroup
 			for i, r := range runs {
@@ -81,12 +81,12 @@ func (o *Operator) parallelRunTask(runs []moduleRun) *queue.Task {
 				wg.Go(func() {
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					err := o.runModuleRecovered(ctx, name, r.startup)
+					err := s.runModuleRecovered(ctx, name, r.startup)
 					if err != nil {
 						if !errors.Is(err, context.Canceled) {
-							o.metrics.moduleRunErrors.WithLabelValues(name).Inc()
+							s.metrics.moduleRunErrors.WithLabelValues(name).Inc()
 						}
-						o.setState(name, StateFailed, err)
+						s.setState(name, StateFailed, err)
 						errs[i] = fmt.Errorf("module %s: %w", name, err)
 						return
 					}
@@ -103,12 +103,12 @@ func (o *Operator) parallelRunTask(runs []moduleRun) *queue.Task {
 
 // runModuleRecovered is runModule in a goroutine of its own, where the
 // queue's recovery does not reach: a panic is the module's error.
-func (o *Operator) runModuleRecovered(ctx context.Context, name string, startup bool) (err error) {
+func (s *steps) runModuleRecovered(ctx context.Context, name string, startup bool) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
-			o.logger.Error("module run panicked", "module", name, "panic", p)
+			s.logger.Error("module run panicked", "module", name, "panic", p)
 		}
 	}()
-	return o.runModule(ctx, name, startup)
+	return s.runModule(ctx, name, startup)
 }

@@ -41,9 +41,9 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	}
 	p := &Preview{Manifests: map[string]string{}}
 	if execHooks {
-		o := New(Config{Logger: logger}, nil, nil, ld)
-		o.model, o.store = model, store
-		if p.Enabled, err = o.resolveEnabled(ctx, model, store); err != nil {
+		// the hook runner alone, with no cluster: enabled scripts only
+		r := &runner{core: newCore(Config{Logger: logger}.withDefaults())}
+		if p.Enabled, err = r.resolveEnabled(ctx, model, store); err != nil {
 			return nil, err
 		}
 	} else {

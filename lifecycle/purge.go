@@ -20,30 +20,30 @@ const (
 // acted on, since an empty modules/ (a force-push, a wrong ref, a partial
 // checkout) would otherwise uninstall everything. total is how many
 // modules there were; a revision confirmed through ConfirmPurge passes.
-func (o *Operator) checkPurge(commit string, purged []string, total int) error {
+func (s *steps) checkPurge(commit string, purged []string, total int) error {
 	n := len(purged)
 	if n == 0 {
 		return nil
 	}
 	var limit int
 	allowed := false
-	switch o.cfg.PurgeLimit {
+	switch s.cfg.PurgeLimit {
 	case PurgeHalf:
 		limit = total / 2
 		allowed = n <= limit && n < total
 	case PurgeNone:
 	default:
-		limit = o.cfg.PurgeLimit
+		limit = s.cfg.PurgeLimit
 		allowed = n <= limit
 	}
-	o.mu.Lock()
-	confirmed := commit != "" && commit == o.purgeConfirmed
-	o.mu.Unlock()
+	s.mu.Lock()
+	confirmed := commit != "" && commit == s.purgeConfirmed
+	s.mu.Unlock()
 	if allowed || confirmed {
 		return nil
 	}
 	return fmt.Errorf("purge guard: revision %s would uninstall %d of %d modules (%s), more than ADDON_OPERATOR_PURGE_LIMIT allows (%s); raise the limit or confirm with `addon-operator source confirm-purge %s`",
-		shortCommit(commit), n, total, strings.Join(purged, ", "), limitText(o.cfg.PurgeLimit, limit), commit)
+		shortCommit(commit), n, total, strings.Join(purged, ", "), limitText(s.cfg.PurgeLimit, limit), commit)
 }
 
 func limitText(setting, limit int) string {
@@ -67,27 +67,27 @@ func (o *Operator) ConfirmPurge(commit string) {
 	if commit == "" {
 		return
 	}
-	o.mu.Lock()
-	if commit == o.purgeConfirmed {
+	o.c.mu.Lock()
+	if commit == o.c.purgeConfirmed {
 		// every event of the source ConfigMap carries the key
-		o.mu.Unlock()
+		o.c.mu.Unlock()
 		return
 	}
-	o.purgeConfirmed = commit
-	refused := o.purgeRefused
+	o.c.purgeConfirmed = commit
+	refused := o.c.purgeRefused
 	if refused != nil && refused.Commit == commit {
-		o.purgeRefused = nil
+		o.c.purgeRefused = nil
 	} else {
 		refused = nil
 	}
-	rerun := o.purgeError != "" && o.rev.Commit == commit && o.queues != nil
-	o.mu.Unlock()
+	rerun := o.c.purgeError != "" && o.c.rev.Commit == commit && o.c.queues != nil
+	o.c.mu.Unlock()
 	switch {
 	case refused != nil:
-		o.logger.Info("purge confirmed; loading the revision again", "revision", commit)
+		o.c.logger.Info("purge confirmed; loading the revision again", "revision", commit)
 		o.TreeChanged(*refused)
 	case rerun:
-		o.logger.Info("purge confirmed; reloading all modules", "revision", commit)
-		o.queues.Main().Preempt(o.reloadAllTask(), supersededByReload)
+		o.c.logger.Info("purge confirmed; reloading all modules", "revision", commit)
+		o.c.queues.Main().Preempt(o.steps.reloadAllTask(), supersededByReload)
 	}
 }

@@ -46,8 +46,8 @@ func resolve(p string) string {
 }
 
 // load reads the tree at the configured directories (no-git mode).
-func (o *Operator) load(ctx context.Context) (*loader.Model, error) {
-	return o.loader.Load(ctx, resolve(o.cfg.Root), resolve(o.cfg.ModulesDir), resolve(o.cfg.GlobalHooksDir))
+func (s *steps) load(ctx context.Context) (*loader.Model, error) {
+	return s.loader.Load(ctx, resolve(s.cfg.Root), resolve(s.cfg.ModulesDir), resolve(s.cfg.GlobalHooksDir))
 }
 
 // TreeChanged hands the operator a new revision: a git revision that was
@@ -57,19 +57,19 @@ func (o *Operator) load(ctx context.Context) (*loader.Model, error) {
 // pre-empt failures"), and replaces a reload of an older revision still
 // waiting there.
 func (o *Operator) TreeChanged(rev Revision) {
-	o.mu.Lock()
-	o.incoming = &rev
+	o.c.mu.Lock()
+	o.c.incoming = &rev
 	// a newer revision replaces one the purge guard refused
-	o.purgeRefused = nil
-	queues := o.queues
-	o.mu.Unlock()
+	o.c.purgeRefused = nil
+	queues := o.c.queues
+	o.c.mu.Unlock()
 	if queues == nil {
 		return
 	}
 	queues.Main().Preempt(&queue.Task{
 		Kind:        kindReloadTree,
 		Description: "load the changed tree " + rev.Commit,
-		Do:          func(ctx context.Context) error { return o.reloadTree(ctx, rev) },
+		Do:          func(ctx context.Context) error { return o.steps.reloadTree(ctx, rev) },
 	}, func(t *queue.Task) bool { return t.Kind == kindReloadTree })
 }
 
@@ -79,15 +79,15 @@ func (o *Operator) TreeChanged(rev Revision) {
 // guard refused (a confirmation loads it). The git
 // syncer keeps these on disk.
 func (o *Operator) InUse() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
 	var out []string
-	for _, c := range []string{o.rev.Commit, o.prevCommit} {
+	for _, c := range []string{o.c.rev.Commit, o.c.prevCommit} {
 		if c != "" {
 			out = append(out, c)
 		}
 	}
-	for _, r := range []*Revision{o.incoming, o.purgeRefused} {
+	for _, r := range []*Revision{o.c.incoming, o.c.purgeRefused} {
 		if r != nil && r.Commit != "" {
 			out = append(out, r.Commit)
 		}
@@ -101,7 +101,7 @@ func (o *Operator) InUse() []string {
 // a revision, on a leader and on a standby alike. The model it returns is
 // the one that runs once the revision is adopted.
 func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksDir string) (*loader.Model, error) {
-	model, err := o.loader.Load(ctx, root, filepath.Join(root, modulesDir), filepath.Join(root, globalHooksDir))
+	model, err := o.steps.loader.Load(ctx, root, filepath.Join(root, modulesDir), filepath.Join(root, globalHooksDir))
 	if err != nil {
 		return nil, err
 	}
@@ -121,42 +121,42 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 
 // TreeError is the last refused tree's error ("" when the last load worked).
 func (o *Operator) TreeError() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.treeError
+	o.c.mu.Lock()
+	defer o.c.mu.Unlock()
+	return o.c.treeError
 }
 
 // reloadTree adopts a revision when its tree loads and its schemas accept
 // the current configuration; otherwise the previous model stays in force
 // and the error is kept for /status. A revision older than one reported
 // since is skipped: the newer one's reload follows.
-func (o *Operator) reloadTree(ctx context.Context, rev Revision) error {
-	o.mu.Lock()
-	stale := o.incoming != nil && *o.incoming != rev
-	o.mu.Unlock()
+func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
+	s.mu.Lock()
+	stale := s.incoming != nil && *s.incoming != rev
+	s.mu.Unlock()
 	if stale {
 		return nil
 	}
 	model := rev.Model
 	var err error
 	if model == nil {
-		model, err = o.load(ctx)
+		model, err = s.load(ctx)
 	}
 	if err == nil {
-		err = o.adopt(rev, model)
+		err = s.adopt(rev, model)
 	}
-	o.mu.Lock()
-	if o.incoming != nil && *o.incoming == rev {
-		o.incoming = nil
+	s.mu.Lock()
+	if s.incoming != nil && *s.incoming == rev {
+		s.incoming = nil
 	}
-	o.treeError = ""
+	s.treeError = ""
 	if err != nil {
-		o.treeError = err.Error()
+		s.treeError = err.Error()
 	}
-	o.mu.Unlock()
+	s.mu.Unlock()
 	if err != nil {
-		o.metrics.treeErrors.Inc()
-		o.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "err", err)
+		s.metrics.treeErrors.Inc()
+		s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "err", err)
 	}
 	return nil // a bad tree waits for the next change, not for a retry
 }
@@ -167,63 +167,63 @@ func (o *Operator) reloadTree(ctx context.Context, rev Revision) error {
 // it was copied (docs/operator.md, "One state transition at a time").
 // Removed modules alone are purged; changes inside modules alone run those
 // modules; any other change reloads all modules.
-func (o *Operator) adopt(rev Revision, model *loader.Model) error {
+func (s *steps) adopt(rev Revision, model *loader.Model) error {
 	store, _, err := values.NewStore(model.Values)
 	if err != nil {
 		return err
 	}
-	o.mu.Lock()
-	old, oldStore := o.model, o.store
-	enabled := slices.Clone(o.enabledModules)
-	o.mu.Unlock()
+	s.mu.Lock()
+	old, oldStore := s.model, s.store
+	enabled := slices.Clone(s.enabledModules)
+	s.mu.Unlock()
 	diff := loader.Compare(old, model)
 	purged := slices.DeleteFunc(slices.Clone(diff.Removed), func(m string) bool { return !slices.Contains(enabled, m) })
-	if err := o.checkPurge(rev.Commit, purged, len(enabled)); err != nil {
-		o.mu.Lock()
-		o.purgeRefused = &rev
-		o.mu.Unlock()
+	if err := s.checkPurge(rev.Commit, purged, len(enabled)); err != nil {
+		s.mu.Lock()
+		s.purgeRefused = &rev
+		s.mu.Unlock()
 		return err
 	}
 	// only adopt changes the model, and it runs in "main", one at a time
-	o.mu.Lock()
-	if diff.Empty() && rev.Commit == o.rev.Commit {
-		o.mu.Unlock()
+	s.mu.Lock()
+	if diff.Empty() && rev.Commit == s.rev.Commit {
+		s.mu.Unlock()
 		return nil
 	}
-	if _, err := store.SetConfig(o.configData); err != nil {
-		o.mu.Unlock()
+	if _, err := store.SetConfig(s.configData); err != nil {
+		s.mu.Unlock()
 		return fmt.Errorf("the new tree's schemas refuse the current ConfigMap: %w", err)
 	}
 	dropped := store.RestorePatches(oldStore.Patches())
-	o.prevCommit = o.rev.Commit
-	o.model, o.store, o.rev = model, store, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
+	s.prevCommit = s.rev.Commit
+	s.model, s.store, s.rev = model, store, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
 	var purges []*queue.Task
 	if diff.OnlyRemoved() {
 		for _, name := range diff.Removed {
-			delete(o.modules, name)
-			o.enabledModules = slices.DeleteFunc(o.enabledModules, func(m string) bool { return m == name })
-			purges = append(purges, o.modulePurgeTask(name))
+			delete(s.modules, name)
+			s.enabledModules = slices.DeleteFunc(s.enabledModules, func(m string) bool { return m == name })
+			purges = append(purges, s.modulePurgeTask(name))
 		}
 	}
-	o.mu.Unlock()
-	o.logDropped("the tree changed", dropped)
+	s.mu.Unlock()
+	s.logDropped("the tree changed", dropped)
 	// the old tree's schedules and monitors stop; new ones start as modules run
-	o.syncSchedules()
-	o.syncMonitors()
-	main := o.queues.Main()
+	s.bind.syncSchedules()
+	s.bind.syncMonitors()
+	main := s.queues.Main()
 	switch {
 	case len(purges) > 0:
-		o.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
+		s.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
 		main.AddAfterCurrent(purges...)
-	case o.moduleScoped(diff):
-		o.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
-		main.Preempt(o.changedModulesTask(old, model, diff.Changed), func(t *queue.Task) bool {
+	case s.moduleScoped(diff):
+		s.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
+		main.Preempt(s.changedModulesTask(old, model, diff.Changed), func(t *queue.Task) bool {
 			name, _ := t.Payload.(string)
 			return t.Kind == kindModuleRun && slices.Contains(diff.Changed, name)
 		})
 	default:
-		o.logger.Info("tree changed: reloading all modules", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global, "reordered", diff.Reordered)
-		main.Preempt(o.reloadAllTask(), supersededByReload)
+		s.logger.Info("tree changed: reloading all modules", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global, "reordered", diff.Reordered)
+		main.Preempt(s.reloadAllTask(), supersededByReload)
 	}
 	return nil
 }
@@ -231,11 +231,11 @@ func (o *Operator) adopt(rev Revision, model *loader.Model) error {
 // moduleScoped: the new tree differs from the adopted one only inside
 // some modules' directories, and no reload is under way whose steps would
 // run them anyway (docs/operator.md, "Module-scoped reloads").
-func (o *Operator) moduleScoped(diff loader.Diff) bool {
-	if len(diff.Changed) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || diff.Global || diff.Reordered || !o.Ready() {
+func (s *steps) moduleScoped(diff loader.Diff) bool {
+	if len(diff.Changed) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || diff.Global || diff.Reordered || !s.converged() {
 		return false
 	}
-	main := o.queues.Main()
+	main := s.queues.Main()
 	for _, kind := range []string{kindReloadAll, kindDiscover, kindConverged} {
 		if main.HasQueued(kind) {
 			return false
@@ -248,7 +248,7 @@ func (o *Operator) moduleScoped(diff loader.Diff) bool {
 // first, and if it enables exactly the modules enabled now, those modules
 // (with onStartup when their hooks changed) and the afterAll hooks;
 // otherwise 'reload all modules'.
-func (o *Operator) changedModulesTask(old, model *loader.Model, changed []string) *queue.Task {
+func (s *steps) changedModulesTask(old, model *loader.Model, changed []string) *queue.Task {
 	hooksChanged := map[string]bool{}
 	for _, name := range changed {
 		hooksChanged[name] = !sameHooks(old.Module(name), model.Module(name))
@@ -259,38 +259,38 @@ func (o *Operator) changedModulesTask(old, model *loader.Model, changed []string
 		Do: func(ctx context.Context) error {
 			// the model current when it runs: a newer tree's own task
 			// covers what changed since
-			model, store := o.current()
-			enabled, err := o.resolveEnabled(ctx, model, store)
+			model, store := s.current()
+			enabled, err := s.run.resolveEnabled(ctx, model, store)
 			if err != nil {
 				return err
 			}
-			main := o.queues.Main()
-			o.mu.Lock()
-			if !slices.Equal(enabled, o.enabledModules) {
-				o.mu.Unlock()
-				o.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
-				main.AddAfterCurrent(o.reloadAllTask())
+			main := s.queues.Main()
+			s.mu.Lock()
+			if !slices.Equal(enabled, s.enabledModules) {
+				s.mu.Unlock()
+				s.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
+				main.AddAfterCurrent(s.reloadAllTask())
 				return nil
 			}
-			o.reloadStart = o.cfg.Now()
-			o.globalChanged = false
+			s.reloadStart = s.cfg.Now()
+			s.globalChanged = false
 			var runs []moduleRun
 			for _, m := range model.Modules {
-				st := o.modules[m.Name]
+				st := s.modules[m.Name]
 				if st == nil || !st.enabled || !slices.Contains(changed, m.Name) {
 					continue
 				}
 				st.state = StatePending
 				runs = append(runs, moduleRun{module: m, startup: hooksChanged[m.Name] || !st.startupDone})
 			}
-			o.mu.Unlock()
+			s.mu.Unlock()
 			if len(runs) == 0 {
-				o.logger.Info("no enabled module changed")
+				s.logger.Info("no enabled module changed")
 				return nil
 			}
-			tasks := o.moduleRunTasks(runs)
-			tasks = append(tasks, o.globalHookTasks(loader.AfterAll)...)
-			main.AddAfterCurrent(append(tasks, o.convergedTask())...)
+			tasks := s.moduleRunTasks(runs)
+			tasks = append(tasks, s.globalHookTasks(loader.AfterAll)...)
+			main.AddAfterCurrent(append(tasks, s.convergedTask())...)
 			return nil
 		},
 	}

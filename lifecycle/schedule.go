@@ -105,41 +105,41 @@ func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
 // reload converged, and of each module once it has run since it was
 // enabled; it stops every other (a disabled or removed module's, an old
 // tree's).
-func (o *Operator) syncSchedules() {
-	model, _ := o.current()
+func (bs *bindings) syncSchedules() {
+	model, _ := bs.current()
 	want := map[string]scheduled{}
 	add := func(h *loader.Hook) {
 		for i, b := range h.Config.Schedules {
-			want[scheduleKey(h, i, b)] = scheduled{b.Schedule, func() { o.queueScheduled(h, b) }}
+			want[scheduleKey(h, i, b)] = scheduled{b.Schedule, func() { bs.queueScheduled(h, b) }}
 		}
 	}
-	o.mu.Lock()
-	if o.ready {
+	bs.mu.Lock()
+	if bs.ready {
 		for _, h := range model.Global.Hooks {
 			add(h)
 		}
 	}
 	for _, m := range model.Modules {
-		if st := o.modules[m.Name]; st != nil && st.enabled && st.startupDone {
+		if st := bs.modules[m.Name]; st != nil && st.enabled && st.startupDone {
 			for _, h := range m.Hooks {
 				add(h)
 			}
 		}
 	}
-	o.mu.Unlock()
-	o.schedules.set(want)
+	bs.mu.Unlock()
+	bs.schedules.set(want)
 }
 
 // queueScheduled queues one run of a schedule binding in its queue. A v1
 // hook's run joins a run of the same hook waiting at the queue's tail
 // (hookRunTask); a v0 hook's firing is absorbed by a run of the same
 // binding still waiting there, since its context would say nothing more.
-func (o *Operator) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
-	queues := o.Queues()
+func (bs *bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
+	queues := bs.queueSet()
 	if queues == nil {
 		return
 	}
-	t := o.hookRunTask(h, kindScheduleHook, b.AllowFailure, activation{binding: b.Name, group: b.Group,
+	t := bs.hookRunTask(h, kindScheduleHook, b.AllowFailure, activation{binding: b.Name, group: b.Group,
 		context: func(s *snapshotter) map[string]any { return scheduleContext(h, b, s) }})
 	if isV0(h) {
 		t.MergeKey = kindScheduleHook + "/" + h.Module + "/" + h.Name + "/" + b.Name
@@ -170,12 +170,12 @@ func scheduleContext(h *loader.Hook, b loader.ScheduleBinding, s *snapshotter) m
 // what its patches changed (docs/lifecycle.md, steps 11–14): a global hook that
 // changed global values or *Enabled flags reloads all modules; a module
 // hook that changed its values runs the module again.
-func (o *Operator) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {
-	current := o.currentHook(h)
+func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {
+	current := bs.currentHook(h)
 	if current == nil {
 		return nil // its module was disabled or removed, or the hook is gone from the tree
 	}
-	res, err := o.runHook(ctx, current, binding, bindingContext, allowFailure)
+	res, err := bs.run.runHook(ctx, current, binding, bindingContext, allowFailure)
 	if err != nil {
 		return err
 	}
@@ -185,26 +185,26 @@ func (o *Operator) runEventHook(ctx context.Context, h *loader.Hook, binding str
 	// a hook's own changes queue at the tail, as the lifecycle says; only
 	// changes from outside (git, the ConfigMap) pre-empt
 	if current.Module == "" {
-		o.logger.Info("global values changed by a hook; reloading all modules", "hook", current.Name, "binding", binding)
-		o.queueReloadAll()
+		bs.logger.Info("global values changed by a hook; reloading all modules", "hook", current.Name, "binding", binding)
+		bs.steps.queueReloadAll()
 		return nil
 	}
-	o.logger.Info("module values changed by a hook; running module", "hook", current.Name, "module", current.Module)
-	o.Queues().Main().Add(o.moduleRunTask(current.Module, false))
+	bs.logger.Info("module values changed by a hook; running module", "hook", current.Name, "module", current.Module)
+	bs.queueSet().Main().Add(bs.steps.moduleRunTask(current.Module, false))
 	return nil
 }
 
 // currentHook finds the hook of that name in the current model (nil when
 // its module is not enabled any more or the hook is gone).
-func (o *Operator) currentHook(h *loader.Hook) *loader.Hook {
-	model, _ := o.current()
+func (c *core) currentHook(h *loader.Hook) *loader.Hook {
+	model, _ := c.current()
 	hooks := model.Global.Hooks
 	if h.Module != "" {
 		m := model.Module(h.Module)
-		o.mu.Lock()
-		st := o.modules[h.Module]
+		c.mu.Lock()
+		st := c.modules[h.Module]
 		enabled := st != nil && st.enabled
-		o.mu.Unlock()
+		c.mu.Unlock()
 		if m == nil || !enabled {
 			return nil
 		}

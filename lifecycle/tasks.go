@@ -24,6 +24,18 @@ const (
 	kindConverged    = "ConvergeDone"
 )
 
+// steps are the task handlers of the documented lifecycle
+// (docs/lifecycle.md): start-up, 'reload all modules' (beforeAll,
+// discovery, module runs, deletes and purges, afterAll), the reactions to
+// a new revision and to ConfigMap changes, and auto-healing.
+type steps struct {
+	*core
+	run    *runner
+	bind   *bindings
+	helm   Helm
+	loader *loader.Loader
+}
+
 // ordered returns the hooks with an ordered binding, by ORDER then name.
 func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
 	var out []*loader.Hook
@@ -46,8 +58,8 @@ func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
 // globalHookTasks: one task per global hook with the binding, in order.
 // Each runs the hook of that name in the model current when it runs, so a
 // retry after a tree change runs the new tree's hook.
-func (o *Operator) globalHookTasks(binding string) []*queue.Task {
-	model, _ := o.current()
+func (s *steps) globalHookTasks(binding string) []*queue.Task {
+	model, _ := s.current()
 	var tasks []*queue.Task
 	for _, h := range ordered(model.Global.Hooks, binding) {
 		tasks = append(tasks, &queue.Task{
@@ -55,18 +67,18 @@ func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			Payload:     binding,
 			Do: func(ctx context.Context) error {
-				h := o.currentHook(h)
+				h := s.currentHook(h)
 				if h == nil {
 					return nil // gone from the tree
 				}
-				res, err := o.runHook(ctx, h, binding, o.orderedContext(h, binding), false)
+				res, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false)
 				if err != nil {
 					return err
 				}
 				if binding == loader.AfterAll && (res.ValuesChanged || res.ConfigChanged) {
-					o.mu.Lock()
-					o.globalChanged = true
-					o.mu.Unlock()
+					s.mu.Lock()
+					s.globalChanged = true
+					s.mu.Unlock()
 				}
 				return nil
 			},
@@ -79,23 +91,23 @@ func (o *Operator) globalHookTasks(binding string) []*queue.Task {
 // queues beforeAll hooks and discovery right after itself, preceded by the
 // Synchronization of global hooks whose monitors do not run yet (step 2 at
 // start-up; a new tree's added or changed hooks later).
-func (o *Operator) reloadAllTask() *queue.Task {
+func (s *steps) reloadAllTask() *queue.Task {
 	return &queue.Task{
 		Kind:        kindReloadAll,
 		Description: "reload all modules",
 		Do: func(ctx context.Context) error {
-			o.mu.Lock()
-			o.reloadStart = o.cfg.Now()
-			o.globalChanged = false
-			o.mu.Unlock()
+			s.mu.Lock()
+			s.reloadStart = s.cfg.Now()
+			s.globalChanged = false
+			s.mu.Unlock()
 			var tasks []*queue.Task
-			model, _ := o.current()
+			model, _ := s.current()
 			if len(withKubernetes(model.Global.Hooks)) > 0 {
-				tasks = append(tasks, o.globalSyncTask())
+				tasks = append(tasks, s.bind.globalSyncTask())
 			}
-			tasks = append(tasks, o.globalHookTasks(loader.BeforeAll)...)
-			tasks = append(tasks, o.discoverTask())
-			o.queues.Main().AddAfterCurrent(tasks...)
+			tasks = append(tasks, s.globalHookTasks(loader.BeforeAll)...)
+			tasks = append(tasks, s.discoverTask())
+			s.queues.Main().AddAfterCurrent(tasks...)
 			return nil
 		},
 	}
@@ -104,33 +116,33 @@ func (o *Operator) reloadAllTask() *queue.Task {
 // discoverTask is 'discover modules' (step 4): it resolves every module's
 // enabled state and queues module runs, deletes and purges, afterAll hooks
 // and the end of the reload, right after itself.
-func (o *Operator) discoverTask() *queue.Task {
+func (s *steps) discoverTask() *queue.Task {
 	return &queue.Task{
 		Kind:        kindDiscover,
 		Description: "discover modules",
 		Do: func(ctx context.Context) error {
-			model, store := o.current()
-			releases, err := o.helm.Releases()
+			model, store := s.current()
+			releases, err := s.helm.Releases()
 			if err != nil {
 				return err
 			}
-			enabled, err := o.resolveEnabled(ctx, model, store)
+			enabled, err := s.run.resolveEnabled(ctx, model, store)
 			if err != nil {
 				return err
 			}
-			o.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
+			s.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
 
 			// runs of enabled modules, then deletes of disabled ones, then
 			// purges (docs/lifecycle.md, steps 5–7)
 			var runs []moduleRun
 			var deletes []*queue.Task
-			o.mu.Lock()
-			o.enabledModules = enabled
+			s.mu.Lock()
+			s.enabledModules = enabled
 			for _, m := range model.Modules {
-				st := o.modules[m.Name]
+				st := s.modules[m.Name]
 				if st == nil {
 					st = &moduleState{state: StateDisabled}
-					o.modules[m.Name] = st
+					s.modules[m.Name] = st
 				}
 				if slices.Contains(enabled, m.Name) {
 					if !st.enabled {
@@ -141,43 +153,43 @@ func (o *Operator) discoverTask() *queue.Task {
 					runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
 					continue
 				}
-				if st.enabled || slices.Contains(releases, m.Name) || o.hasRelease(m.Name) {
-					deletes = append(deletes, o.moduleDeleteTask(m.Name))
+				if st.enabled || slices.Contains(releases, m.Name) || s.hasRelease(m.Name) {
+					deletes = append(deletes, s.moduleDeleteTask(m.Name))
 				}
 				st.enabled = false
 			}
-			for name := range o.modules {
+			for name := range s.modules {
 				if model.Module(name) == nil {
-					delete(o.modules, name)
+					delete(s.modules, name)
 				}
 			}
-			o.mu.Unlock()
-			tasks := append(o.moduleRunTasks(runs), deletes...)
+			s.mu.Unlock()
+			tasks := append(s.moduleRunTasks(runs), deletes...)
 			var purged []string
 			for _, r := range releases {
 				if model.Module(r) == nil {
 					purged = append(purged, r)
 				}
 			}
-			_, commit := o.revisionInfo()
-			err = o.checkPurge(commit, purged, len(enabled)+len(purged))
-			o.mu.Lock()
-			o.purgeError = ""
+			_, commit := s.revisionInfo()
+			err = s.checkPurge(commit, purged, len(enabled)+len(purged))
+			s.mu.Lock()
+			s.purgeError = ""
 			if err != nil {
-				o.purgeError = err.Error()
+				s.purgeError = err.Error()
 			}
-			o.mu.Unlock()
+			s.mu.Unlock()
 			if err != nil {
 				// the releases stay; everything else converges
-				o.logger.Error("purge refused", "revision", commit, "err", err)
+				s.logger.Error("purge refused", "revision", commit, "err", err)
 				purged = nil
 			}
 			for _, r := range purged {
-				tasks = append(tasks, o.modulePurgeTask(r))
+				tasks = append(tasks, s.modulePurgeTask(r))
 			}
-			tasks = append(tasks, o.globalHookTasks(loader.AfterAll)...)
-			tasks = append(tasks, o.convergedTask())
-			o.queues.Main().AddAfterCurrent(tasks...)
+			tasks = append(tasks, s.globalHookTasks(loader.AfterAll)...)
+			tasks = append(tasks, s.convergedTask())
+			s.queues.Main().AddAfterCurrent(tasks...)
 			return nil
 		},
 	}
@@ -185,13 +197,13 @@ func (o *Operator) discoverTask() *queue.Task {
 
 // resolveEnabled is step 4's decision: the merged enabled flag, then the
 // enabled script, which sees the modules enabled before it.
-func (o *Operator) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store) ([]string, error) {
+func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store) ([]string, error) {
 	var enabled []string
 	for _, m := range model.Modules {
 		on := store.Enabled(m.Key)
 		if on && m.EnabledScript != "" {
 			var err error
-			if on, err = o.runEnabledScript(ctx, store, m, slices.Clone(enabled)); err != nil {
+			if on, err = r.runEnabledScript(ctx, store, m, slices.Clone(enabled)); err != nil {
 				return nil, err
 			}
 		}
@@ -204,23 +216,23 @@ func (o *Operator) resolveEnabled(ctx context.Context, model *loader.Model, stor
 
 // convergedTask ends a reload: the operator is ready after the first one,
 // and if afterAll hooks changed global values, everything reloads (step 8).
-func (o *Operator) convergedTask() *queue.Task {
+func (s *steps) convergedTask() *queue.Task {
 	return &queue.Task{
 		Kind:        kindConverged,
 		Description: "all modules converged",
 		Do: func(context.Context) error {
-			o.mu.Lock()
-			took := o.cfg.Now().Sub(o.reloadStart)
-			first := !o.ready
-			o.ready = true
-			again := o.globalChanged
-			o.mu.Unlock()
-			o.metrics.convergence.Observe(took.Seconds())
-			o.logger.Info("converged", "seconds", took.Seconds(), "first", first)
-			o.syncSchedules()
+			s.mu.Lock()
+			took := s.cfg.Now().Sub(s.reloadStart)
+			first := !s.ready
+			s.ready = true
+			again := s.globalChanged
+			s.mu.Unlock()
+			s.metrics.convergence.Observe(took.Seconds())
+			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
+			s.bind.syncSchedules()
 			if again {
-				o.logger.Info("afterAll hooks changed global values; reloading all modules")
-				o.queues.Main().AddAfterCurrent(o.reloadAllTask())
+				s.logger.Info("afterAll hooks changed global values; reloading all modules")
+				s.queues.Main().AddAfterCurrent(s.reloadAllTask())
 			}
 			return nil
 		},
@@ -229,7 +241,7 @@ func (o *Operator) convergedTask() *queue.Task {
 
 // moduleRunTask is 'module run' (step 5). A failure retries the whole run;
 // a run that started with onStartup keeps it until it succeeds (docs/lifecycle.md, step 5).
-func (o *Operator) moduleRunTask(name string, startup bool) *queue.Task {
+func (s *steps) moduleRunTask(name string, startup bool) *queue.Task {
 	desc := name
 	if startup {
 		desc += " (with onStartup)"
@@ -239,10 +251,10 @@ func (o *Operator) moduleRunTask(name string, startup bool) *queue.Task {
 		Description: desc,
 		Payload:     name,
 		OnFailure: func(err error, _ int) {
-			o.metrics.moduleRunErrors.WithLabelValues(name).Inc()
-			o.setState(name, StateFailed, err)
+			s.metrics.moduleRunErrors.WithLabelValues(name).Inc()
+			s.setState(name, StateFailed, err)
 		},
-		Do: func(ctx context.Context) error { return o.runModule(ctx, name, startup) },
+		Do: func(ctx context.Context) error { return s.runModule(ctx, name, startup) },
 	}
 	if !startup {
 		// a queued run of the same module covers a later request for one
@@ -251,18 +263,18 @@ func (o *Operator) moduleRunTask(name string, startup bool) *queue.Task {
 	return t
 }
 
-func (o *Operator) runModule(ctx context.Context, name string, startup bool) error {
-	model, store := o.current()
+func (s *steps) runModule(ctx context.Context, name string, startup bool) error {
+	model, store := s.current()
 	m := model.Module(name)
 	if m == nil {
 		return nil // removed from the tree since the task was queued
 	}
-	o.setState(name, StateRunning, nil)
-	logger := o.logger.With("module", name)
+	s.setState(name, StateRunning, nil)
+	logger := s.logger.With("module", name)
 	run := func(binding string) (bool, error) {
 		changed := false
 		for _, h := range ordered(m.Hooks, binding) {
-			res, err := o.runHook(ctx, h, binding, o.orderedContext(h, binding), false)
+			res, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false)
 			if err != nil {
 				return false, err
 			}
@@ -270,7 +282,7 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 		}
 		return changed, nil
 	}
-	if err := o.ensureCRDs(ctx, m); err != nil {
+	if err := s.ensureCRDs(ctx, m); err != nil {
 		return err
 	}
 	if startup {
@@ -280,7 +292,7 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 	}
 	// kubernetes@Synchronization of hooks whose monitors do not run yet: at
 	// start-up, when the module was enabled, or when a new tree changed them
-	if err := o.synchronize(ctx, m.Hooks); err != nil {
+	if err := s.bind.synchronize(ctx, m.Hooks); err != nil {
 		return err
 	}
 	if _, err := run(loader.BeforeHelm); err != nil {
@@ -294,25 +306,25 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 		if err != nil {
 			return err
 		}
-		inMaintenance, err := o.inMaintenance(m)
+		inMaintenance, err := s.inMaintenance(m)
 		if err != nil {
 			return err
 		}
-		o.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
-		start := o.cfg.Now()
-		_, commit := o.revisionInfo()
-		res, err := o.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit, Maintenance: inMaintenance})
-		o.metrics.helmSeconds.WithLabelValues(name).Observe(o.cfg.Now().Sub(start).Seconds())
-		if o.conflict(ctx, name, err) {
-			o.setState(name, StateFailed, err)
+		s.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
+		start := s.cfg.Now()
+		_, commit := s.revisionInfo()
+		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit, Maintenance: inMaintenance})
+		s.metrics.helmSeconds.WithLabelValues(name).Observe(s.cfg.Now().Sub(start).Seconds())
+		if s.conflict(ctx, name, err) {
+			s.setState(name, StateFailed, err)
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		o.resolved(name)
+		s.resolved(name)
 		if res.Upgraded {
-			o.metrics.helmUpgrades.WithLabelValues(name).Inc()
+			s.metrics.helmUpgrades.WithLabelValues(name).Inc()
 			logger.Info("helm release applied", "reason", res.Reason, "revision", res.Revision)
 		} else if inMaintenance {
 			logger.Info("maintenance mode: helm release left as it is", "revision", res.Revision)
@@ -324,39 +336,39 @@ func (o *Operator) runModule(ctx context.Context, name string, startup bool) err
 	if err != nil {
 		return err
 	}
-	o.mu.Lock()
-	if st := o.modules[name]; st != nil {
+	s.mu.Lock()
+	if st := s.modules[name]; st != nil {
 		st.startupDone = true
 	}
-	o.mu.Unlock()
-	o.setState(name, StateReady, nil)
-	o.syncSchedules()
+	s.mu.Unlock()
+	s.setState(name, StateReady, nil)
+	s.bind.syncSchedules()
 	if changed {
 		logger.Info("afterHelm hooks changed module values; running module again")
-		o.queues.Main().AddAfterCurrent(o.moduleRunTask(name, false))
+		s.queues.Main().AddAfterCurrent(s.moduleRunTask(name, false))
 	}
 	return nil
 }
 
 // moduleDeleteTask is 'module delete' (step 6): beforeDeleteHelm hooks when
 // the module has a release, the uninstall, then afterDeleteHelm hooks.
-func (o *Operator) moduleDeleteTask(name string) *queue.Task {
+func (s *steps) moduleDeleteTask(name string) *queue.Task {
 	return &queue.Task{
 		Kind:        kindModuleDelete,
 		Description: name,
 		OnFailure: func(err error, _ int) {
-			o.metrics.moduleRunErrors.WithLabelValues(name).Inc()
-			o.setState(name, StateFailed, err)
+			s.metrics.moduleRunErrors.WithLabelValues(name).Inc()
+			s.setState(name, StateFailed, err)
 		},
 		Do: func(ctx context.Context) error {
-			model, _ := o.current()
+			model, _ := s.current()
 			m := model.Module(name)
 			hooks := func(binding string) error {
 				if m == nil {
 					return nil
 				}
 				for _, h := range ordered(m.Hooks, binding) {
-					if _, err := o.runHook(ctx, h, binding, o.orderedContext(h, binding), false); err != nil {
+					if _, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false); err != nil {
 						return err
 					}
 				}
@@ -364,7 +376,7 @@ func (o *Operator) moduleDeleteTask(name string) *queue.Task {
 			}
 			// beforeDeleteHelm only when there is a release to delete; a
 			// retry after the uninstall does not run it again
-			exists, err := o.helm.Has(name)
+			exists, err := s.helm.Has(name)
 			if err != nil {
 				return err
 			}
@@ -373,23 +385,23 @@ func (o *Operator) moduleDeleteTask(name string) *queue.Task {
 					return err
 				}
 			}
-			removed, err := o.helm.Uninstall(ctx, name)
-			conflict := o.conflict(ctx, name, err)
+			removed, err := s.helm.Uninstall(ctx, name)
+			conflict := s.conflict(ctx, name, err)
 			if err != nil && !conflict {
 				return err
 			}
 			if removed {
-				o.logger.Info("helm release deleted", "module", name)
+				s.logger.Info("helm release deleted", "module", name)
 			}
 			if !conflict {
-				o.resolved(name)
+				s.resolved(name)
 			}
 			if err := hooks(loader.AfterDeleteHelm); err != nil {
 				return err
 			}
-			o.setState(name, StateDisabled, err) // nil, or the conflict
-			o.syncSchedules()
-			o.syncMonitors()
+			s.setState(name, StateDisabled, err) // nil, or the conflict
+			s.bind.syncSchedules()
+			s.bind.syncMonitors()
 			return nil
 		},
 	}
@@ -397,17 +409,17 @@ func (o *Operator) moduleDeleteTask(name string) *queue.Task {
 
 // modulePurgeTask is 'module purge' (step 7): a release of ours whose module
 // directory is gone is uninstalled; no hooks run.
-func (o *Operator) modulePurgeTask(name string) *queue.Task {
+func (s *steps) modulePurgeTask(name string) *queue.Task {
 	return &queue.Task{
 		Kind:        kindModulePurge,
 		Description: name,
 		Do: func(ctx context.Context) error {
-			removed, err := o.helm.Uninstall(ctx, name)
+			removed, err := s.helm.Uninstall(ctx, name)
 			if err != nil {
 				return err
 			}
 			if removed {
-				o.logger.Info("helm release purged: its module is gone", "module", name)
+				s.logger.Info("helm release purged: its module is gone", "module", name)
 			}
 			return nil
 		},
@@ -418,10 +430,10 @@ func (o *Operator) modulePurgeTask(name string) *queue.Task {
 // does not list (the original addon-operator's). It reads the snapshot
 // Releases just took; an error counts as no release, and the next
 // discovery asks again.
-func (o *Operator) hasRelease(name string) bool {
-	ok, err := o.helm.Has(name)
+func (s *steps) hasRelease(name string) bool {
+	ok, err := s.helm.Has(name)
 	if err != nil {
-		o.logger.Warn("could not read a module's release", "module", name, "err", err)
+		s.logger.Warn("could not read a module's release", "module", name, "err", err)
 	}
 	return ok
 }
@@ -429,28 +441,28 @@ func (o *Operator) hasRelease(name string) bool {
 // ensureCRDs applies the module's crds/ before anything of it runs, as the
 // original addon-operator does, when the module's files changed since they
 // were last applied (always on its first run).
-func (o *Operator) ensureCRDs(ctx context.Context, m *loader.Module) error {
-	if o.cfg.CRDs == nil {
+func (s *steps) ensureCRDs(ctx context.Context, m *loader.Module) error {
+	if s.cfg.CRDs == nil {
 		return nil
 	}
-	o.mu.Lock()
-	st := o.modules[m.Name]
+	s.mu.Lock()
+	st := s.modules[m.Name]
 	done := st != nil && st.crdsHash == m.Hash
-	o.mu.Unlock()
+	s.mu.Unlock()
 	if done {
 		return nil
 	}
-	n, err := o.cfg.CRDs.Ensure(ctx, m.Dir)
+	n, err := s.cfg.CRDs.Ensure(ctx, m.Dir)
 	if err != nil {
 		return fmt.Errorf("module %s: apply CRDs: %w", m.Name, err)
 	}
 	if n > 0 {
-		o.logger.Info("CRDs applied", "module", m.Name, "changed", n)
+		s.logger.Info("CRDs applied", "module", m.Name, "changed", n)
 	}
-	o.mu.Lock()
-	if st := o.modules[m.Name]; st != nil {
+	s.mu.Lock()
+	if st := s.modules[m.Name]; st != nil {
 		st.crdsHash = m.Hash
 	}
-	o.mu.Unlock()
+	s.mu.Unlock()
 	return nil
 }
