@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/addonops/addon-operator/internal/gitserver"
 )
 
 // withUserinfo puts user info into an http URL of the test server.
@@ -131,5 +133,28 @@ func TestAuthFromURL(t *testing.T) {
 				t.Fatalf("auth = %#v, want %#v", m, tt.want)
 			}
 		})
+	}
+}
+
+// scp-like URLs (git@host:path) cannot name a port, so the test server
+// cannot be reached with one; that they are read as ssh is checked here.
+func TestAuthForURL(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "id")
+	_, err := gitserver.NewClientKey(key)
+	must(t, err)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	must(t, os.WriteFile(kh, nil, 0o600))
+	m, err := Auth{SSHKeyFile: key, KnownHostsFile: kh}.method("git@github.com:org/addons.git")
+	if err != nil || m == nil || m.Name() != "ssh-public-keys" {
+		t.Fatalf("scp-like: %v, %v", m, err)
+	}
+	if _, err := (Auth{}).method("git@github.com:org/addons.git"); err == nil || !strings.Contains(err.Error(), "GIT_SSH_KEY_FILE") {
+		t.Fatalf("ssh without a key: %v", err)
+	}
+	tok := filepath.Join(t.TempDir(), "token")
+	must(t, os.WriteFile(tok, []byte("t0k\n"), 0o600))
+	m, err = Auth{TokenFile: tok}.method("https://git.example.com/x.git")
+	if err != nil || m.String() != "http-basic-auth - git:*******" {
+		t.Fatalf("token: %v, %v", m, err)
 	}
 }

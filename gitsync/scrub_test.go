@@ -58,3 +58,17 @@ func TestScrubErr(t *testing.T) {
 		t.Fatal("the scrubbed error no longer wraps the original")
 	}
 }
+
+func TestScrub(t *testing.T) {
+	tests := map[string]string{
+		"fetch https://alice:s3cret@git.example.com/x.git: 401": "fetch https://git.example.com/x.git: 401",
+		"https://tok3n@host/r.git":                              "https://host/r.git",
+		"ssh://git@host:22/r.git":                               "ssh://git@host:22/r.git",
+		"no url here":                                           "no url here",
+	}
+	for in, want := range tests {
+		if got := Scrub(in); got != want {
+			t.Errorf("Scrub(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

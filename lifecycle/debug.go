@@ -22,12 +22,12 @@ import (
 
 // DebugModule is one module in /debug/modules.
 type DebugModule struct {
-	Name      string `json:"name"`
-	Order     int    `json:"order"`
-	Enabled   bool   `json:"enabled"`
-	State     string `json:"state"`
-	Path      string `json:"path"`
-	LastError string `json:"lastError,omitempty"`
+	Name      string      `json:"name"`
+	Order     int         `json:"order"`
+	Enabled   bool        `json:"enabled"`
+	State     ModuleState `json:"state"`
+	Path      string      `json:"path"`
+	LastError string      `json:"lastError,omitempty"`
 }
 
 // DebugHook is one hook in /debug/hooks.

@@ -12,10 +12,10 @@ import (
 
 // ModuleStatus is one module in /status.
 type ModuleStatus struct {
-	Name      string `json:"name"`
-	Enabled   bool   `json:"enabled"`
-	State     string `json:"state"`
-	LastError string `json:"lastError,omitempty"`
+	Name      string      `json:"name"`
+	Enabled   bool        `json:"enabled"`
+	State     ModuleState `json:"state"`
+	LastError string      `json:"lastError,omitempty"`
 }
 
 // WatchStatus is one kubernetes binding's monitor in /status.

@@ -52,7 +52,9 @@ grep -o '"watchEvent"' "$BINDING_CONTEXT_PATH" | wc -l >> "$RECORD_FILE"
 	e.start()
 	e.waitReady()
 
-	queued := func() float64 { return testutil.ToFloat64(e.op.c.metrics.kubeEvents.WithLabelValues("bench.sh", "cms")) }
+	queued := func() float64 {
+		return testutil.ToFloat64(e.op.c.metrics.kubeEvents.WithLabelValues("bench.sh", "cms"))
+	}
 	handled := func() (events, runs int) {
 		data, _ := os.ReadFile(e.records)
 		for _, line := range strings.Fields(string(data)) {

@@ -17,8 +17,8 @@ import (
 
 // Task kinds of kubernetes bindings.
 const (
-	kindKubeSync  = "KubernetesSynchronization"
-	kindKubeEvent = "KubernetesEvent"
+	kindKubeSync  queue.Kind = "KubernetesSynchronization"
+	kindKubeEvent queue.Kind = "KubernetesEvent"
 )
 
 // Binding context types (configVersion v1; docs/operator.md, "Kubernetes bindings").
@@ -75,11 +75,7 @@ type bindings struct {
 // kubeMonitors are the operator's running monitors, by hook.
 type kubeMonitors struct {
 	mu    sync.Mutex
-	hooks map[string]*hookMonitors // by hookID
-}
-
-func hookID(h *loader.Hook) string {
-	return h.Module + "\x00" + h.Name + "\x00" + h.Hash
+	hooks map[string]*hookMonitors // by loader.Hook.Key
 }
 
 // monitorSpec turns a binding into what the monitor watches.
@@ -117,7 +113,7 @@ func withKubernetes(hooks []*loader.Hook) []*loader.Hook {
 // it waits for each first list. The monitors live with the hook, not with
 // the task that starts them: they run under Run's context.
 func (bs *bindings) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
-	id := hookID(h)
+	id := h.Key()
 	bs.kube.mu.Lock()
 	hm := bs.kube.hooks[id]
 	bs.kube.mu.Unlock()
@@ -322,7 +318,7 @@ func (s *snapshotter) from(names []string) map[string]any {
 func (bs *bindings) runningMonitors(h *loader.Hook) *hookMonitors {
 	bs.kube.mu.Lock()
 	defer bs.kube.mu.Unlock()
-	return bs.kube.hooks[hookID(h)]
+	return bs.kube.hooks[h.Key()]
 }
 
 // orderedContext is the binding context of an ordered binding
@@ -358,7 +354,7 @@ type activation struct {
 // tasks: one run whose binding context lists every activation in order,
 // where contexts of one group in a row compact into the last. A v0 hook,
 // which the original never combines, gets one run per activation.
-func (bs *bindings) hookRunTask(h *loader.Hook, kind string, allowFailure bool, a activation) *queue.Task {
+func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, allowFailure bool, a activation) *queue.Task {
 	acts := []activation{a}
 	t := &queue.Task{
 		Kind:         kind,
@@ -378,7 +374,7 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind string, allowFailure bool, 
 		},
 	}
 	if !isV0(h) {
-		t.MergeKey = "HookRun/" + hookID(h)
+		t.MergeKey = "HookRun/" + h.Key()
 		t.Merge = func(later *queue.Task) { acts = append(acts, later.Payload.([]activation)...) }
 	}
 	return t
@@ -431,13 +427,13 @@ func (bs *bindings) syncMonitors() {
 	model, _ := bs.current()
 	want := map[string]bool{}
 	for _, h := range model.Global.Hooks {
-		want[hookID(h)] = true
+		want[h.Key()] = true
 	}
 	bs.mu.Lock()
 	for _, m := range model.Modules {
 		if st := bs.modules[m.Name]; st != nil && st.enabled {
 			for _, h := range m.Hooks {
-				want[hookID(h)] = true
+				want[h.Key()] = true
 			}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/addonops/addon-operator/queue"
 )
 
-const kindParallelRun = "ParallelModuleRun"
+const kindParallelRun queue.Kind = "ParallelModuleRun"
 
 // moduleRun is one module to run in a reload, and whether with onStartup.
 type moduleRun struct {

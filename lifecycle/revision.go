@@ -13,8 +13,8 @@ import (
 )
 
 const (
-	kindReloadTree    = "ReloadTree"
-	kindReloadChanged = "ReloadChangedModules"
+	kindReloadTree    queue.Kind = "ReloadTree"
+	kindReloadChanged queue.Kind = "ReloadChangedModules"
 )
 
 // Revision is one tree the operator can run: the commit it was checked out
@@ -236,7 +236,7 @@ func (s *steps) moduleScoped(diff loader.Diff) bool {
 		return false
 	}
 	main := s.queues.Main()
-	for _, kind := range []string{kindReloadAll, kindDiscover, kindConverged} {
+	for _, kind := range []queue.Kind{kindReloadAll, kindDiscover, kindConverged} {
 		if main.HasQueued(kind) {
 			return false
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/addonops/addon-operator/queue"
 )
 
-const kindScheduleHook = "ScheduleHookRun"
+const kindScheduleHook queue.Kind = "ScheduleHookRun"
 
 // schedules runs the schedule bindings (docs/lifecycle.md, steps 11 and 12): each firing
 // queues a hook run in the binding's queue. Each entry waits on the
@@ -98,7 +98,7 @@ type scheduled struct {
 }
 
 func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
-	return h.Module + "\x00" + h.Name + "\x00" + h.Hash + "\x00" + strconv.Itoa(i) + "\x00" + b.Name + "\x00" + b.Crontab
+	return h.Key() + "\x00" + strconv.Itoa(i) + "\x00" + b.Name + "\x00" + b.Crontab
 }
 
 // syncSchedules starts the schedules of global hooks once the first
@@ -142,7 +142,7 @@ func (bs *bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
 	t := bs.hookRunTask(h, kindScheduleHook, b.AllowFailure, activation{binding: b.Name, group: b.Group,
 		context: func(s *snapshotter) map[string]any { return scheduleContext(h, b, s) }})
 	if isV0(h) {
-		t.MergeKey = kindScheduleHook + "/" + h.Module + "/" + h.Name + "/" + b.Name
+		t.MergeKey = string(kindScheduleHook) + "/" + h.Module + "/" + h.Name + "/" + b.Name
 		t.Merge = func(*queue.Task) {}
 	}
 	queues.Queue(b.Queue).Add(t)

@@ -55,19 +55,22 @@ type state struct {
 	purgeError     string            // why the last discovery purged nothing
 }
 
-// Module states in /status.
+// ModuleState is where a module is in the lifecycle, as /status shows it.
+type ModuleState string
+
+// Module states.
 const (
-	StateDisabled = "Disabled"
-	StatePending  = "Pending"
-	StateRunning  = "Running"
-	StateReady    = "Ready"
-	StateFailed   = "Failed"
+	StateDisabled ModuleState = "Disabled"
+	StatePending  ModuleState = "Pending"
+	StateRunning  ModuleState = "Running"
+	StateReady    ModuleState = "Ready"
+	StateFailed   ModuleState = "Failed"
 )
 
 type moduleState struct {
 	enabled     bool // enabled by the last discovery
 	startupDone bool // onStartup hooks ran since it was enabled
-	state       string
+	state       ModuleState
 	lastError   string
 	conflict    string // the release conflict last reported
 	crdsHash    string // the module's hash when its CRDs were last applied
@@ -86,7 +89,7 @@ func (c *core) current() (*loader.Model, *values.Store) {
 	return c.model, c.store
 }
 
-func (c *core) setState(name, state string, err error) {
+func (c *core) setState(name string, state ModuleState, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st, ok := c.modules[name]

@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// configCache holds hook configs by hook: module, name in the tree and
-// content hash, so a new checkout of a tree reuses the configs of its
+// configCache holds hook configs by Hook.Key (module, name in the tree and
+// content hash), so a new checkout of a tree reuses the configs of its
 // unchanged hooks. It keeps only what recent loads used: the last load
 // that succeeded (its tree is the one running), the last load that
 // finished (a candidate, which may have failed and be fixed next) and the

@@ -65,13 +65,3 @@ func Compare(old, next *Model) Diff {
 	d.Global = old == nil || old.Global.Hash != next.Global.Hash
 	return d
 }
-
-// Module returns the named module, or nil.
-func (m *Model) Module(name string) *Module {
-	for _, mod := range m.Modules {
-		if mod.Name == name {
-			return mod
-		}
-	}
-	return nil
-}

@@ -12,4 +12,15 @@
 // huge file cannot hold a load past its deadline. What a hook prints for
 // --config is bounded too, and the --config cache keeps only the configs
 // of the trees loaded last.
+//
+// # Where things are
+//
+// loader.go holds the Loader and Load, model.go the model it returns and
+// diff.go the comparison of two models. dirs.go opens the configured
+// directories, tree.go reads beneath a root, modules.go and global.go read
+// the modules and the global hooks directory, walk.go finds hook files,
+// hash.go hashes what was read, and values.go reads values files and
+// schemas. configs.go runs hooks with --config through the cache in
+// cache.go; hookconfig.go (with hookconfig_v0.go, hookconfig_v1.go and
+// crontab.go) parses what they print.
 package loader

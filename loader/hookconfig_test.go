@@ -54,7 +54,7 @@ func TestHookConfigCompat(t *testing.T) {
 					t.Fatalf("nameSelector = %v", c.Kubernetes[0].NameSelector)
 				}
 			}},
-		{name: "v0 fields of HOOKS.md", in: `{"onKubernetesEvent":[{"name":"n","kind":"pod","event":["add"],"selector":{"matchExpressions":[{"key":"a","operation":"Exists"}]},"namespaceSelector":{"any":true},"jqFilter":".metadata","allowFailure":true,"disableDebug":true}]}`},
+		{name: "v0 documented fields", in: `{"onKubernetesEvent":[{"name":"n","kind":"pod","event":["add"],"selector":{"matchExpressions":[{"key":"a","operation":"Exists"}]},"namespaceSelector":{"any":true},"jqFilter":".metadata","allowFailure":true,"disableDebug":true}]}`},
 		{name: "v0 has no Synchronization", in: `{"onKubernetesEvent":[{"kind":"pod"}]}`,
 			check: func(t *testing.T, c *HookConfig) {
 				if b := c.Kubernetes[0]; b.ExecuteHookOnSynchronization || !b.V0 {

@@ -93,7 +93,8 @@ func TestLoadGoodTree(t *testing.T) {
 		t.Fatalf("warnings = %q", m.Warnings)
 	}
 
-	// LIFECYCLE.md's examples resolve through the loaded values
+	// the enable flags of the tree resolve as discovery reads them
+	// (docs/lifecycle.md, step 4)
 	store, _, err := values.NewStore(m.Values)
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,15 @@ func (d dir) stat(entry string) (fs.FileInfo, error) {
 	return info, nil
 }
 
+// optionalStat is stat with a missing entry as nil info and no error.
+func optionalStat(d dir, entry string) (fs.FileInfo, error) {
+	info, err := d.stat(entry)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return info, err
+}
+
 // checkKind refuses devices, FIFOs, sockets and the like: a read of one
 // could block for ever or never end, and none comes from a sane tree.
 func checkKind(info fs.FileInfo) error {

@@ -12,10 +12,14 @@ import (
 // MainQueue is the queue every task goes to unless a binding names another.
 const MainQueue = "main"
 
+// Kind names what a task does (the handlers' own names, as the dump shows
+// them).
+type Kind string
+
 // Task is one unit of work.
 type Task struct {
 	// Kind and Description are shown in the dump.
-	Kind        string
+	Kind        Kind
 	Description string
 	// Do runs the task; an error sends it back to the head of its queue.
 	Do func(ctx context.Context) error
@@ -200,7 +204,7 @@ func (q *Queue) Preempt(t *Task, supersedes func(*Task) bool) {
 }
 
 // HasQueued reports whether a task of this kind waits (not running).
-func (q *Queue) HasQueued(kind string) bool {
+func (q *Queue) HasQueued(kind Kind) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, t := range q.tasks {

@@ -201,7 +201,7 @@ type recorder struct {
 }
 
 func (r *recorder) task(kind string, err error) *Task {
-	return &Task{Kind: kind, Description: kind, Do: func(context.Context) error {
+	return &Task{Kind: Kind(kind), Description: kind, Do: func(context.Context) error {
 		r.mu.Lock()
 		r.order = append(r.order, kind)
 		r.mu.Unlock()

@@ -1,6 +1,7 @@
-// Package values is the operator's values storage (spec/VALUES.md). It is
-// pure: it is handed the contents of values files, schemas and ConfigMap data
-// and gives back merged values, patched values and validation results.
+// Package values is the operator's values storage (docs/operator.md,
+// "Values"). It is pure: it is handed the contents of values files, schemas
+// and ConfigMap data and gives back merged values, patched values and
+// validation results.
 //
 // # Sections and names
 //
@@ -63,4 +64,14 @@
 // gets. Where a schema node lists properties and sets neither
 // additionalProperties nor patternProperties, additionalProperties is false;
 // a bare `type: object` stays open.
+//
+// # Where things are
+//
+// store.go holds the Store, its sources and its reads; layers.go the levels
+// values come from and how a section's config values merge; enabled.go the
+// enable flags; config.go the ConfigMap (parsing, SetConfig, validation,
+// config patches); valuespatch.go the hooks' temporary values patches;
+// patch.go and compact.go JSON Patch itself; schema.go the OpenAPI
+// schemas; names.go module names and keys; tree.go the documents and their
+// merge.
 package values

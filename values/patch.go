@@ -41,8 +41,8 @@ type Patch []Operation
 // ParsePatch reads what a hook wrote to a *_JSON_PATCH_PATH file: a JSON
 // array of operations, a single operation object, or a stream of objects or
 // arrays (one per line, as shell hooks append them). A path without a
-// leading slash is a dotted path (simpleModule.param2 → /simpleModule/param2),
-// the form MODULES.md shows. source names the file in errors.
+// leading slash is a dotted path (simpleModule.param2 → /simpleModule/param2;
+// docs/operator.md, "Values"). source names the file in errors.
 func ParsePatch(source string, data []byte) (Patch, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var out Patch
@@ -117,8 +117,9 @@ func (e *ScopeError) Error() string {
 	return fmt.Sprintf("hook %s: patch path %q: %s", e.Hook, e.Path, e.Reason)
 }
 
-// checkScope enforces VALUES.md: a module hook changes only its module's
-// section; a global hook changes the global section and *Enabled flags.
+// checkScope enforces the scope of a hook's patch (docs/operator.md,
+// "Values"): a module hook changes only its module's section; a global hook
+// changes the global section and *Enabled flags.
 func (p Patch) checkScope(hook, moduleKey string) error {
 	for _, op := range p {
 		for _, path := range []string{op.Path, op.From} {

@@ -39,7 +39,7 @@ func TestStalePatchAfterConfigEdit(t *testing.T) {
 		want        string   // the module's values after the edit
 		wantDropped []string // op and path
 	}{
-		{name: "replace of a key the edit dropped (MODULES.md form)", cm: "gamma: {b: 1, z: 1}", nextCM: "gamma: {z: 1}",
+		{name: "replace of a key the edit dropped", cm: "gamma: {b: 1, z: 1}", nextCM: "gamma: {z: 1}",
 			patch: Patch{{Op: "replace", Path: "/one/gamma/b", Value: 2.0}}, want: `{"gamma":{"z":1}}`, wantDropped: []string{"replace /one/gamma/b"}},
 		{name: "replace under a parent the edit dropped", cm: "gamma: {b: 1}", nextCM: "other: 1",
 			patch: Patch{{Op: "replace", Path: "/one/gamma/b", Value: 2.0}}, want: `{"other":1}`, wantDropped: []string{"replace /one/gamma/b"}},
@@ -243,4 +243,43 @@ func TestTestOfNullInListFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "hook h: values patch: json-patch:") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+func TestPatchesSurviveConfigChangeAndStaySmall(t *testing.T) {
+	store, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "one", Values: mustParse(t, "one: {a: 1}")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		p := Patch{{Op: "add", Path: "/one/counter", Value: float64(i)}, {Op: "add", Path: "/one/list/-", Value: "x"}}
+		if i > 0 {
+			p = p[:1]
+		}
+		if _, err := store.ApplyValuesPatch("h", "one", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(store.patches["one"]); n != 2 {
+		t.Fatalf("stored patch has %d ops, want 2", n)
+	}
+	if _, err := store.SetConfig(map[string]string{"one": "b: 2"}); err != nil {
+		t.Fatal(err)
+	}
+	hv, _ := store.HelmValues("one")
+	assertJSON(t, hv["one"], `{"a":1,"b":2,"counter":99,"list":["x"]}`)
+}
+
+func TestRestorePatches(t *testing.T) {
+	src := Source{Modules: []ModuleSource{{Name: "one"}, {Name: "two"}}}
+	old, _, _ := NewStore(src)
+	_, _ = old.ApplyValuesPatch("g", "", Patch{{Op: "add", Path: "/global/x", Value: "y"}})
+	_, _ = old.ApplyValuesPatch("h", "two", Patch{{Op: "add", Path: "/two/a", Value: 1.0}})
+	next, _, _ := NewStore(Source{Modules: []ModuleSource{{Name: "one"}}})
+	dropped := next.RestorePatches(old.Patches())
+	want := []DroppedOp{{Section: "two", Hook: "h", Op: "add", Path: "/two/a", Reason: `unknown module values key "two"`}}
+	if !reflect.DeepEqual(dropped, want) {
+		t.Fatalf("dropped = %v", dropped)
+	}
+	gv, _ := next.GlobalValues()
+	assertJSON(t, gv, `{"global":{"x":"y"}}`)
 }

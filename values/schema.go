@@ -187,8 +187,9 @@ func stripHelmRequired(root map[string]any) {
 
 // closeObjects sets additionalProperties: false on every schema node that
 // lists properties and leaves additionalProperties (and patternProperties)
-// unset. A bare `type: object` with no properties stays open, as the spec's
-// `discovery: {type: object}` ("no restrictions on keys") requires.
+// unset. A bare `type: object` with no properties stays open, as the
+// original's `discovery: {type: object}` ("no restrictions on keys") needs
+// (docs/operator.md, "Values").
 func closeObjects(root map[string]any) {
 	walkSchemas(root, func(n map[string]any) {
 		_, hasProps := n["properties"]

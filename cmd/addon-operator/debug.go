@@ -213,7 +213,7 @@ func modulesTable(w io.Writer, body []byte) error {
 	}
 	var rows [][]string
 	for _, m := range v.Modules {
-		rows = append(rows, []string{m.Name, strconv.Itoa(m.Order), strconv.FormatBool(m.Enabled), m.State, m.Path, m.LastError})
+		rows = append(rows, []string{m.Name, strconv.Itoa(m.Order), strconv.FormatBool(m.Enabled), string(m.State), m.Path, m.LastError})
 	}
 	return table(w, "NAME\tORDER\tENABLED\tSTATE\tPATH\tLAST ERROR", rows)
 }

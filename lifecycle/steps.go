@@ -15,13 +15,13 @@ import (
 
 // Task kinds, as /queue shows them.
 const (
-	kindGlobalHook   = "GlobalHookRun"
-	kindReloadAll    = "ReloadAllModules"
-	kindDiscover     = "DiscoverModules"
-	kindModuleRun    = "ModuleRun"
-	kindModuleDelete = "ModuleDelete"
-	kindModulePurge  = "ModulePurge"
-	kindConverged    = "ConvergeDone"
+	kindGlobalHook   queue.Kind = "GlobalHookRun"
+	kindReloadAll    queue.Kind = "ReloadAllModules"
+	kindDiscover     queue.Kind = "DiscoverModules"
+	kindModuleRun    queue.Kind = "ModuleRun"
+	kindModuleDelete queue.Kind = "ModuleDelete"
+	kindModulePurge  queue.Kind = "ModulePurge"
+	kindConverged    queue.Kind = "ConvergeDone"
 )
 
 // steps are the task handlers of the documented lifecycle
@@ -258,7 +258,7 @@ func (s *steps) moduleRunTask(name string, startup bool) *queue.Task {
 	}
 	if !startup {
 		// a queued run of the same module covers a later request for one
-		t.MergeKey, t.Merge = kindModuleRun+"/"+name, func(*queue.Task) {}
+		t.MergeKey, t.Merge = string(kindModuleRun)+"/"+name, func(*queue.Task) {}
 	}
 	return t
 }

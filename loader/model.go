@@ -1,0 +1,82 @@
+package loader
+
+import "github.com/addonops/addon-operator/values"
+
+// Model is one loaded tree. It is immutable once Load returns it.
+type Model struct {
+	// ModulesDir is the modules directories as Load takes them: absolute,
+	// separated by filepath.ListSeparator (one directory in the common case).
+	ModulesDir string
+	// ModulesDirs lists them one by one, in the order given.
+	ModulesDirs    []string
+	GlobalHooksDir string
+	Global         *Global
+	// Modules in run order, from every modules directory: by numeric
+	// prefix, then name.
+	Modules []*Module
+	// Values is the tree's values source for values.NewStore.
+	Values values.Source
+	// Warnings are problems that do not stop the load.
+	Warnings []string
+}
+
+// Module returns the named module, or nil.
+func (m *Model) Module(name string) *Module {
+	for _, mod := range m.Modules {
+		if mod.Name == name {
+			return mod
+		}
+	}
+	return nil
+}
+
+// Global is what the tree says about global hooks and global values.
+type Global struct {
+	Hooks   []*Hook
+	Schemas *values.Schemas
+	// Hash covers the global hooks directory and the values.yaml of every
+	// modules directory.
+	Hash string
+}
+
+// Module is one module directory.
+type Module struct {
+	Name    string // kebab-case, without the numeric prefix
+	Key     string // camelCase values key
+	Order   int
+	Dir     string // absolute path
+	DirName string // as on disk, 001-simple-module
+	Hooks   []*Hook
+	// EnabledScript is the path of the executable `enabled` file, or "".
+	EnabledScript string
+	Values        values.Values
+	Schemas       *values.Schemas
+	// HasChart: the module has Chart.yaml or templates/.
+	HasChart bool
+	// HasChartFile: Chart.yaml exists (otherwise one is made up from the name).
+	HasChartFile bool
+	// Hash covers every file of the module.
+	Hash string
+}
+
+// Hook is one executable found under a hooks directory.
+type Hook struct {
+	// Name is the path relative to the module's modules directory (module
+	// hooks) or GLOBAL_HOOKS_DIR (global hooks): 001-module/hooks/a.sh.
+	Name   string
+	Path   string // absolute
+	Module string // module name, "" for a global hook
+	// WorkingDir is WORKING_DIR for the hook: the global hooks directory,
+	// or the module's hooks directory.
+	WorkingDir string
+	// Config is nil only from a Loader made WithHookConfigs(false).
+	Config *HookConfig
+	Hash   string
+}
+
+// Key identifies a hook across trees: its module, its name in the tree and
+// its content hash. A new checkout of the tree (a new directory) keeps the
+// keys of its unchanged hooks, and a hook whose file changed gets a new one.
+func (h *Hook) Key() string {
+	return h.Module + "\x00" + h.Name + "\x00" + h.Hash
+}

@@ -1,0 +1,86 @@
+package values
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Enabled resolves a module's enable flag: false, then
+// $MODULES_DIR/values.yaml, the module's values.yaml, the ConfigMap, and
+// flags that global hooks set through values patches. At each level a
+// section that is the literal false disables the module.
+func (s *Store) Enabled(key string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	enabled := false
+	for _, l := range []level{s.common, s.own, s.config} {
+		if b, ok := l.flags[key]; ok {
+			enabled = b
+		}
+		if l.disabled[key] {
+			enabled = false
+		}
+	}
+	if b, ok := s.flags[key]; ok {
+		enabled = b
+	}
+	return enabled
+}
+
+// isFlag: a key that is a known module's key plus "Enabled", or any
+// *Enabled key that is not itself a module's key.
+func (s *Store) isFlag(k string) bool {
+	if !strings.HasSuffix(k, EnabledSuffix) || len(k) == len(EnabledSuffix) {
+		return false
+	}
+	_, isModule := s.modules[k]
+	return !isModule
+}
+
+// flagValue reads an *Enabled flag: a boolean, or "true" or "false".
+func flagValue(v any) (bool, error) {
+	switch t := v.(type) {
+	case bool:
+		return t, nil
+	case string:
+		switch t {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("want true or false, got %s %v", kindOf(v), v)
+}
+
+// isFalse: a section that is the literal false disables its module.
+func isFalse(v any) bool {
+	switch t := v.(type) {
+	case bool:
+		return !t
+	case string:
+		return t == "false"
+	}
+	return false
+}
+
+// patchedFlags reads the *Enabled flags from the document of a global patch,
+// where a global hook sets them next to "global". Reading the document the
+// whole patch made, rather than the flag operations alone, keeps a flag
+// whatever else the patch does.
+func patchedFlags(key string, doc map[string]any) map[string]bool {
+	flags := map[string]bool{}
+	if key != GlobalKey {
+		return flags
+	}
+	for k, v := range doc {
+		m, ok := strings.CutSuffix(k, EnabledSuffix)
+		if !ok || m == "" {
+			continue
+		}
+		if b, err := flagValue(v); err == nil {
+			flags[m] = b
+		}
+	}
+	return flags
+}
