@@ -11,7 +11,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// Auth names the credential files (design.md: GIT_USERNAME,
+// Auth names the credential files (docs/git.md: GIT_USERNAME,
 // GIT_PASSWORD_FILE, GIT_TOKEN_FILE, GIT_SSH_KEY_FILE, GIT_KNOWN_HOSTS_FILE).
 // Secrets are read from files only, when a connection needs them.
 type Auth struct {

@@ -109,7 +109,7 @@ func (e *env) updateConfigMap(name string, change func(*corev1.ConfigMap)) {
 	}
 }
 
-// A global hook's kubernetes bindings (LIFECYCLE-STEPS steps 2, 3 and 9):
+// A global hook's kubernetes bindings (docs/lifecycle.md, steps 2, 3 and 9):
 // Synchronization per binding before beforeAll, snapshots in beforeAll,
 // Event contexts for add, update and delete of ConfigMaps and Secrets, a
 // jqFilter that hides unrelated updates, selectors that select, and
@@ -200,7 +200,7 @@ func TestKubernetesBindingContexts(t *testing.T) {
 	assertJSON(t, secrets[0]["snapshots"], `{"cms":[{"filterResult":{"name":"c","v":"3"}}]}`)
 }
 
-// A v0 module hook (LIFECYCLE-STEPS steps 5, 6 and 10): lowercase kind,
+// A v0 module hook (docs/lifecycle.md, steps 5, 6 and 10): lowercase kind,
 // v0 event names and fields, monitors started with the module but no
 // Synchronization run (as in the original), snapshots in beforeHelm and
 // afterDeleteHelm; the monitors stop when the module is disabled.

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The start-up sequence of LIFECYCLE-STEPS (steps 1, 3–8) with the files
+// The start-up sequence (docs/lifecycle.md, steps 1, 3–8) with the files
 // each hook gets.
 func TestStartupSequence(t *testing.T) {
 	files := merged(
@@ -71,7 +71,7 @@ func TestStartupSequence(t *testing.T) {
 	}
 }
 
-// LIFECYCLE.md's two examples: nginx-ingress disabled by its own
+// The two examples of the lifecycle the original documents: nginx-ingress disabled by its own
 // values.yaml; some-module enabled by the ConfigMap, disabled by its script.
 func TestLifecycleExamples(t *testing.T) {
 	files := merged(
@@ -105,7 +105,7 @@ func TestLifecycleExamples(t *testing.T) {
 	}
 }
 
-// VALUES.md: a config patch lands in the ConfigMap as param3, and the next
+// docs/operator.md, "Values": a config patch lands in the ConfigMap as param3, and the next
 // run of the hook sees it.
 func TestConfigPatchPersists(t *testing.T) {
 	files := merged(map[string]string{
@@ -216,7 +216,7 @@ func TestDisableByConfigMap(t *testing.T) {
 	}
 }
 
-// LIFECYCLE.md: an afterHelm failure in the first run re-runs onStartup,
+// docs/lifecycle.md, step 5: an afterHelm failure in the first run re-runs onStartup,
 // beforeHelm, Helm and afterHelm.
 func TestAfterHelmFailureRetriesWholeRun(t *testing.T) {
 	files := merged(map[string]string{
@@ -264,7 +264,7 @@ func TestPurgeAtStartup(t *testing.T) {
 	}
 }
 
-// VALUES.md: invalid config values stop start-up with the error; a bad
+// docs/operator.md, "Values": invalid config values stop start-up with the error; a bad
 // ConfigMap change later is refused and the current state stays.
 func TestInvalidConfig(t *testing.T) {
 	files := merged(twoModules(), map[string]string{

@@ -21,7 +21,7 @@ func countHook(recs []record, hook, binding string) int {
 	return n
 }
 
-// Schedule bindings (LIFECYCLE-STEPS 11, 12): a global hook every second in
+// Schedule bindings (docs/lifecycle.md, steps 11 and 12): a global hook every second in
 // a named queue; its values patch reloads all modules; a module's
 // allowFailure schedule is counted and dropped; the named queue runs while
 // "main" is blocked; a disabled module's schedule stops.
@@ -83,7 +83,7 @@ fi`),
 	}
 }
 
-// Auto-healing (LIFECYCLE-STEPS step 15): a deleted resource of a release
+// Auto-healing (docs/lifecycle.md, step 15): a deleted resource of a release
 // is noticed by the periodic check and put back by a module run.
 func TestAutoHeal(t *testing.T) {
 	e := setup(t, twoModules(), nil)
