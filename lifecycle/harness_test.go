@@ -35,15 +35,24 @@ var (
 	nsSeq        atomic.Int64
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(testenv.Main(m, func(cp *testenv.ControlPlane) {
-		restCfg, controlPlane = cp.Config, cp
-		client = kubernetes.NewForConfigOrDie(restCfg)
-		var err error
-		if watcher, err = kube.NewWatcher(restCfg, quiet()); err != nil {
-			panic(err)
-		}
-	}))
+// shared is the package's API server, started by the first test that
+// needs it (cluster): the unit tests of the steps (fakes_test.go) run
+// without one.
+var shared = testenv.Shared{Setup: func(cp *testenv.ControlPlane) {
+	restCfg, controlPlane = cp.Config, cp
+	client = kubernetes.NewForConfigOrDie(restCfg)
+	var err error
+	if watcher, err = kube.NewWatcher(restCfg, quiet()); err != nil {
+		panic(err)
+	}
+}}
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
+
+// cluster makes sure the API server runs (and the package's clients exist).
+func cluster(t testing.TB) {
+	t.Helper()
+	shared.Get(t)
 }
 
 // tree writes files (path → content; a hook is made executable when its
@@ -149,6 +158,7 @@ type env struct {
 
 func newNamespace(t testing.TB) string {
 	t.Helper()
+	cluster(t)
 	ns := fmt.Sprintf("t%d-%s", nsSeq.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
 	if len(ns) > 60 {
 		ns = ns[:60]

@@ -1,37 +1,15 @@
 package lifecycle
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/addonops/addon-operator/internal/benchtree"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
 )
-
-// memBackend is a ConfigMap backend in memory: the edge of this benchmark.
-type memBackend struct {
-	data    map[string]string
-	version int
-}
-
-func (m *memBackend) Get(context.Context) (map[string]string, error) { return m.data, nil }
-func (m *memBackend) Update(_ context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, string, error) {
-	next, err := fn(m.data)
-	if err != nil {
-		return nil, "", err
-	}
-	m.data = next
-	m.version++
-	return next, strconv.Itoa(m.version), nil
-}
-func (m *memBackend) Watch(ctx context.Context, _ func(map[string]string, string)) { <-ctx.Done() }
-
-var _ ConfigBackend = (*memBackend)(nil)
 
 // BenchmarkHookRun compares one hook run started directly with os/exec
 // against the same hook run by the operator (temp files, values JSON,
@@ -102,7 +80,7 @@ func hookBenchOperator(b *testing.B, dir string) (*Operator, *loader.Hook) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o := New(Config{Logger: quiet()}, &memBackend{data: map[string]string{}}, nil, ld)
+	o := New(Config{Logger: quiet()}, newFakeConfig(nil), nil, ld)
 	o.c.model, o.c.store = model, store
 	for _, m := range model.Modules {
 		o.c.enabledModules = append(o.c.enabledModules, m.Name)

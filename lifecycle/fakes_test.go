@@ -1,0 +1,198 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/loader"
+)
+
+// fakeConfig is the values ConfigMap in memory: set delivers an edit to
+// the watcher as the API server's watch would.
+type fakeConfig struct {
+	mu       sync.Mutex
+	data     map[string]string
+	version  int
+	onChange func(map[string]string, string)
+}
+
+func newFakeConfig(data map[string]string) *fakeConfig {
+	if data == nil {
+		data = map[string]string{}
+	}
+	return &fakeConfig{data: data}
+}
+
+func (f *fakeConfig) Get(context.Context) (map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.data), nil
+}
+
+func (f *fakeConfig) Update(_ context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next, err := fn(maps.Clone(f.data))
+	if err != nil {
+		return nil, "", err
+	}
+	f.data = next
+	f.version++
+	return maps.Clone(next), strconv.Itoa(f.version), nil
+}
+
+func (f *fakeConfig) Watch(ctx context.Context, onChange func(map[string]string, string)) {
+	f.mu.Lock()
+	f.onChange = onChange
+	f.mu.Unlock()
+	<-ctx.Done()
+}
+
+// set is a user's edit of the ConfigMap.
+func (f *fakeConfig) set(data map[string]string) {
+	f.mu.Lock()
+	f.data = maps.Clone(data)
+	f.version++
+	version, notify := strconv.Itoa(f.version), f.onChange
+	f.mu.Unlock()
+	if notify != nil {
+		notify(maps.Clone(data), version)
+	}
+}
+
+// fakeHelm keeps releases in memory and records what was asked of it.
+type fakeHelm struct {
+	mu       sync.Mutex
+	releases map[string]fakeRelease
+	calls    []string
+}
+
+type fakeRelease struct {
+	ours   bool // ours (or the original addon-operator's); false: another tool's
+	values map[string]any
+}
+
+func newFakeHelm(releases map[string]fakeRelease) *fakeHelm {
+	if releases == nil {
+		releases = map[string]fakeRelease{}
+	}
+	return &fakeHelm{releases: releases}
+}
+
+func (f *fakeHelm) Upgrade(_ context.Context, r kube.Release) (kube.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rel, ok := f.releases[r.Name]; ok && !rel.ours {
+		return kube.Result{}, fmt.Errorf("release %s: %w", r.Name, kube.ErrNotOurs)
+	}
+	f.calls = append(f.calls, "upgrade "+r.Name)
+	f.releases[r.Name] = fakeRelease{ours: true, values: r.Values}
+	return kube.Result{Upgraded: true, Reason: "changed"}, nil
+}
+
+func (f *fakeHelm) Uninstall(_ context.Context, name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rel, ok := f.releases[name]
+	switch {
+	case !ok:
+		return false, nil
+	case !rel.ours:
+		return false, fmt.Errorf("release %s: %w", name, kube.ErrNotOurs)
+	}
+	f.calls = append(f.calls, "uninstall "+name)
+	delete(f.releases, name)
+	return true, nil
+}
+
+func (f *fakeHelm) Releases() ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for name, rel := range f.releases {
+		if rel.ours {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (f *fakeHelm) Has(name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rel, ok := f.releases[name]
+	return ok && rel.ours, nil
+}
+
+func (f *fakeHelm) AbsentResources(string) ([]string, error) { return nil, nil }
+
+func (f *fakeHelm) called() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+var (
+	_ Helm          = (*fakeHelm)(nil)
+	_ ConfigBackend = (*fakeConfig)(nil)
+)
+
+// unit is an operator on fakes (no API server): a tree in a temporary
+// directory, the ConfigMap and Helm in memory, no kubernetes bindings.
+type unit struct {
+	t      *testing.T
+	dir    string
+	op     *Operator
+	helm   *fakeHelm
+	config *fakeConfig
+}
+
+func startUnit(t *testing.T, files map[string]string, config map[string]string, helm *fakeHelm) *unit {
+	t.Helper()
+	u := &unit{t: t, dir: tree(t, files), helm: helm, config: newFakeConfig(config)}
+	u.op = New(Config{
+		ModulesDir: u.dir + "/modules", GlobalHooksDir: u.dir + "/global-hooks",
+		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, Logger: quiet(), ParallelModules: 1,
+	}, u.config, helm, loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = u.op.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	u.until("the first convergence", u.op.Ready)
+	u.idle()
+	return u
+}
+
+// until polls cond every millisecond for up to 5 s.
+func (u *unit) until(what string, cond func() bool) {
+	u.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			u.t.Fatalf("timed out waiting for %s; Helm calls %v, status %+v", what, u.helm.called(), u.op.Status().Modules)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (u *unit) idle() {
+	u.t.Helper()
+	u.until("main to drain", func() bool { q := u.op.Queues(); return q != nil && q.Main().Len() == 0 })
+}
+
+func (u *unit) state(module string) ModuleStatus {
+	for _, m := range u.op.Status().Modules {
+		if m.Name == module {
+			return m
+		}
+	}
+	return ModuleStatus{}
+}

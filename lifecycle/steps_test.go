@@ -1,0 +1,93 @@
+package lifecycle
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Unit tests of the steps on fakes: no API server, no Helm, no hooks. The
+// real-parts tests of the same paths are beside them (lifecycle_test.go,
+// order_test.go, scoped_test.go, migrate_test.go, purge_test.go).
+
+// chartOnly is a module with a chart and nothing else.
+func chartOnly(dir string) map[string]string {
+	return withPrefix("modules/"+dir, map[string]string{"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"})
+}
+
+func TestStepsDiscoveryOrder(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: false\ngammaEnabled: true\n"},
+		chartOnly("001-alpha"), chartOnly("002-beta"), chartOnly("003-gamma"))
+	// beta's release is left from when it was enabled; zeta's module is gone
+	helm := newFakeHelm(map[string]fakeRelease{"beta": {ours: true}, "zeta": {ours: true}})
+	u := startUnit(t, files, nil, helm)
+	want := []string{"upgrade alpha", "upgrade gamma", "uninstall beta", "uninstall zeta"}
+	if got := helm.called(); !slices.Equal(got, want) {
+		t.Fatalf("Helm calls %v, want %v (runs, then deletes, then purges)", got, want)
+	}
+	if st := u.state("beta"); st.State != StateDisabled || st.Enabled {
+		t.Fatalf("beta: %+v", st)
+	}
+}
+
+func TestStepsReleaseConflictDoesNotBlock(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
+		chartOnly("001-alpha"), chartOnly("002-beta"))
+	helm := newFakeHelm(map[string]fakeRelease{"alpha": {ours: false}})
+	u := startUnit(t, files, nil, helm)
+	if got := helm.called(); !slices.Equal(got, []string{"upgrade beta"}) {
+		t.Fatalf("Helm calls %v: the conflict held up beta", got)
+	}
+	if st := u.state("alpha"); st.State != StateFailed || !strings.Contains(st.LastError, "not managed by addon-operator") {
+		t.Fatalf("alpha: %+v", st)
+	}
+}
+
+func TestStepsPurgeGuard(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha"))
+	// three of four releases lost their modules: more than half
+	helm := newFakeHelm(map[string]fakeRelease{"x": {ours: true}, "y": {ours: true}, "z": {ours: true}, "other-tool": {ours: false}})
+	u := startUnit(t, files, nil, helm)
+	if got := helm.called(); !slices.Equal(got, []string{"upgrade alpha"}) {
+		t.Fatalf("Helm calls %v: the guard let a mass purge through", got)
+	}
+	if e := u.op.Status().PurgeError; !strings.Contains(e, "would uninstall 3 of 4 modules") {
+		t.Fatalf("purgeError = %q", e)
+	}
+}
+
+func TestStepsModuleScopedReload(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
+		chartOnly("001-alpha"), chartOnly("002-beta"))
+	helm := newFakeHelm(nil)
+	u := startUnit(t, files, nil, helm)
+	before := len(helm.called())
+	if err := os.WriteFile(filepath.Join(u.dir, "modules/002-beta/values.yaml"), []byte("beta:\n  x: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.op.TreeChanged(Revision{})
+	u.until("beta upgraded", func() bool { return len(helm.called()) > before })
+	u.idle()
+	if got := helm.called()[before:]; !slices.Equal(got, []string{"upgrade beta"}) {
+		t.Fatalf("Helm calls after a change to beta alone: %v", got)
+	}
+}
+
+func TestStepsConfigMapSection(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
+		chartOnly("001-alpha"), chartOnly("002-beta"))
+	helm := newFakeHelm(nil)
+	u := startUnit(t, files, nil, helm)
+	before := len(helm.called())
+	u.config.set(map[string]string{"alpha": "x: 1\n"})
+	u.until("alpha upgraded", func() bool { return len(helm.called()) > before })
+	u.idle()
+	if got := helm.called()[before:]; !slices.Equal(got, []string{"upgrade alpha"}) {
+		t.Fatalf("Helm calls after alpha's section changed: %v", got)
+	}
+	// *Enabled in the ConfigMap: a reload, and beta is deleted
+	u.config.set(map[string]string{"alpha": "x: 1\n", "betaEnabled": "false"})
+	u.until("beta deleted", func() bool { return slices.Contains(helm.called(), "uninstall beta") })
+}
