@@ -21,14 +21,6 @@ const (
 	kindKubeEvent queue.Kind = "KubernetesEvent"
 )
 
-// Binding context types (configVersion v1; docs/operator.md, "Kubernetes bindings").
-const (
-	typeSynchronization = "Synchronization"
-	typeEvent           = "Event"
-	typeGroup           = "Group"
-	typeSchedule        = "Schedule"
-)
-
 // Watcher starts the monitors behind kubernetes bindings, and lists the
 // watches they share for /status.
 type Watcher interface {
@@ -250,70 +242,6 @@ func (bs *bindings) syncContext(hm *hookMonitors, bm *bindingMonitor, group []*b
 	return b.Name, []map[string]any{c}
 }
 
-// groupContext is the binding context of a binding in a group (kubernetes
-// and schedule alike): the snapshots of the group's kubernetes bindings and
-// of those the binding names in includeSnapshotsFrom.
-func groupContext(h *loader.Hook, binding, group string, include []string, s *snapshotter) map[string]any {
-	names := slices.Clone(include)
-	for _, k := range h.Config.Kubernetes {
-		if k.Group == group && !slices.Contains(names, k.Name) {
-			names = append(names, k.Name)
-		}
-	}
-	return map[string]any{"binding": binding, "type": typeGroup, "groupName": group, "snapshots": s.from(names)}
-}
-
-// snapshotItem is one object as hooks see it: the object (unless the
-// binding keeps no full objects) and the filter result (with a jqFilter).
-func snapshotItem(b loader.KubernetesBinding, ev kube.ObjectEvent) map[string]any {
-	item := map[string]any{}
-	if b.KeepFullObjectsInMemory {
-		item["object"] = ev.Object
-	}
-	if b.Query != nil {
-		item["filterResult"] = ev.FilterResult
-	}
-	return item
-}
-
-// snapshotter reads each binding's snapshot once per hook run, so every
-// binding context of a run shows the same objects.
-type snapshotter struct {
-	hm    *hookMonitors // nil: no monitor runs, every snapshot is empty
-	cache map[string][]map[string]any
-}
-
-// of is the snapshot of the named binding ([] when its monitor is not running).
-func (s *snapshotter) of(name string) []map[string]any {
-	if items, ok := s.cache[name]; ok {
-		return items
-	}
-	items := []map[string]any{}
-	if s.hm != nil {
-		for _, bm := range s.hm.bindings {
-			if bm.binding.Name == name {
-				for _, ev := range bm.monitor.Snapshot() {
-					items = append(items, snapshotItem(bm.binding, ev))
-				}
-			}
-		}
-	}
-	if s.cache == nil {
-		s.cache = map[string][]map[string]any{}
-	}
-	s.cache[name] = items
-	return items
-}
-
-// from is the snapshots of the named bindings, by name.
-func (s *snapshotter) from(names []string) map[string]any {
-	out := make(map[string]any, len(names))
-	for _, n := range names {
-		out[n] = s.of(n)
-	}
-	return out
-}
-
 // runningMonitors returns the monitors of the hook (nil when none run).
 func (bs *bindings) runningMonitors(h *loader.Hook) *hookMonitors {
 	bs.kube.mu.Lock()
@@ -337,8 +265,6 @@ func (bs *bindings) orderedContext(h *loader.Hook, binding string) []map[string]
 	}
 	return []map[string]any{c}
 }
-
-func isV0(h *loader.Hook) bool { return h.Config.Version == "v0" }
 
 // activation is one reason to run a hook from an event source: a
 // kubernetes event or a schedule firing. Its binding context is made when
@@ -397,29 +323,6 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 	}}
 	queues.Queue(b.Queue).Add(bs.hookRunTask(h, kindKubeEvent, b.AllowFailure, a))
 }
-
-// eventContext is the Event binding context of one watch event.
-func eventContext(b loader.KubernetesBinding, kind string, ev kube.ObjectEvent, s *snapshotter) map[string]any {
-	c := map[string]any{"binding": b.Name, "type": typeEvent, "watchEvent": ev.Type}
-	if b.KeepFullObjectsInMemory {
-		c["object"] = ev.Object
-	}
-	if b.Query != nil {
-		c["filterResult"] = ev.FilterResult
-	}
-	if len(b.IncludeSnapshotsFrom) > 0 {
-		c["snapshots"] = s.from(b.IncludeSnapshotsFrom)
-	}
-	if b.V0 {
-		c["resourceEvent"] = v0Event[ev.Type]
-		c["resourceNamespace"] = ev.Namespace
-		c["resourceKind"] = kind
-		c["resourceName"] = ev.Name
-	}
-	return c
-}
-
-var v0Event = map[string]string{kube.Added: "add", kube.Modified: "update", kube.Deleted: "delete"}
 
 // syncMonitors stops the monitors of hooks that are gone from the tree,
 // changed, or whose module is not enabled any more.
