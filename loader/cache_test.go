@@ -73,8 +73,8 @@ func TestHookConfigCachePruned(t *testing.T) {
 	if _, err := load(t, l, again); err != nil {
 		t.Fatal(err)
 	}
-	if got := countRuns(t, runs); got != before || l.ConfigRuns() != before {
-		t.Fatalf("reloads of an unchanged tree ran --config: %d runs (loader counts %d), want %d", got, l.ConfigRuns(), before)
+	if got := countRuns(t, runs); got != before || l.configs.runCount() != before {
+		t.Fatalf("reloads of an unchanged tree ran --config: %d runs (loader counts %d), want %d", got, l.configs.runCount(), before)
 	}
 }
 
@@ -156,8 +156,8 @@ func TestWithoutHookConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countRuns(t, runs); n != 0 || l.ConfigRuns() != 0 || l.cachedConfigs() != 0 {
-		t.Fatalf("--config ran %d times (loader counts %d)", n, l.ConfigRuns())
+	if n := countRuns(t, runs); n != 0 || l.configs.runCount() != 0 || l.cachedConfigs() != 0 {
+		t.Fatalf("--config ran %d times (loader counts %d)", n, l.configs.runCount())
 	}
 	if len(m.Global.Hooks) != 1 || m.Global.Hooks[0].Config != nil || len(m.Modules) != 2 {
 		t.Fatalf("model = %+v", m)

@@ -80,8 +80,6 @@ func New(opts ...Option) *Loader {
 	return l
 }
 
-// ConfigRuns counts --config executions so far (cache misses).
-func (l *Loader) ConfigRuns() int { return l.configs.runCount() }
 
 // cachedConfigs is the number of hook configs the cache holds.
 func (l *Loader) cachedConfigs() int { return l.configs.len() }

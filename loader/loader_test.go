@@ -119,15 +119,15 @@ func TestHookConfigCache(t *testing.T) {
 	if _, err := load(t, l, dir); err != nil {
 		t.Fatal(err)
 	}
-	first := l.ConfigRuns()
+	first := l.configs.runCount()
 	if first != 4 {
 		t.Fatalf("config runs = %d, want 4", first)
 	}
 	if _, err := load(t, l, dir); err != nil {
 		t.Fatal(err)
 	}
-	if l.ConfigRuns() != first {
-		t.Fatalf("unchanged hooks ran again: %d runs", l.ConfigRuns())
+	if l.configs.runCount() != first {
+		t.Fatalf("unchanged hooks ran again: %d runs", l.configs.runCount())
 	}
 	hook := filepath.Join(dir, "global-hooks/sub/nested.sh")
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho '{\"afterAll\": 7}'\n"), 0o755); err != nil {
@@ -137,8 +137,8 @@ func TestHookConfigCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.ConfigRuns() != first+1 {
-		t.Fatalf("config runs = %d, want %d (only the changed hook)", l.ConfigRuns(), first+1)
+	if l.configs.runCount() != first+1 {
+		t.Fatalf("config runs = %d, want %d (only the changed hook)", l.configs.runCount(), first+1)
 	}
 	if o, _ := m.Global.Hooks[1].Config.Order(AfterAll); o != 7 {
 		t.Fatalf("changed hook's config not re-read: %v", o)
