@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/addonops/addon-operator/internal/testenv"
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 )
 
 var (
@@ -193,7 +194,11 @@ func TestHelmUpgradeSkipsAndHeals(t *testing.T) {
 	if res, err := h.Upgrade(t.Context(), r); err != nil || !res.Upgraded {
 		t.Fatalf("change: %+v, %v", res, err)
 	}
-	if c, _ := h.Commit("demo"); c != r.Commit {
+	rel, err := helmtest.Last(restCfg, ns, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rel.Labels[LabelCommit]; c != r.Commit {
 		t.Fatalf("commit label = %q", c)
 	}
 	if names, err := h.Releases(); err != nil || len(names) != 1 || names[0] != "demo" {
@@ -251,8 +256,8 @@ func TestHelmRepairsPendingAndFailedFirstInstall(t *testing.T) {
 func TestHelmLeavesOthersReleasesAlone(t *testing.T) {
 	ns := namespace(t)
 	h := newHelm(t, ns)
-	cfg := new(action.Configuration)
-	if err := cfg.Init(h.RESTGetter(), ns, "secret", func(string, ...any) {}); err != nil {
+	cfg, err := helmtest.Config(restCfg, ns)
+	if err != nil {
 		t.Fatal(err)
 	}
 	inst := action.NewInstall(cfg)

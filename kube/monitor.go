@@ -3,23 +3,15 @@ package kube
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/itchyny/gojq"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 )
 
 // Watch event types, as hooks see them.
@@ -66,40 +58,6 @@ type ObjectEvent struct {
 	Namespace, Name string
 }
 
-// Watcher creates monitors: it resolves kinds through discovery (a kind
-// installed later, such as a new CRD, is found by refreshing the cache).
-// Monitors with the same kind, namespace and selectors share one watch and
-// one store, so a hundred bindings on the ConfigMaps of one namespace cost
-// the API server one watch and the operator one copy of each object.
-type Watcher struct {
-	client dynamic.Interface
-	mapper meta.RESTMapper
-	logger *slog.Logger
-	seq    atomic.Int64 // names monitors without a name
-
-	mu      sync.Mutex
-	watches map[watchKey]*sharedWatch
-}
-
-// NewWatcher makes a Watcher for the API server of cfg.
-func NewWatcher(cfg *rest.Config, logger *slog.Logger) (*Watcher, error) {
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return &Watcher{
-		client: client, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)), logger: logger,
-		watches: map[watchKey]*sharedWatch{},
-	}, nil
-}
-
 // Monitor watches the objects of one binding through the Watcher's shared
 // watches (client-go reflectors, which list, watch, back off and re-list
 // after a watch expired or the API server went away): one per namespace,
@@ -125,20 +83,6 @@ type Monitor struct {
 	lastErr  string
 	unhook   func() bool // stops ctx's end from calling Stop
 	stopOnce sync.Once
-}
-
-// source is a monitor's membership in one shared watch.
-type source struct {
-	w  *Watcher
-	sw *sharedWatch
-	mb *member
-}
-
-// close leaves the watch (with report, telling the member its objects as
-// Deleted) and releases it.
-func (s *source) close(report bool) {
-	s.sw.leave(s.mb, report)
-	s.w.release(s.sw)
 }
 
 // NewMonitor resolves the kind through discovery (kinds and lowercase
@@ -213,62 +157,6 @@ func versions(gv schema.GroupVersion) []string {
 	return []string{gv.Version}
 }
 
-// watch returns the shared watch for key, starting it when none runs. The
-// caller joins it, and releases it when done.
-func (w *Watcher) watch(ctx context.Context, key watchKey, kind string) *sharedWatch {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	sw := w.watches[key]
-	if sw == nil {
-		sw = newSharedWatch(key, kind, w.logger)
-		// the watch outlives the monitor that opens it: it stops when the
-		// last one releases it
-		sw.run(context.WithoutCancel(ctx), w.client)
-		w.watches[key] = sw
-	}
-	sw.refs++
-	return sw
-}
-
-// release stops the watch when its last holder releases it.
-func (w *Watcher) release(sw *sharedWatch) {
-	w.mu.Lock()
-	sw.refs--
-	last := sw.refs == 0
-	if last {
-		delete(w.watches, sw.key)
-	}
-	w.mu.Unlock()
-	if last {
-		sw.stop()
-	}
-}
-
-// Watches lists the open shared watches, by resource, namespace and
-// selectors.
-func (w *Watcher) Watches() []WatchInfo {
-	w.mu.Lock()
-	sws := make([]*sharedWatch, 0, len(w.watches))
-	for _, sw := range w.watches {
-		sws = append(sws, sw)
-	}
-	w.mu.Unlock()
-	out := make([]WatchInfo, 0, len(sws))
-	for _, sw := range sws {
-		out = append(out, sw.info())
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		for _, c := range [][2]string{{a.APIVersion, b.APIVersion}, {a.Resource, b.Resource}, {a.Namespace, b.Namespace}, {a.LabelSelector, b.LabelSelector}} {
-			if c[0] != c[1] {
-				return c[0] < c[1]
-			}
-		}
-		return a.FieldSelector < b.FieldSelector
-	})
-	return out
-}
-
 // Kind is the resolved kind ("ConfigMap").
 func (m *Monitor) Kind() string { return m.kind }
 
@@ -308,48 +196,6 @@ func (m *Monitor) Start(ctx context.Context) error {
 	return nil
 }
 
-func (m *Monitor) open(ctx context.Context) error {
-	if m.nsSelector != nil {
-		ns := m.join(ctx, watchKey{gvr: namespacesGVR, labelSelector: *m.nsSelector}, "Namespace", &member{
-			name: m.name, names: m.spec.Namespaces, on: m.followNamespace, onError: m.noteError, ready: make(chan error, 1),
-		})
-		m.mu.Lock()
-		stopped := m.stopped
-		if !stopped {
-			m.nsSource = ns
-		}
-		m.mu.Unlock()
-		if stopped {
-			ns.close(false)
-		}
-		if err := wait(ctx, ns.mb.ready); err != nil {
-			return fmt.Errorf("watch namespaces for %s: %w", m.kind, err)
-		}
-	} else {
-		namespaces := m.spec.Namespaces
-		if len(namespaces) == 0 {
-			namespaces = []string{metav1.NamespaceAll}
-		}
-		for _, ns := range namespaces {
-			m.addSource(ns)
-		}
-	}
-	m.mu.Lock()
-	var waits []chan error
-	for _, s := range m.sources {
-		waits = append(waits, s.mb.ready)
-	}
-	m.mu.Unlock()
-	for _, ready := range waits {
-		if err := wait(ctx, ready); err != nil {
-			return fmt.Errorf("watch %s: %w", m.kind, err)
-		}
-	}
-	return nil
-}
-
-var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-
 // wait waits for a member's first list.
 func wait(ctx context.Context, ready chan error) error {
 	select {
@@ -358,13 +204,6 @@ func wait(ctx context.Context, ready chan error) error {
 	case <-ctx.Done():
 		return fmt.Errorf("not synced: %w", ctx.Err())
 	}
-}
-
-// join joins the shared watch for key.
-func (m *Monitor) join(ctx context.Context, key watchKey, kind string, mb *member) *source {
-	sw := m.w.watch(ctx, key, kind)
-	sw.join(mb)
-	return &source{w: m.w, sw: sw, mb: mb}
 }
 
 // Stop leaves the shared watches (a watch stops with its last monitor);
@@ -389,58 +228,6 @@ func (m *Monitor) stop() {
 	m.mu.Unlock()
 	for _, s := range sources {
 		s.close(false)
-	}
-}
-
-// addSource starts watching the objects of one namespace ("" for all).
-func (m *Monitor) addSource(ns string) {
-	m.mu.Lock()
-	_, dup := m.sources[ns]
-	stopped, ctx := m.stopped, m.ctx
-	m.mu.Unlock()
-	if dup || stopped {
-		return
-	}
-	key := watchKey{gvr: m.gvr, namespace: ns, labelSelector: m.labelSelector, fieldSelector: m.fieldSelector}
-	s := m.join(ctx, key, m.kind, m.member())
-	m.mu.Lock()
-	stopped = m.stopped
-	if !stopped {
-		m.sources[ns] = s
-	}
-	m.mu.Unlock()
-	if stopped {
-		s.close(false)
-	}
-}
-
-// member is the monitor's part of a watch of the objects it watches.
-func (m *Monitor) member() *member {
-	return &member{
-		name: m.name, jq: m.spec.JqFilter, keep: m.spec.KeepFullObjects, names: m.spec.Names,
-		on: m.observe, onError: m.noteError, ready: make(chan error, 1),
-	}
-}
-
-// removeSource stops watching a namespace that left the selection; its
-// objects are reported as Deleted, since the binding no longer sees them.
-func (m *Monitor) removeSource(ns string) {
-	m.mu.Lock()
-	s := m.sources[ns]
-	delete(m.sources, ns)
-	m.mu.Unlock()
-	if s != nil {
-		s.close(true)
-	}
-}
-
-// followNamespace starts or stops a source for a namespace that entered or
-// left the namespace label selector's selection.
-func (m *Monitor) followNamespace(c change) {
-	if c.typ == Deleted {
-		m.removeSource(c.rec.name)
-	} else {
-		m.addSource(c.rec.name)
 	}
 }
 
@@ -507,27 +294,4 @@ func (m *Monitor) Snapshot() []ObjectEvent {
 		return out[i].Name < out[j].Name
 	})
 	return out
-}
-
-// runJq applies a compiled filter to plain JSON values; several results
-// become a list.
-func runJq(code *gojq.Code, v any) (any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	iter := code.RunWithContext(ctx, v)
-	var results []any
-	for {
-		r, ok := iter.Next()
-		if !ok {
-			break
-		}
-		if err, isErr := r.(error); isErr {
-			return nil, err
-		}
-		results = append(results, r)
-	}
-	if len(results) == 1 {
-		return results[0], nil
-	}
-	return results, nil
 }

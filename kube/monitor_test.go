@@ -3,8 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -76,6 +74,46 @@ func configMap(t *testing.T, ns, name string, labels map[string]string, data map
 		t.Fatal(err)
 	}
 	return cm
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// eventually waits until cond holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startMonitor starts a monitor of w; it stops at the end of the test.
+func startMonitor(t *testing.T, w *Watcher, spec MonitorSpec, r *recorder) *Monitor {
+	t.Helper()
+	m, err := w.NewMonitor(spec, r.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	return m
+}
+
+func summary(evs []ObjectEvent) []string {
+	var out []string
+	for _, ev := range evs {
+		s := ev.Type + " " + ev.Name
+		if ev.FilterResult != nil {
+			s += fmt.Sprint("=", ev.FilterResult)
+		}
+		out = append(out, strings.TrimSpace(s))
+	}
+	return out
 }
 
 func TestMonitorSelectsAndFilters(t *testing.T) {
@@ -196,45 +234,6 @@ func TestMonitorRelistReportsTheDifference(t *testing.T) {
 	}
 }
 
-// A namespace label selector follows namespaces that gain or lose the label.
-func TestMonitorNamespaceLabelSelector(t *testing.T) {
-	label := fmt.Sprintf("monitor-test-%d", nsSeq.Add(1))
-	in, out := namespace(t), namespace(t)
-	setLabel := func(ns, value string) {
-		t.Helper()
-		n, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Labels = map[string]string{label: value}
-		if _, err := client.CoreV1().Namespaces().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	setLabel(in, "yes")
-	configMap(t, in, "a", nil, nil)
-	configMap(t, out, "b", nil, nil)
-	r := &recorder{}
-	m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "ConfigMap",
-		NamespaceLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}}}, r)
-	snap := m.Snapshot()
-	if len(snap) != 1 || snap[0].Namespace != in || snap[0].Name != "a" {
-		t.Fatalf("snapshot = %+v; want only the objects of %s", snap, in)
-	}
-	setLabel(out, "yes")
-	setLabel(in, "no")
-	got := r.wait(t, 2)
-	var seen []string
-	for _, ev := range got {
-		seen = append(seen, ev.Type+" "+ev.Namespace+"/"+ev.Name)
-	}
-	slices.Sort(seen)
-	want := []string{"Added " + out + "/b", "Deleted " + in + "/a"}
-	if !slices.Equal(seen, want) {
-		t.Fatalf("events = %v, want %v", seen, want)
-	}
-}
-
 // A selector the API server refuses fails Start with its answer, at once.
 func TestMonitorRefusedSelector(t *testing.T) {
 	m, err := newWatcher(t).NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", FieldSelector: "spec.nothing=x"}, func(ObjectEvent) {})
@@ -297,335 +296,5 @@ func TestMonitorFindsNewCRD(t *testing.T) {
 	}
 	if got := r.wait(t, 1); got[0].Type != Added || got[0].Name != "w1" {
 		t.Fatalf("events = %+v", got)
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// eventually waits until cond holds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// startMonitor starts a monitor of w; it stops at the end of the test.
-func startMonitor(t *testing.T, w *Watcher, spec MonitorSpec, r *recorder) *Monitor {
-	t.Helper()
-	m, err := w.NewMonitor(spec, r.add)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Stop)
-	return m
-}
-
-func summary(evs []ObjectEvent) []string {
-	var out []string
-	for _, ev := range evs {
-		s := ev.Type + " " + ev.Name
-		if ev.FilterResult != nil {
-			s += fmt.Sprint("=", ev.FilterResult)
-		}
-		out = append(out, strings.TrimSpace(s))
-	}
-	return out
-}
-
-// Bindings on one kind, namespace and selectors share one watch; each gets
-// its own filter results, events and snapshot.
-func TestMonitorsShareOneWatch(t *testing.T) {
-	ns := namespace(t)
-	configMap(t, ns, "a", map[string]string{"app": "x"}, map[string]string{"v": "1", "w": "1"})
-	w, watches := newCountingWatcher(t)
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
-	rv, rw := &recorder{}, &recorder{}
-	mv := startMonitor(t, w, MonitorSpec{Name: "v", APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}, LabelSelector: sel, JqFilter: compile(t, ".data.v")}, rv)
-	mw := startMonitor(t, w, MonitorSpec{Name: "w", APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}, LabelSelector: sel, JqFilter: compile(t, ".data.w")}, rw)
-	if n := watches.Opened("/namespaces/" + ns + "/configmaps"); n != 1 {
-		t.Fatalf("%d watch requests for two bindings on the same objects, want 1", n)
-	}
-	cms := client.CoreV1().ConfigMaps(ns)
-	a, err := cms.Get(t.Context(), "a", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Data["v"] = "2" // only v's filter result changes
-	if _, err := cms.Update(t.Context(), a, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	configMap(t, ns, "b", map[string]string{"app": "x"}, map[string]string{"v": "3", "w": "3"})
-	configMap(t, ns, "c", map[string]string{"app": "y"}, map[string]string{"v": "4", "w": "4"})
-	if err := cms.Delete(t.Context(), "b", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rv.wait(t, 3)
-	rw.wait(t, 2)
-	time.Sleep(300 * time.Millisecond) // anything reported late would show now
-	if got, want := summary(rv.wait(t, 3)), []string{"Modified a=2", "Added b=3", "Deleted b=3"}; !slices.Equal(got, want) {
-		t.Fatalf("v's events = %v, want %v", got, want)
-	}
-	if got, want := summary(rw.wait(t, 2)), []string{"Added b=3", "Deleted b=3"}; !slices.Equal(got, want) {
-		t.Fatalf("w's events = %v, want %v", got, want)
-	}
-	for _, tc := range []struct {
-		m    *Monitor
-		want []string
-	}{{mv, []string{"a=2"}}, {mw, []string{"a=1"}}} {
-		if got := summary(tc.m.Snapshot()); !slices.Equal(got, tc.want) {
-			t.Fatalf("snapshot = %v, want %v", got, tc.want)
-		}
-	}
-	if n := watches.Opened("/namespaces/" + ns + "/configmaps"); n != 1 {
-		t.Fatalf("%d watch requests, want 1", n)
-	}
-	infos := w.Watches()
-	if len(infos) != 1 {
-		t.Fatalf("Watches = %+v, want one", infos)
-	}
-	want := WatchInfo{APIVersion: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: ns, LabelSelector: "app=x",
-		Objects: 1, Synced: true, Bindings: []string{"v", "w"}}
-	if got := infos[0]; !reflect.DeepEqual(got, want) {
-		t.Fatalf("Watches = %+v, want %+v", got, want)
-	}
-}
-
-// Bindings that differ in namespace, label selector or field selector
-// open watches of their own.
-func TestMonitorsWithOtherSelectorsWatchApart(t *testing.T) {
-	ns, other := namespace(t), namespace(t)
-	w, watches := newCountingWatcher(t)
-	base := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}
-	specs := []MonitorSpec{base, base, base, base}
-	specs[1].Namespaces = []string{other}
-	specs[2].LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
-	specs[3].FieldSelector = "metadata.name=a"
-	for _, spec := range specs {
-		startMonitor(t, w, spec, &recorder{})
-	}
-	if n := watches.Opened("/namespaces/"+ns+"/configmaps", "watch=true"); n != 3 {
-		t.Fatalf("%d watch requests in %s, want 3 (no selector, a label selector, a field selector)", n, ns)
-	}
-	if n := watches.Opened("/namespaces/" + other + "/configmaps"); n != 1 {
-		t.Fatalf("%d watch requests in %s, want 1", n, other)
-	}
-	if infos := w.Watches(); len(infos) != 4 {
-		t.Fatalf("Watches = %+v, want 4", infos)
-	}
-}
-
-// A shared watch stays while a binding uses it and stops (its request
-// ends) with the last one.
-func TestSharedWatchStopsWithItsLastMonitor(t *testing.T) {
-	ns := namespace(t)
-	w, watches := newCountingWatcher(t)
-	spec := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}
-	first, second := &recorder{}, &recorder{}
-	m1 := startMonitor(t, w, spec, first)
-	m2 := startMonitor(t, w, spec, second)
-	path := "/namespaces/" + ns + "/configmaps"
-	if watches.Open(path) != 1 {
-		t.Fatalf("%d open watches, want 1", watches.Open(path))
-	}
-	m1.Stop()
-	time.Sleep(300 * time.Millisecond) // a watch that closed would show now
-	if watches.Open(path) != 1 || len(w.Watches()) != 1 {
-		t.Fatalf("the watch closed (%d open, %d listed) while a binding still uses it", watches.Open(path), len(w.Watches()))
-	}
-	configMap(t, ns, "a", nil, nil)
-	if got := second.wait(t, 1); got[0].Type != Added || got[0].Name != "a" {
-		t.Fatalf("events of the binding left = %+v", got)
-	}
-	if got := first.wait(t, 0); len(got) != 0 {
-		t.Fatalf("a stopped binding got events: %+v", got)
-	}
-	m2.Stop()
-	eventually(t, "the watch request ends", func() bool { return watches.Open(path) == 0 })
-	if infos := w.Watches(); len(infos) != 0 {
-		t.Fatalf("Watches = %+v after the last binding stopped", infos)
-	}
-	// a binding after that opens it again
-	startMonitor(t, w, spec, &recorder{})
-	if watches.Opened(path) != 2 || watches.Open(path) != 1 {
-		t.Fatalf("%d watch requests, %d open; want 2 and 1", watches.Opened(path), watches.Open(path))
-	}
-}
-
-// A binding that joins a synced watch gets the current objects in its
-// first snapshot (its Synchronization) and is told only what happens
-// after it joined; one that keeps whole objects gets them whole.
-func TestMonitorJoinsASyncedWatch(t *testing.T) {
-	ns := namespace(t)
-	configMap(t, ns, "a", nil, map[string]string{"v": "1"})
-	w, watches := newCountingWatcher(t)
-	early := &recorder{}
-	startMonitor(t, w, MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}, JqFilter: compile(t, ".data.v")}, early)
-	configMap(t, ns, "b", nil, map[string]string{"v": "2"})
-	early.wait(t, 1)
-	existing := []string{"a=1!", "b=2!"}
-	for _, keep := range []bool{false, true} {
-		late := &recorder{}
-		m := startMonitor(t, w, MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns},
-			JqFilter: compile(t, `.data.v + "!"`), KeepFullObjects: keep}, late)
-		snap := m.Snapshot()
-		if got, want := summary(snap), existing; !slices.Equal(got, want) {
-			t.Fatalf("keepFull %v: first snapshot = %v, want %v", keep, got, want)
-		}
-		for _, ev := range snap {
-			if keep && (ev.Object == nil || ev.Object["data"].(map[string]any)["v"] == nil) {
-				t.Fatalf("keepFull: snapshot without the object: %+v", ev)
-			}
-			if !keep && ev.Object != nil {
-				t.Fatalf("filter only: snapshot with the object: %+v", ev)
-			}
-		}
-		name := fmt.Sprintf("c%v", keep)
-		configMap(t, ns, name, nil, map[string]string{"v": "3"})
-		time.Sleep(300 * time.Millisecond) // anything reported late would show now
-		if got, want := summary(late.wait(t, 1)), []string{"Added " + name + "=3!"}; !slices.Equal(got, want) {
-			t.Fatalf("keepFull %v: events of the late binding = %v, want %v", keep, got, want)
-		}
-		existing = append(existing, name+"=3!")
-	}
-	if n := watches.Opened("/namespaces/" + ns + "/configmaps"); n != 1 {
-		t.Fatalf("%d watch requests, want 1", n)
-	}
-}
-
-// Bindings with a namespace label selector share the watch of namespaces
-// and, with bindings that name the namespace, the watch of its objects.
-func TestNamespaceSelectorsShareWatches(t *testing.T) {
-	label := fmt.Sprintf("monitor-test-%d", nsSeq.Add(1))
-	ns := namespace(t)
-	n, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Labels = map[string]string{label: "yes"}
-	if _, err := client.CoreV1().Namespaces().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	configMap(t, ns, "a", nil, nil)
-	w, watches := newCountingWatcher(t)
-	bySelector := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", NamespaceLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{label: "yes"}}}
-	byName := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}
-	var ms []*Monitor
-	for _, spec := range []MonitorSpec{bySelector, bySelector, byName} {
-		ms = append(ms, startMonitor(t, w, spec, &recorder{}))
-	}
-	for _, m := range ms {
-		if got := summary(m.Snapshot()); !slices.Equal(got, []string{"a"}) {
-			t.Fatalf("snapshot = %v", got)
-		}
-	}
-	if got := watches.Opened("/api/v1/namespaces?", url.QueryEscape(label)); got != 1 {
-		t.Fatalf("%d watches of namespaces, want 1", got)
-	}
-	if got := watches.Opened("/namespaces/" + ns + "/configmaps"); got != 1 {
-		t.Fatalf("%d watches of the namespace's ConfigMaps, want 1", got)
-	}
-}
-
-// Bindings that start together, before the watch's first list, all get it
-// as their Synchronization.
-func TestMonitorsStartingTogether(t *testing.T) {
-	ns := namespace(t)
-	for i := range 20 {
-		configMap(t, ns, fmt.Sprintf("cm-%02d", i), nil, map[string]string{"v": fmt.Sprint(i)})
-	}
-	w, watches := newCountingWatcher(t)
-	ms := make([]*Monitor, 10)
-	var wg sync.WaitGroup
-	for i := range ms {
-		m, err := w.NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns},
-			JqFilter: compile(t, fmt.Sprintf(".data.v + %q", fmt.Sprint("/", i%3))), KeepFullObjects: i%2 == 0}, func(ObjectEvent) {})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ms[i] = m
-		t.Cleanup(m.Stop)
-		wg.Go(func() {
-			if err := m.Start(t.Context()); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	for i, m := range ms {
-		snap := m.Snapshot()
-		if len(snap) != 20 {
-			t.Fatalf("monitor %d sees %d objects, want 20", i, len(snap))
-		}
-		for j, ev := range snap {
-			if want := fmt.Sprint(j, "/", i%3); ev.FilterResult != want || (ev.Object != nil) != (i%2 == 0) {
-				t.Fatalf("monitor %d: object %d = %+v, want filter result %s", i, j, ev, want)
-			}
-		}
-	}
-	if n := watches.Opened("/namespaces/" + ns + "/configmaps"); n != 1 {
-		t.Fatalf("%d watch requests, want 1", n)
-	}
-}
-
-// A handler may read snapshots of the bindings on its watch: the store is
-// not locked while bindings are told.
-func TestHandlerReadsSnapshots(t *testing.T) {
-	ns := namespace(t)
-	w := newWatcher(t)
-	spec := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}
-	other := startMonitor(t, w, spec, &recorder{})
-	seen := make(chan []string, 10)
-	var self *Monitor
-	var ready sync.WaitGroup
-	ready.Add(1)
-	m, err := w.NewMonitor(spec, func(ObjectEvent) {
-		ready.Wait()
-		seen <- append(summary(self.Snapshot()), summary(other.Snapshot())...)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	self = m
-	ready.Done()
-	if err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Stop)
-	configMap(t, ns, "a", nil, nil)
-	select {
-	case got := <-seen:
-		if !slices.Equal(got, []string{"a", "a"}) {
-			t.Fatalf("snapshots in the handler = %v, want a in both", got)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the handler did not return: reading a snapshot blocks while bindings are told")
-	}
-}
-
-// Without a jqFilter, the snapshot has whole objects only when the binding
-// keeps them; events carry the object either way.
-func TestMonitorKeepsObjectsOnlyWhenAsked(t *testing.T) {
-	for _, keep := range []bool{true, false} {
-		t.Run(fmt.Sprint("keepFull=", keep), func(t *testing.T) {
-			ns := namespace(t)
-			configMap(t, ns, "a", nil, nil)
-			r := &recorder{}
-			m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}, KeepFullObjects: keep}, r)
-			if snap := m.Snapshot(); len(snap) != 1 || (snap[0].Object != nil) != keep || snap[0].FilterResult != nil {
-				t.Fatalf("snapshot = %+v", snap)
-			}
-			configMap(t, ns, "b", nil, nil)
-			if got := r.wait(t, 1); got[0].Object == nil || got[0].Name != "b" {
-				t.Fatalf("event = %+v, want b with its object", got[0])
-			}
-		})
 	}
 }

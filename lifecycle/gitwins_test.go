@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 	"github.com/addonops/addon-operator/kube"
 )
 
@@ -145,8 +146,8 @@ func TestNewestRevisionRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually("revision b on the release", func() bool {
-		c, _ := e.helm.Commit("alpha")
-		return c == b.Commit && e.releaseValues("alpha")["v"] == "b"
+		rel, err := helmtest.Last(restCfg, e.ns, "alpha")
+		return err == nil && rel.Labels[kube.LabelCommit] == b.Commit && e.releaseValues("alpha")["v"] == "b"
 	})
 	e.idle()
 	if st := e.op.Status(); st.Revision != b.Commit {

@@ -11,6 +11,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 )
 
 // The start-up sequence (docs/lifecycle.md, steps 1, 3–8) with the files
@@ -245,8 +247,8 @@ func TestPurgeAtStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	// someone else's release
-	cfg := new(action.Configuration)
-	if err := cfg.Init(e.helm.RESTGetter(), e.ns, "secret", func(string, ...any) {}); err != nil {
+	cfg, err := helmtest.Config(restCfg, e.ns)
+	if err != nil {
 		t.Fatal(err)
 	}
 	inst := action.NewInstall(cfg)

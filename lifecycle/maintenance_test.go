@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 	"github.com/addonops/addon-operator/kube"
 )
 
@@ -23,8 +24,8 @@ func TestMaintenanceMode(t *testing.T) {
 	e := setup(t, files, nil)
 	e.start()
 	e.waitReady()
-	cfg := new(action.Configuration)
-	if err := cfg.Init(e.helm.RESTGetter(), e.ns, "secret", func(string, ...any) {}); err != nil {
+	cfg, err := helmtest.Config(restCfg, e.ns)
+	if err != nil {
 		t.Fatal(err)
 	}
 	last := func() *release.Release {

@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 	"github.com/addonops/addon-operator/kube"
 )
 
@@ -34,8 +35,8 @@ func TestTakeOverFromOriginal(t *testing.T) {
 
 	// the releases as the original writes them (helm3lib: Secrets storage,
 	// the module's name, the moduleChecksum storage label), and a foreign one
-	cfg := new(action.Configuration)
-	if err := cfg.Init(e.helm.RESTGetter(), e.ns, "secret", func(string, ...any) {}); err != nil {
+	cfg, err := helmtest.Config(restCfg, e.ns)
+	if err != nil {
 		t.Fatal(err)
 	}
 	install := func(name, dir string, labels map[string]string) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
+	"github.com/addonops/addon-operator/kube"
 )
 
 // No-git mode: saves to a working copy reach the cluster; a half-typed
@@ -86,8 +88,12 @@ func TestTreeChangedBeforeRun(t *testing.T) {
 	e.start()
 	e.waitReady()
 	for _, m := range []string{"alpha", "beta"} {
-		if c, err := e.helm.Commit(m); err != nil || c != latest {
-			t.Fatalf("release %s records commit %q (%v), want %s", m, c, err, latest)
+		rel, err := helmtest.Last(restCfg, e.ns, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := rel.Labels[kube.LabelCommit]; c != latest {
+			t.Fatalf("release %s records commit %q, want %s", m, c, latest)
 		}
 	}
 	if rev := e.op.Status().Revision; rev != latest {

@@ -24,6 +24,7 @@ import (
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/gitserver"
 	"github.com/addonops/addon-operator/internal/testenv"
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 	"github.com/addonops/addon-operator/kube"
 )
 
@@ -233,6 +234,16 @@ func helmClient(t testing.TB, ns string) *kube.Helm {
 	return helm
 }
 
+// releaseCommit is the commit recorded on the release name in ns ("" while
+// there is none).
+func releaseCommit(ns, name string) string {
+	rel, err := helmtest.Last(cp.Config, ns, name)
+	if err != nil {
+		return ""
+	}
+	return rel.Labels[kube.LabelCommit]
+}
+
 func TestGitMode(t *testing.T) {
 	ns := namespace(t, "git-mode")
 	root := t.TempDir()
@@ -255,14 +266,14 @@ func TestGitMode(t *testing.T) {
 	eventually(t, "alpha v1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
 
 	helm := helmClient(t, ns)
-	if got, _ := helm.Commit("alpha"); got != c1 {
+	if got := releaseCommit(ns, "alpha"); got != c1 {
 		t.Fatalf("release commit = %q, want %s", got, c1)
 	}
 
 	// a pushed commit that changes values upgrades the release
 	c2 := commitFiles(t, repo, "alpha v2", moduleFiles("001-alpha", "alpha", "2"))
 	eventually(t, "alpha v2", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
-	eventually(t, "the commit recorded", func() bool { c, _ := helm.Commit("alpha"); return c == c2 })
+	eventually(t, "the commit recorded", func() bool { return releaseCommit(ns, "alpha") == c2 })
 	eventually(t, "the revision metric", func() bool {
 		_, body := get(addr, "/metrics")
 		return strings.Contains(body, `addon_operator_git_revision_info{commit="`+c2+`",ref="main"} 1`)

@@ -85,13 +85,11 @@ func TestGitWinsOverFailingHook(t *testing.T) {
 		"ADDON_OPERATOR_RETRY_MIN=1s", "ADDON_OPERATOR_RETRY_MAX="+retryMax.String(), "MARKS="+marks)
 	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
 
-	helm := helmClient(t, ns)
 	converges := func(what, v, commit string) {
 		t.Helper()
 		start := time.Now()
 		eventually(t, what, func() bool {
-			c, _ := helm.Commit("alpha")
-			return cmValue(ns, "001-alpha-cm") == v && c == commit && status(t, addr)["revision"] == commit
+			return cmValue(ns, "001-alpha-cm") == v && releaseCommit(ns, "alpha") == commit && status(t, addr)["revision"] == commit
 		})
 		if took := time.Since(start); took > bound {
 			t.Fatalf("%s took %s, more than %s", what, took.Round(time.Millisecond), bound)
@@ -164,7 +162,7 @@ func TestRestartWithGitDown(t *testing.T) {
 		e, _ := src["lastError"].(string)
 		return e != ""
 	})
-	if c, _ := helmClient(t, ns).Commit("alpha"); c != c1 || cmValue(ns, "001-alpha-cm") != "1" {
+	if c := releaseCommit(ns, "alpha"); c != c1 || cmValue(ns, "001-alpha-cm") != "1" {
 		t.Fatalf("release after the restart: commit %q, value %q", c, cmValue(ns, "001-alpha-cm"))
 	}
 
@@ -223,8 +221,7 @@ func TestRestartSkipsRefusedRevision(t *testing.T) {
 		return strings.Contains(e, "refuse")
 	})
 	eventually(t, "the release back on c1", func() bool {
-		c, _ := helmClient(t, ns).Commit("alpha")
-		return c == c1 && cmValue(ns, "001-alpha-cm") == "1"
+		return releaseCommit(ns, "alpha") == c1 && cmValue(ns, "001-alpha-cm") == "1"
 	})
 	select {
 	case <-second.done:

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/lifecycle"
+	"github.com/addonops/addon-operator/loader"
+)
+
+// restoredSyncTimeout bounds the first sync when a revision on disk could
+// run instead: a remote that hangs does not hold up start-up.
+const restoredSyncTimeout = 5 * time.Second
+
+// source is git mode: the syncer and where the tree is inside the
+// repository.
+type source struct {
+	syncer *gitsync.Syncer
+	// modulesDirs are MODULES_DIR's directories, each inside the repository
+	modulesDirs    []string
+	globalHooksDir string
+}
+
+// newSource prepares the syncer. Every revision it publishes, and one it
+// resumes from disk, is checked by the operator against the real
+// ConfigMap first; the revisions the operator runs stay on disk. Every
+// modules directory must be in each revision; only they and the global
+// hooks directory are checked out, so a module's link must lead inside
+// them.
+func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator, logger *slog.Logger) (*source, error) {
+	src := &source{modulesDirs: []string{"modules"}, globalHooksDir: "global-hooks"}
+	var err error
+	if op.ModulesDir != "" {
+		if src.modulesDirs, err = inRepo("MODULES_DIR", "with GIT_URL", op.ModulesDir); err != nil {
+			return nil, err
+		}
+	}
+	if op.GlobalHooksDir != "" {
+		if src.globalHooksDir, err = oneInRepo("GLOBAL_HOOKS_DIR", "with GIT_URL", op.GlobalHooksDir); err != nil {
+			return nil, err
+		}
+	}
+	// the loader takes relative directories inside the checkout it is given
+	if gt.CheckoutDir, err = filepath.Abs(gt.CheckoutDir); err != nil {
+		return nil, err
+	}
+	modulesDir := strings.Join(src.modulesDirs, string(filepath.ListSeparator))
+	src.syncer, err = gitsync.New(gitsync.Options{
+		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout, VerifyKeysDir: gt.VerifyKeysDir,
+		Require: src.modulesDirs, Paths: append(slices.Clone(src.modulesDirs), src.globalHooksDir), Logger: logger,
+		MaxFileSize: gt.MaxFileSize, MaxFiles: gt.MaxFiles, MaxCheckoutSize: gt.MaxCheckoutSize,
+		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
+			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},
+		Validate: func(ctx context.Context, dir string) (*loader.Model, error) {
+			return operator.CheckTree(ctx, dir, modulesDir, src.globalHooksDir)
+		},
+		InUse: operator.InUse,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// first is the revision the operator starts with: the remote's, or, while
+// the remote cannot be reached, the newest revision on disk that the
+// current keys and configuration still accept (the syncer keeps retrying
+// the remote). With neither, it retries with backoff until one comes; it
+// fails only when ctx is done.
+func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor, logger *slog.Logger) (lifecycle.Revision, error) {
+	restored := src.syncer.Restore(ctx)
+	for attempt := 0; ; attempt++ {
+		syncCtx, cancel := ctx, context.CancelFunc(func() {})
+		if restored != nil {
+			// a revision to run is at hand: wait for the remote only briefly
+			syncCtx, cancel = context.WithTimeout(ctx, restoredSyncTimeout)
+		}
+		rev, _, err := src.syncer.Sync(syncCtx)
+		cancel()
+		if err == nil {
+			logger.Info("git source ready", "url", gitsync.Scrub(gt.URL), "ref", gt.Ref, "revision", rev.Commit)
+			return revision(rev), nil
+		}
+		if restored != nil {
+			logger.Error("first sync failed; running the revision on disk and retrying", "revision", restored.Commit, "err", err)
+			return revision(restored), nil
+		}
+		wait := min(time.Second<<min(attempt, 5), gt.PollInterval)
+		waiting.set("the first sync from git: " + err.Error())
+		logger.Error("first sync failed; retrying", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return lifecycle.Revision{}, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// revision is what the operator needs of a published git revision.
+func revision(r *gitsync.Revision) lifecycle.Revision {
+	return lifecycle.Revision{Commit: r.Commit, Ref: r.Ref, Dir: r.Dir, Model: r.Model}
+}
+
+// followSource runs the syncer in g, and follows live ref changes (`source
+// set-ref`, an edit of the source ConfigMap) and webhooks relayed by a
+// standby: SetRef syncs at once.
+func (s *startup) followSource(ctx context.Context, g *errgroup.Group) {
+	g.Go(func() error {
+		s.src.syncer.Run(ctx, s.gt.PollInterval, func(rev *gitsync.Revision) { s.operator.TreeChanged(revision(rev)) })
+		return nil
+	})
+	g.Go(func() error {
+		s.sourceCM.Watch(ctx, func(data map[string]string, _ string) {
+			ref := data[sourceRefKey]
+			if ref == "" {
+				ref = s.configuredRef
+			}
+			s.operator.ConfirmPurge(data[sourceConfirmPurgeKey])
+			s.src.syncer.SetRef(ref)
+		})
+		return nil
+	})
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/lifecycle"
+	"github.com/addonops/addon-operator/loader"
+)
+
+// startOptions are start's settings, and its notes about the original
+// addon-operator's names among them.
+type startOptions struct {
+	op    operatorOptions
+	lg    logOptions
+	gt    gitOptions
+	le    leaderOptions
+	notes []note
+}
+
+func parseStart(args []string) (*startOptions, error) {
+	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	e := &env{}
+	var o startOptions
+	o.op.bind(fs, e)
+	o.lg.bind(fs, e)
+	o.gt.bind(fs, e)
+	o.le.bind(fs, e)
+	bindOriginal(fs, e)
+	fs.Usage = usage(fs)
+	if err := parse(fs, e, args); err != nil {
+		return nil, err
+	}
+	originalNotes(fs, e)
+	o.notes = e.notes
+	return &o, nil
+}
+
+// startup is what start wires together: the HTTP server and the run group
+// share it.
+type startup struct {
+	op       operatorOptions
+	gt       gitOptions
+	logger   *slog.Logger
+	operator *lifecycle.Operator
+	src      *source         // nil in no-git mode
+	leader   *kube.Leader    // nil without leader election
+	sourceCM *kube.ConfigMap // the live ref
+	// configuredRef is GIT_REF, what removing the live ref goes back to.
+	configuredRef string
+	waiting       waitingFor
+}
+
+func start(args []string) error {
+	o, err := parseStart(args)
+	if err != nil {
+		return err
+	}
+	logger, listenAddress, err := setUp(o)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s := &startup{op: o.op, gt: o.gt, logger: logger, configuredRef: o.gt.Ref}
+	op, gt := &s.op, &s.gt
+
+	restConfig, err := restConfig(op.Kube)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	s.sourceCM = kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
+	if gt.URL != "" {
+		// the live ref in the source ConfigMap wins over GIT_REF
+		if data, err := s.sourceCM.Get(ctx); err != nil {
+			return err
+		} else if data[sourceRefKey] != "" {
+			gt.Ref = data[sourceRefKey]
+		}
+	} else {
+		if op.ModulesDir == "" {
+			op.ModulesDir = "/modules"
+		}
+		if op.GlobalHooksDir == "" {
+			op.GlobalHooksDir = "/global-hooks"
+		}
+	}
+
+	helm, err := kube.NewHelm(restConfig, op.Namespace, logger)
+	if err != nil {
+		return err
+	}
+	watcher, err := kube.NewWatcher(restConfig, logger)
+	if err != nil {
+		return err
+	}
+	crds, err := kube.NewCRDs(restConfig)
+	if err != nil {
+		return err
+	}
+	if op.ParallelModules < 1 {
+		return fmt.Errorf("--parallel-modules=%d: want at least 1", op.ParallelModules)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
+	s.operator = lifecycle.New(lifecycle.Config{
+		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
+		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
+		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Watcher: watcher,
+		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM,
+	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
+	if gt.URL != "" {
+		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
+			return err
+		}
+	}
+
+	// HTTP first: /healthz answers while git is retried, /readyz says what
+	// start-up waits for
+	ln, err := net.Listen("tcp", listenAddress)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", listenAddress, err)
+	}
+	if o.le.Enabled {
+		name := o.le.Name
+		if name == "" {
+			name = op.ConfigMap
+		}
+		s.leader, err = kube.NewLeader(client, kube.LeaderOptions{Namespace: op.Namespace, Name: name, LeaseDuration: o.le.LeaseDuration, Logger: logger})
+		if err != nil {
+			return err
+		}
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "addon_operator_leader", Help: "1 while this process acts on the cluster (always, without leader election), 0 while it stands by.",
+	}, func() float64 {
+		if s.leader == nil || s.leader.Leading() {
+			return 1
+		}
+		return 0
+	}))
+	if s.src != nil {
+		s.waiting.set("the first sync from git")
+	}
+	srv, err := s.httpServer(ctx)
+	if err != nil {
+		return err
+	}
+	logger.Info("addon-operator starting", "modules_dir", op.ModulesDir, "global_hooks_dir", op.GlobalHooksDir,
+		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String())
+	return s.run(ctx, srv, ln)
+}
+
+// setUp applies the process-wide settings: the logger (client-go's too),
+// the temporary directory, the GC target. It returns the logger and the
+// listen address.
+func setUp(o *startOptions) (*slog.Logger, string, error) {
+	logger, err := o.lg.logger(os.Stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	slog.SetDefault(logger)
+	for _, n := range o.notes {
+		level := slog.LevelInfo
+		if n.warn {
+			level = slog.LevelWarn
+		}
+		logger.Log(context.Background(), level, n.msg, n.args...)
+	}
+	listenAddress, err := o.op.Listen.address()
+	if err != nil {
+		return nil, "", err
+	}
+	if o.op.Listen.Port != "" && !strings.HasSuffix(listenAddress, ":"+o.op.Listen.Port) {
+		logger.Warn("setting ignored: the listen address has a port of its own", "port", o.op.Listen.Port, "listen", listenAddress)
+	}
+	if o.op.TempDir != "" {
+		if err := os.MkdirAll(o.op.TempDir, 0o700); err != nil {
+			return nil, "", fmt.Errorf("ADDON_OPERATOR_TMP_DIR: %w", err)
+		}
+	}
+	// client-go's own messages (watch errors, leader election) in the same format
+	klog.SetSlogLogger(logger.With("component", "client-go"))
+	if os.Getenv("GOGC") == "" {
+		// the live heap is small (~7 MiB after converging 100 modules);
+		// collecting at +50 % instead of +100 % keeps peak RSS ~3 MiB lower
+		// at no measurable cost to converge time (docs/performance.md)
+		debug.SetGCPercent(50)
+	}
+	return logger, listenAddress, nil
+}
+
+// run runs every part in one group and returns once all stopped.
+func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	g, ctx := errgroup.WithContext(ctx)
+	if os.Getpid() == 1 {
+		// no init in the image: orphans of hooks would stay zombies
+		g.Go(func() error { executor.ReapOrphans(ctx, s.logger); return nil })
+	}
+	serveHTTP(ctx, g, srv, ln)
+	g.Go(func() error {
+		if s.src != nil {
+			first, err := s.src.first(ctx, s.gt, &s.waiting, s.logger)
+			if err != nil {
+				return nil // stopped before a revision came
+			}
+			s.operator.TreeChanged(first)
+			s.followSource(ctx, g)
+		} else {
+			s.watchTree(ctx, g)
+		}
+		s.waiting.set("")
+		if s.leader == nil {
+			return s.operator.Run(ctx)
+		}
+		// a standby keeps its checkout current (above) but runs no task
+		return s.leader.Run(ctx, s.operator.Run)
+	})
+	return g.Wait()
+}

@@ -1,0 +1,70 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// repair clears what would make an upgrade fail: a pending revision (left
+// by a crash mid-operation) is deleted from storage; a release whose every
+// revision failed (a failed first install) is uninstalled.
+func (h *Helm) repair(ctx context.Context, last *release.Release) (*release.Release, bool, error) {
+	name := last.Name
+	if last.Info.Status.IsPending() {
+		h.logger.Warn("release stuck in a pending state; clearing that revision", "module", name, "status", last.Info.Status, "revision", last.Version)
+		h.invalidate()
+		if _, err := h.cfg.Releases.Delete(name, last.Version); err != nil {
+			return nil, false, fmt.Errorf("clear pending revision %d of %s: %w", last.Version, name, err)
+		}
+		next, exists, err := h.last(name)
+		if err != nil || !exists {
+			return nil, false, err
+		}
+		last = next
+	}
+	if last.Info.Status == release.StatusFailed {
+		if _, err := h.cfg.Releases.Deployed(name); errors.Is(err, driver.ErrNoDeployedReleases) {
+			h.logger.Warn("first install failed; removing it before trying again", "module", name)
+			if _, err := h.uninstall(ctx, name); err != nil {
+				return nil, false, err
+			}
+			return nil, false, nil
+		}
+	}
+	return last, true, nil
+}
+
+// absent lists the release's resources that are missing from the cluster.
+func (h *Helm) absent(rel *release.Release) ([]string, error) {
+	resources, err := h.cfg.KubeClient.Build(bytes.NewBufferString(rel.Manifest), false)
+	if err != nil {
+		return nil, fmt.Errorf("read resources of release %s: %w", rel.Name, err)
+	}
+	var missing []string
+	for _, info := range resources {
+		if err := info.Get(); err != nil {
+			if apierrors.IsNotFound(err) {
+				missing = append(missing, info.Mapping.GroupVersionKind.Kind+"/"+info.Name)
+				continue
+			}
+			return nil, fmt.Errorf("get %s/%s of release %s: %w", info.Mapping.GroupVersionKind.Kind, info.Name, rel.Name, err)
+		}
+	}
+	return missing, nil
+}
+
+// AbsentResources lists the missing resources of a deployed release of ours
+// (none when it has no release, or it is in maintenance).
+func (h *Helm) AbsentResources(name string) ([]string, error) {
+	rel, exists, err := h.last(name)
+	if err != nil || !exists || rel.Info.Status != release.StatusDeployed || rel.Labels[LabelMaintenance] == "true" {
+		return nil, err
+	}
+	return h.absent(rel)
+}

@@ -1,0 +1,43 @@
+package kube
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// restGetter gives Helm clients for a rest.Config, with one discovery cache.
+type restGetter struct {
+	config    *rest.Config
+	namespace string
+	disc      discovery.CachedDiscoveryInterface
+	mapper    meta.RESTMapper
+}
+
+var _ genericclioptions.RESTClientGetter = (*restGetter)(nil)
+
+func newRESTGetter(cfg *rest.Config, namespace string) (*restGetter, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(disc), disc, nil)
+	return &restGetter{config: cfg, namespace: namespace, disc: disc, mapper: mapper}, nil
+}
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.config), nil }
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	return g.disc, nil
+}
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.mapper, nil }
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), &clientcmd.ConfigOverrides{
+		Context: clientcmdapi.Context{Namespace: g.namespace},
+	})
+}

@@ -1,0 +1,215 @@
+package kube
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Add, Update, Delete and Replace are the reflector's calls, one at a time.
+
+func (sw *sharedWatch) Add(obj any) error    { return sw.observe(Added, obj) }
+func (sw *sharedWatch) Update(obj any) error { return sw.observe(Modified, obj) }
+func (sw *sharedWatch) Delete(obj any) error { return sw.observe(Deleted, obj) }
+func (sw *sharedWatch) Resync() error        { return nil }
+
+func (sw *sharedWatch) observe(typ string, obj any) error {
+	u := unwrap(obj)
+	if u == nil {
+		return nil
+	}
+	sw.deliver.Lock()
+	defer sw.deliver.Unlock()
+	sw.mu.Lock()
+	var notes []note
+	if typ == Deleted {
+		notes = sw.remove(notes, u)
+	} else {
+		notes = sw.put(notes, typ, u)
+	}
+	sw.mu.Unlock()
+	tell(notes)
+	return nil
+}
+
+// Replace handles a (re-)list: the members are told what changed since
+// the last one (nothing is reported of the first: their monitors are not
+// synced yet), objects that are gone last, by name.
+func (sw *sharedWatch) Replace(list []any, _ string) error {
+	sw.deliver.Lock()
+	defer sw.deliver.Unlock()
+	listed := make(map[string]bool, len(list))
+	var notes []note
+	for _, obj := range list {
+		if u := unwrap(obj); u != nil {
+			listed[u.GetNamespace()+"/"+u.GetName()] = true
+			sw.mu.Lock()
+			notes = sw.put(notes[:0], Added, u)
+			sw.mu.Unlock()
+			tell(notes)
+		}
+	}
+	sw.mu.Lock()
+	notes = notes[:0]
+	for _, rec := range sw.sorted() {
+		if listed[rec.key] {
+			continue
+		}
+		delete(sw.records, rec.key)
+		for _, mb := range sw.members {
+			if mb == nil {
+				continue
+			}
+			if res, ok := rec.get(mb.slot); ok {
+				mb.count--
+				notes = append(notes, note{mb, change{typ: Deleted, rec: rec, result: res}})
+			}
+		}
+	}
+	sw.mu.Unlock()
+	tell(notes)
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.synced {
+		sw.synced = true
+		for _, mb := range sw.members {
+			if mb != nil {
+				trySend(mb.ready, nil)
+			}
+		}
+	}
+	return nil
+}
+
+// put records an added or modified object and notes it for the members
+// that see it, unless its resource version did not change (a re-list). An
+// update whose filter result did not change is not noted.
+func (sw *sharedWatch) put(notes []note, typ string, u *unstructured.Unstructured) []note {
+	key := u.GetNamespace() + "/" + u.GetName()
+	prev := sw.records[key]
+	if prev != nil && prev.resourceVersion == u.GetResourceVersion() {
+		return notes
+	}
+	body, in := sw.encode(u.Object)
+	rec := newRecord(key, u.GetResourceVersion(), body, len(sw.members))
+	sw.records[key] = rec
+	for _, mb := range sw.members {
+		if mb == nil || !mb.sees(rec.name) {
+			continue
+		}
+		res := mb.filter(in)
+		rec.set(mb.slot, res)
+		var old any
+		seen := false
+		if prev != nil {
+			old, seen = prev.get(mb.slot)
+		}
+		t := typ
+		switch {
+		case !seen:
+			mb.count++
+		case t == Added:
+			t = Modified // seen again after a re-list
+		}
+		if t == Modified && seen && mb.jq != nil && reflect.DeepEqual(old, res) {
+			continue // the part the hook filters on did not change
+		}
+		notes = append(notes, note{mb, change{typ: t, rec: rec, object: u.Object, result: res}})
+	}
+	return notes
+}
+
+// remove drops a deleted object and notes it for the members that saw it.
+func (sw *sharedWatch) remove(notes []note, u *unstructured.Unstructured) []note {
+	key := u.GetNamespace() + "/" + u.GetName()
+	prev := sw.records[key]
+	if prev == nil {
+		return notes
+	}
+	delete(sw.records, key)
+	var in jqInput
+	if sw.filters > 0 {
+		_, in = sw.encode(u.Object)
+	}
+	for _, mb := range sw.members {
+		if mb == nil {
+			continue
+		}
+		if _, ok := prev.get(mb.slot); ok {
+			mb.count--
+			notes = append(notes, note{mb, change{typ: Deleted, rec: prev, object: u.Object, result: mb.filter(in)}})
+		}
+	}
+	return notes
+}
+
+// decodeAll turns the store's JSON into objects: a member keeps them now.
+func (sw *sharedWatch) decodeAll() {
+	for _, rec := range sw.records {
+		if b, ok := rec.body.([]byte); ok {
+			if obj, err := decodeObject(b); err == nil {
+				rec.body = obj
+			}
+		}
+	}
+}
+
+// encodeAll turns the store's objects into JSON: no member keeps them.
+func (sw *sharedWatch) encodeAll() {
+	for _, rec := range sw.records {
+		if obj, ok := rec.body.(map[string]any); ok {
+			if b, err := json.Marshal(obj); err == nil {
+				rec.body = b
+			}
+		}
+	}
+}
+
+// encode is what the store keeps of obj and the filters' input.
+func (sw *sharedWatch) encode(obj map[string]any) (body any, in jqInput) {
+	if sw.keepers > 0 && sw.filters == 0 {
+		return obj, in
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return obj, jqInput{err: err}
+	}
+	body = obj
+	if sw.keepers == 0 {
+		body = b
+	}
+	if sw.filters > 0 {
+		in = plainJSON(b)
+	}
+	return body, in
+}
+
+// sorted lists the records by namespace and name.
+func (sw *sharedWatch) sorted() []*record {
+	recs := make([]*record, 0, len(sw.records))
+	for _, rec := range sw.records {
+		recs = append(recs, rec)
+	}
+	sortRecords(recs)
+	return recs
+}
+
+func sortRecords(recs []*record) {
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].namespace != recs[j].namespace {
+			return recs[i].namespace < recs[j].namespace
+		}
+		return recs[i].name < recs[j].name
+	})
+}
+
+func unwrap(obj any) *unstructured.Unstructured {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return u
+}

@@ -1,0 +1,196 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/release"
+	"k8s.io/client-go/discovery"
+)
+
+// Release is what to install for one module.
+type Release struct {
+	Name     string // the module name
+	ChartDir string
+	// ChartHash identifies the chart's content, for the chart cache.
+	ChartHash string
+	Values    map[string]any
+	// Key is the module's values key. The chart's own values.yaml is
+	// Helm's defaults, as in the original addon-operator, except this key
+	// and "global": those come whole from Values.
+	Key string
+	// Commit is recorded on the release (LabelCommit) when set.
+	Commit string
+	// Maintenance leaves an existing release as it is (no upgrade, no
+	// healing), only labelled LabelMaintenance; a release without it that
+	// carries the label is upgraded once, whatever its checksum.
+	Maintenance bool
+}
+
+// Result says what Upgrade did.
+type Result struct {
+	Upgraded bool
+	// Reason says why it upgraded or skipped.
+	Reason   string
+	Revision int
+}
+
+// maxHistory bounds the revisions kept per release.
+const maxHistory = 5
+
+// Upgrade installs or upgrades a module's release. It skips the upgrade
+// when the deployed release has the same checksum and none of its
+// resources is missing; it clears a release stuck in a pending state and
+// removes a failed first install before trying again.
+func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
+	sum, err := h.Checksum(ctx, r)
+	if err != nil {
+		return Result{}, err
+	}
+	last, exists, err := h.last(r.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	if exists {
+		if last, exists, err = h.repair(ctx, last); err != nil {
+			return Result{}, err
+		}
+	}
+	inMaintenance := exists && last.Labels[LabelMaintenance] == "true"
+	if r.Maintenance && exists && last.Info.Status == release.StatusDeployed {
+		if !inMaintenance {
+			if err := h.label(last, LabelMaintenance, "true"); err != nil {
+				return Result{}, err
+			}
+		}
+		return Result{Reason: "maintenance", Revision: last.Version}, nil
+	}
+	if exists && !inMaintenance && last.Info.Status == release.StatusDeployed && last.Labels[LabelChecksum] == sum {
+		absent, err := h.absent(last)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(absent) == 0 {
+			return Result{Reason: "unchanged", Revision: last.Version}, nil
+		}
+		h.logger.Info("release resources missing; upgrading", "module", r.Name, "absent", absent)
+	}
+	c, err := h.chart(r)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := h.prepare(); err != nil {
+		return Result{}, err
+	}
+	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelChecksum: sum}
+	if r.Commit != "" {
+		labels[LabelCommit] = r.Commit
+	}
+	if r.Maintenance {
+		labels[LabelMaintenance] = "true"
+	}
+	var rel *release.Release
+	reason := "changed"
+	if exists && last.Labels[LabelManagedBy] != ManagedByValue {
+		// the original addon-operator's: upgraded in place, ours from now on
+		reason = "adopted"
+		h.logger.Info("adopting the original addon-operator's release", "module", r.Name, "revision", last.Version)
+	}
+	// An install or upgrade that started finishes even when ctx is
+	// cancelled (shutdown, a lost Lease): Helm's own cancellation path
+	// writes the release from a second goroutine while the upgrade still
+	// does (a data race in helm v3.22), and an interrupted upgrade leaves a
+	// pending revision behind. helmTimeout bounds it instead.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
+	defer cancel()
+	if !exists {
+		inst := action.NewInstall(h.cfg)
+		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
+		// Helm's client-side validation fetches and parses the API server's
+		// whole OpenAPI document on every install and upgrade (most of the
+		// operator's CPU in a converge); the API server validates anyway.
+		inst.DisableOpenAPIValidation = true
+		// crds/ is applied before the module runs (CRDs), as the original does
+		inst.SkipCRDs = true
+		rel, err = inst.RunWithContext(ctx, c, r.Values)
+		reason = "installed"
+	} else {
+		// Helm merges the previous revision's labels into the new one's;
+		// "null" removes one: a commit label from a previous revision, the
+		// maintenance label after maintenance, the original's label
+		for _, k := range []string{LabelCommit, LabelMaintenance, LabelOriginalChecksum} {
+			if _, ok := labels[k]; !ok {
+				labels[k] = "null"
+			}
+		}
+		up := action.NewUpgrade(h.cfg)
+		up.Namespace, up.Labels, up.MaxHistory = h.namespace, labels, maxHistory
+		up.DisableOpenAPIValidation = true // as for install
+		rel, err = up.RunWithContext(ctx, r.Name, c, r.Values)
+	}
+	if err != nil {
+		h.invalidate()
+		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
+	}
+	h.record(rel.Name, rel)
+	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
+}
+
+// label sets a label on a release's stored record, without a new revision.
+func (h *Helm) label(rel *release.Release, key, value string) error {
+	next := *rel
+	next.Labels = maps.Clone(rel.Labels)
+	if next.Labels == nil {
+		next.Labels = map[string]string{}
+	}
+	next.Labels[key] = value
+	if err := h.cfg.Releases.Update(&next); err != nil {
+		h.invalidate()
+		return fmt.Errorf("label release %s: %w", rel.Name, err)
+	}
+	h.record(next.Name, &next)
+	return nil
+}
+
+// prepare fills in, once, before the first install or upgrade, what Helm
+// sets up lazily without a lock in the shared configuration (the kube
+// client's clientset, the cluster's capabilities): modules of one weight
+// install at once.
+func (h *Helm) prepare() error {
+	h.prepMu.Lock()
+	defer h.prepMu.Unlock()
+	if h.prepared {
+		return nil
+	}
+	if err := h.cfg.KubeClient.IsReachable(); err != nil {
+		return fmt.Errorf("reach the cluster: %w", err)
+	}
+	dc, err := h.getter.ToDiscoveryClient()
+	if err != nil {
+		return err
+	}
+	// as Helm does: a fresh view of the API, once
+	dc.Invalidate()
+	version, err := dc.ServerVersion()
+	if err != nil {
+		return fmt.Errorf("read the Kubernetes version: %w", err)
+	}
+	apiVersions, err := action.GetVersionSet(dc)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return fmt.Errorf("read the API versions: %w", err)
+	}
+	h.cfg.Capabilities = &chartutil.Capabilities{
+		APIVersions: apiVersions,
+		KubeVersion: chartutil.KubeVersion{Version: version.GitVersion, Major: version.Major, Minor: version.Minor},
+		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+	}
+	h.prepared = true
+	return nil
+}
+
+// helmTimeout bounds one install or upgrade (Helm's own default).
+const helmTimeout = 5 * time.Minute
