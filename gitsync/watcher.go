@@ -13,27 +13,27 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// Watcher reports changes under directories, recursively and debounced:
+// TreeWatcher reports changes under directories, recursively and debounced:
 // a burst of events (an editor's save, a checkout) is one change, reported
 // once the directories have been quiet for the debounce period.
-type Watcher struct {
+type TreeWatcher struct {
 	dirs     []string
 	debounce time.Duration
 	logger   *slog.Logger
 }
 
-// NewWatcher watches dirs; a missing directory is skipped until the next
+// NewTreeWatcher watches dirs; a missing directory is skipped until the next
 // Run (the global hooks directory may not exist).
-func NewWatcher(logger *slog.Logger, debounce time.Duration, dirs ...string) *Watcher {
+func NewTreeWatcher(logger *slog.Logger, debounce time.Duration, dirs ...string) *TreeWatcher {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Watcher{dirs: dirs, debounce: debounce, logger: logger}
+	return &TreeWatcher{dirs: dirs, debounce: debounce, logger: logger}
 }
 
 // Run calls onChange after each quiet period that followed changes, until
 // ctx is done.
-func (w *Watcher) Run(ctx context.Context, onChange func()) error {
+func (w *TreeWatcher) Run(ctx context.Context, onChange func()) error {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err

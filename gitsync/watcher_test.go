@@ -14,7 +14,7 @@ func TestWatcherDebouncesAndFollowsNewDirs(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var changes atomic.Int32
-	w := NewWatcher(nil, 150*time.Millisecond, dir, filepath.Join(dir, "missing"))
+	w := NewTreeWatcher(nil, 150*time.Millisecond, dir, filepath.Join(dir, "missing"))
 	go func() { _ = w.Run(ctx, func() { changes.Add(1) }) }()
 	time.Sleep(100 * time.Millisecond)
 

@@ -12,11 +12,13 @@ import (
 	"path"
 	"reflect"
 	"strings"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiwait "k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -47,7 +49,8 @@ func NewCRDs(cfg *rest.Config) (*CRDs, error) {
 // Ensure applies every CRD under moduleDir/crds: files ending in .yaml,
 // except those whose name starts with "doc-" or "_" (the original's
 // default filter), each holding one or more YAML documents. It returns
-// how many CRDs it created or updated. Reads stay inside moduleDir.
+// how many CRDs it created or updated, once the API server serves them.
+// Reads stay inside moduleDir.
 func (c *CRDs) Ensure(ctx context.Context, moduleDir string) (int, error) {
 	root, err := os.OpenRoot(moduleDir)
 	if err != nil {
@@ -71,54 +74,85 @@ func (c *CRDs) Ensure(ctx context.Context, moduleDir string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list %s: %w", crdDir, err)
 	}
-	var changed int
+	var written []string
 	var errs []error
 	for _, f := range files {
-		n, err := c.ensureFile(ctx, root, f)
-		changed += n
+		names, err := c.ensureFile(ctx, root, f)
+		written = append(written, names...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f, err))
 		}
 	}
-	return changed, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return len(written), err
+	}
+	return len(written), c.established(ctx, written)
 }
 
-func (c *CRDs) ensureFile(ctx context.Context, root *os.Root, name string) (int, error) {
+// crdEstablishTimeout bounds the wait for written CRDs to be served.
+const crdEstablishTimeout = 30 * time.Second
+
+// established waits until the API server serves the CRDs (their
+// Established condition), so the chart that follows can use their kinds.
+func (c *CRDs) established(ctx context.Context, names []string) error {
+	api := c.client.ApiextensionsV1().CustomResourceDefinitions()
+	for _, name := range names {
+		err := apiwait.PollUntilContextTimeout(ctx, 100*time.Millisecond, crdEstablishTimeout, true, func(ctx context.Context) (bool, error) {
+			crd, err := api.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// ensureFile applies the CRDs of one file; it returns the names of those it wrote.
+func (c *CRDs) ensureFile(ctx context.Context, root *os.Root, name string) ([]string, error) {
 	f, err := root.Open(name)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, c.maxFile+1))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if int64(len(data)) > c.maxFile {
-		return 0, fmt.Errorf("larger than %d bytes", c.maxFile)
+		return nil, fmt.Errorf("larger than %d bytes", c.maxFile)
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var changed int
+	var written []string
 	for doc := 1; ; doc++ {
 		var crd apiextensionsv1.CustomResourceDefinition
 		err := dec.Decode(&crd)
 		if errors.Is(err, io.EOF) {
-			return changed, nil
+			return written, nil
 		}
 		if err != nil {
-			return changed, fmt.Errorf("document %d: %w", doc, err)
+			return written, fmt.Errorf("document %d: %w", doc, err)
 		}
 		if crd.APIVersion == "" && crd.Kind == "" && crd.Name == "" {
 			continue // an empty document
 		}
 		if crd.APIVersion != apiextensionsv1.SchemeGroupVersion.String() || crd.Kind != "CustomResourceDefinition" {
-			return changed, fmt.Errorf("document %d: %s %s is not an apiextensions.k8s.io/v1 CustomResourceDefinition", doc, crd.APIVersion, crd.Kind)
+			return written, fmt.Errorf("document %d: %s %s is not an apiextensions.k8s.io/v1 CustomResourceDefinition", doc, crd.APIVersion, crd.Kind)
 		}
 		ok, err := c.apply(ctx, &crd)
 		if err != nil {
-			return changed, fmt.Errorf("CRD %s: %w", crd.Name, err)
+			return written, fmt.Errorf("CRD %s: %w", crd.Name, err)
 		}
 		if ok {
-			changed++
+			written = append(written, crd.Name)
 		}
 	}
 }

@@ -61,7 +61,10 @@ func (h *Helm) absent(rel *release.Release) ([]string, error) {
 
 // AbsentResources lists the missing resources of a deployed release of ours
 // (none when it has no release, or it is in maintenance).
-func (h *Helm) AbsentResources(name string) ([]string, error) {
+func (h *Helm) AbsentResources(ctx context.Context, name string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	rel, exists, err := h.last(name)
 	if err != nil || !exists || rel.Info.Status != release.StatusDeployed || rel.Labels[LabelMaintenance] == "true" {
 		return nil, err

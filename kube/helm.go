@@ -151,7 +151,10 @@ func (h *Helm) invalidate() {
 
 // Has reports whether a release of that name exists that is ours or the
 // original addon-operator's.
-func (h *Helm) Has(name string) (bool, error) {
+func (h *Helm) Has(ctx context.Context, name string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	_, exists, err := h.last(name)
 	if errors.Is(err, ErrNotOurs) {
 		return false, nil
@@ -164,7 +167,10 @@ func (h *Helm) Has(name string) (bool, error) {
 // the snapshot later calls use, so a module run costs no further reads.
 // Releases of the original addon-operator are not listed: they are never
 // purged, only adopted or deleted by the module of their name.
-func (h *Helm) Releases() ([]string, error) {
+func (h *Helm) Releases(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	all, err := h.cfg.Releases.ListReleases()
 	if err != nil {
 		h.invalidate()

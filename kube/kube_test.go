@@ -180,7 +180,7 @@ func TestHelmUpgradeSkipsAndHeals(t *testing.T) {
 	if err := client.CoreV1().ConfigMaps(ns).Delete(t.Context(), "demo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if absent, err := h.AbsentResources("demo"); err != nil || len(absent) != 1 || absent[0] != "ConfigMap/demo" {
+	if absent, err := h.AbsentResources(t.Context(), "demo"); err != nil || len(absent) != 1 || absent[0] != "ConfigMap/demo" {
 		t.Fatalf("absent = %v, %v", absent, err)
 	}
 	if res, err := h.Upgrade(t.Context(), r); err != nil || !res.Upgraded {
@@ -201,7 +201,7 @@ func TestHelmUpgradeSkipsAndHeals(t *testing.T) {
 	if c := rel.Labels[LabelCommit]; c != r.Commit {
 		t.Fatalf("commit label = %q", c)
 	}
-	if names, err := h.Releases(); err != nil || len(names) != 1 || names[0] != "demo" {
+	if names, err := h.Releases(t.Context()); err != nil || len(names) != 1 || names[0] != "demo" {
 		t.Fatalf("releases = %v, %v", names, err)
 	}
 	if removed, err := h.Uninstall(t.Context(), "demo"); err != nil || !removed {
@@ -272,7 +272,7 @@ func TestHelmLeavesOthersReleasesAlone(t *testing.T) {
 	if _, err := h.Uninstall(t.Context(), "foreign"); !errors.Is(err, ErrNotOurs) {
 		t.Fatalf("uninstall of a foreign release: %v", err)
 	}
-	if names, _ := h.Releases(); len(names) != 0 {
+	if names, _ := h.Releases(t.Context()); len(names) != 0 {
 		t.Fatalf("foreign release listed as ours: %v", names)
 	}
 	if _, err := action.NewGet(cfg).Run("foreign"); err != nil {

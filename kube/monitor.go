@@ -12,13 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-)
 
-// Watch event types, as hooks see them.
-const (
-	Added    = "Added"
-	Modified = "Modified"
-	Deleted  = "Deleted"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // MonitorSpec says which objects a kubernetes binding watches.
@@ -243,7 +238,7 @@ func (m *Monitor) observe(c change) {
 	}
 	obj := c.object
 	if obj == nil {
-		if c.typ == Deleted && !m.spec.KeepFullObjects {
+		if c.typ == loader.EventDeleted && !m.spec.KeepFullObjects {
 			obj = m.stub(c.rec)
 		} else {
 			obj = c.rec.object()

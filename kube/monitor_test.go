@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/addonops/addon-operator/loader"
 )
 
 type recorder struct {
@@ -151,7 +153,7 @@ func TestMonitorSelectsAndFilters(t *testing.T) {
 	r.wait(t, 3)
 	time.Sleep(300 * time.Millisecond) // anything reported late would show now
 	got := r.wait(t, 3)
-	want := []struct{ typ, name, result string }{{Modified, "a", "2"}, {Added, "c", "3"}, {Deleted, "a", "2"}}
+	want := []struct{ typ, name, result string }{{loader.EventModified, "a", "2"}, {loader.EventAdded, "c", "3"}, {loader.EventDeleted, "a", "2"}}
 	if len(got) != len(want) {
 		t.Fatalf("events = %+v (an unrelated update or an unselected object was reported)", got)
 	}
@@ -168,7 +170,7 @@ func TestMonitorSelectsAndFilters(t *testing.T) {
 func TestMonitorV0KindAndEvents(t *testing.T) {
 	ns, other := namespace(t), namespace(t)
 	r := &recorder{}
-	m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "secret", Namespaces: []string{ns}, Events: []string{Deleted}, KeepFullObjects: true}, r)
+	m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "secret", Namespaces: []string{ns}, Events: []string{loader.EventDeleted}, KeepFullObjects: true}, r)
 	if m.Kind() != "Secret" {
 		t.Fatalf("kind = %q", m.Kind())
 	}
@@ -184,8 +186,8 @@ func TestMonitorV0KindAndEvents(t *testing.T) {
 	r.wait(t, 1)
 	time.Sleep(300 * time.Millisecond) // anything reported late would show now
 	got := r.wait(t, 1)
-	if len(got) != 1 || got[0].Type != Deleted || got[0].Namespace != ns {
-		t.Fatalf("events = %+v; want one Deleted in %s", got, ns)
+	if len(got) != 1 || got[0].Type != loader.EventDeleted || got[0].Namespace != ns {
+		t.Fatalf("events = %+v; want one loader.EventDeleted in %s", got, ns)
 	}
 }
 
@@ -294,7 +296,7 @@ func TestMonitorFindsNewCRD(t *testing.T) {
 	if _, err := dynamic.NewForConfigOrDie(restCfg).Resource(gvr).Namespace(ns).Create(t.Context(), widget, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.wait(t, 1); got[0].Type != Added || got[0].Name != "w1" {
+	if got := r.wait(t, 1); got[0].Type != loader.EventAdded || got[0].Name != "w1" {
 		t.Fatalf("events = %+v", got)
 	}
 }

@@ -16,6 +16,7 @@ type restGetter struct {
 	config    *rest.Config
 	namespace string
 	disc      discovery.CachedDiscoveryInterface
+	deferred  *restmapper.DeferredDiscoveryRESTMapper
 	mapper    meta.RESTMapper
 }
 
@@ -27,8 +28,15 @@ func newRESTGetter(cfg *rest.Config, namespace string) (*restGetter, error) {
 		return nil, err
 	}
 	disc := memory.NewMemCacheClient(dc)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(disc), disc, nil)
-	return &restGetter{config: cfg, namespace: namespace, disc: disc, mapper: mapper}, nil
+	deferred := restmapper.NewDeferredDiscoveryRESTMapper(disc)
+	mapper := restmapper.NewShortcutExpander(deferred, disc, nil)
+	return &restGetter{config: cfg, namespace: namespace, disc: disc, deferred: deferred, mapper: mapper}, nil
+}
+
+// refresh makes the next mapping read the API's discovery again.
+func (g *restGetter) refresh() {
+	g.disc.Invalidate()
+	g.deferred.Reset()
 }
 
 func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.config), nil }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/addonops/addon-operator/loader"
 )
 
 // watchKey is what makes the watches of two bindings one: the API server
@@ -187,7 +189,7 @@ func (sw *sharedWatch) join(mb *member) {
 		res := mb.filter(in)
 		rec.set(mb.slot, res)
 		mb.count++
-		notes = append(notes, note{mb, change{typ: Added, rec: rec, result: res}})
+		notes = append(notes, note{mb, change{typ: loader.EventAdded, rec: rec, result: res}})
 	}
 	sw.mu.Unlock()
 	tell(notes)
@@ -204,7 +206,7 @@ func (sw *sharedWatch) leave(mb *member, report bool) {
 	if report {
 		for _, rec := range sw.sorted() {
 			if res, ok := rec.get(mb.slot); ok {
-				notes = append(notes, note{mb, change{typ: Deleted, rec: rec, result: res}})
+				notes = append(notes, note{mb, change{typ: loader.EventDeleted, rec: rec, result: res}})
 			}
 		}
 	}

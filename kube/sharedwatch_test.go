@@ -11,6 +11,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/addonops/addon-operator/loader"
 )
 
 func testMember(t *testing.T, filter string, keep bool) *member {
@@ -164,7 +166,7 @@ func TestSharedWatchStopsWithItsLastMonitor(t *testing.T) {
 		t.Fatalf("the watch closed (%d open, %d listed) while a binding still uses it", watches.Open(path), len(w.Watches()))
 	}
 	configMap(t, ns, "a", nil, nil)
-	if got := second.wait(t, 1); got[0].Type != Added || got[0].Name != "a" {
+	if got := second.wait(t, 1); got[0].Type != loader.EventAdded || got[0].Name != "a" {
 		t.Fatalf("events of the binding left = %+v", got)
 	}
 	if got := first.wait(t, 0); len(got) != 0 {

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/addonops/addon-operator/loader"
 )
 
 // source is a monitor's membership in one shared watch.
@@ -116,7 +118,7 @@ func (m *Monitor) removeSource(ns string) {
 // followNamespace starts or stops a source for a namespace that entered or
 // left the namespace label selector's selection.
 func (m *Monitor) followNamespace(c change) {
-	if c.typ == Deleted {
+	if c.typ == loader.EventDeleted {
 		m.removeSource(c.rec.name)
 	} else {
 		m.addSource(c.rec.name)

@@ -7,13 +7,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/addonops/addon-operator/loader"
 )
 
 // Add, Update, Delete and Replace are the reflector's calls, one at a time.
 
-func (sw *sharedWatch) Add(obj any) error    { return sw.observe(Added, obj) }
-func (sw *sharedWatch) Update(obj any) error { return sw.observe(Modified, obj) }
-func (sw *sharedWatch) Delete(obj any) error { return sw.observe(Deleted, obj) }
+func (sw *sharedWatch) Add(obj any) error    { return sw.observe(loader.EventAdded, obj) }
+func (sw *sharedWatch) Update(obj any) error { return sw.observe(loader.EventModified, obj) }
+func (sw *sharedWatch) Delete(obj any) error { return sw.observe(loader.EventDeleted, obj) }
 func (sw *sharedWatch) Resync() error        { return nil }
 
 func (sw *sharedWatch) observe(typ string, obj any) error {
@@ -25,7 +27,7 @@ func (sw *sharedWatch) observe(typ string, obj any) error {
 	defer sw.deliver.Unlock()
 	sw.mu.Lock()
 	var notes []note
-	if typ == Deleted {
+	if typ == loader.EventDeleted {
 		notes = sw.remove(notes, u)
 	} else {
 		notes = sw.put(notes, typ, u)
@@ -47,7 +49,7 @@ func (sw *sharedWatch) Replace(list []any, _ string) error {
 		if u := unwrap(obj); u != nil {
 			listed[u.GetNamespace()+"/"+u.GetName()] = true
 			sw.mu.Lock()
-			notes = sw.put(notes[:0], Added, u)
+			notes = sw.put(notes[:0], loader.EventAdded, u)
 			sw.mu.Unlock()
 			tell(notes)
 		}
@@ -65,7 +67,7 @@ func (sw *sharedWatch) Replace(list []any, _ string) error {
 			}
 			if res, ok := rec.get(mb.slot); ok {
 				mb.count--
-				notes = append(notes, note{mb, change{typ: Deleted, rec: rec, result: res}})
+				notes = append(notes, note{mb, change{typ: loader.EventDeleted, rec: rec, result: res}})
 			}
 		}
 	}
@@ -111,10 +113,10 @@ func (sw *sharedWatch) put(notes []note, typ string, u *unstructured.Unstructure
 		switch {
 		case !seen:
 			mb.count++
-		case t == Added:
-			t = Modified // seen again after a re-list
+		case t == loader.EventAdded:
+			t = loader.EventModified // seen again after a re-list
 		}
-		if t == Modified && seen && mb.jq != nil && reflect.DeepEqual(old, res) {
+		if t == loader.EventModified && seen && mb.jq != nil && reflect.DeepEqual(old, res) {
 			continue // the part the hook filters on did not change
 		}
 		notes = append(notes, note{mb, change{typ: t, rec: rec, object: u.Object, result: res}})
@@ -140,7 +142,7 @@ func (sw *sharedWatch) remove(notes []note, u *unstructured.Unstructured) []note
 		}
 		if _, ok := prev.get(mb.slot); ok {
 			mb.count--
-			notes = append(notes, note{mb, change{typ: Deleted, rec: prev, object: u.Object, result: mb.filter(in)}})
+			notes = append(notes, note{mb, change{typ: loader.EventDeleted, rec: prev, object: u.Object, result: mb.filter(in)}})
 		}
 	}
 	return notes

@@ -134,6 +134,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	}
 	if err != nil {
 		h.invalidate()
+		// the API may have gained kinds since discovery was read (a
+		// module's CRDs): the retry reads it again
+		h.getter.refresh()
 		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
 	}
 	h.record(rel.Name, rel)

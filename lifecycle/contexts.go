@@ -103,6 +103,6 @@ func eventContext(b loader.KubernetesBinding, kind string, ev kube.ObjectEvent, 
 	return c
 }
 
-var v0Event = map[string]string{kube.Added: "add", kube.Modified: "update", kube.Deleted: "delete"}
+var v0Event = map[string]string{loader.EventAdded: "add", loader.EventModified: "update", loader.EventDeleted: "delete"}
 
 func isV0(h *loader.Hook) bool { return h.Config.Version == "v0" }

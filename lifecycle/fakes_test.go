@@ -48,10 +48,14 @@ func (f *fakeConfig) Update(_ context.Context, fn func(map[string]string) (map[s
 	return maps.Clone(next), strconv.Itoa(f.version), nil
 }
 
+// Watch delivers the current data first, as an informer's list does, so
+// an edit made before the watch started is not missed.
 func (f *fakeConfig) Watch(ctx context.Context, onChange func(map[string]string, string)) {
 	f.mu.Lock()
 	f.onChange = onChange
+	data, version := maps.Clone(f.data), strconv.Itoa(f.version)
 	f.mu.Unlock()
+	onChange(data, version)
 	<-ctx.Done()
 }
 
@@ -112,7 +116,7 @@ func (f *fakeHelm) Uninstall(_ context.Context, name string) (bool, error) {
 	return true, nil
 }
 
-func (f *fakeHelm) Releases() ([]string, error) {
+func (f *fakeHelm) Releases(context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
@@ -125,14 +129,14 @@ func (f *fakeHelm) Releases() ([]string, error) {
 	return out, nil
 }
 
-func (f *fakeHelm) Has(name string) (bool, error) {
+func (f *fakeHelm) Has(_ context.Context, name string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rel, ok := f.releases[name]
 	return ok && rel.ours, nil
 }
 
-func (f *fakeHelm) AbsentResources(string) ([]string, error) { return nil, nil }
+func (f *fakeHelm) AbsentResources(context.Context, string) ([]string, error) { return nil, nil }
 
 func (f *fakeHelm) called() []string {
 	f.mu.Lock()

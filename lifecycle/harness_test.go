@@ -238,7 +238,7 @@ func (e *env) start() {
 	e.op = New(Config{
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: e.hookTimeout,
-		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Watcher: watcher,
+		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Monitors: KubeMonitors(watcher),
 		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName), CRDs: crds,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
@@ -342,7 +342,7 @@ func (e *env) releaseValues(module string) map[string]any {
 }
 
 func (e *env) hasRelease(module string) bool {
-	ok, err := e.helm.Has(module)
+	ok, err := e.helm.Has(context.Background(), module)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -17,12 +17,12 @@ func (s *steps) healLoop(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-s.cfg.After(interval):
-			s.checkAbsent()
+			s.checkAbsent(ctx)
 		}
 	}
 }
 
-func (s *steps) checkAbsent() {
+func (s *steps) checkAbsent(ctx context.Context) {
 	model, _ := s.current()
 	for _, m := range model.Modules {
 		s.mu.Lock()
@@ -32,7 +32,7 @@ func (s *steps) checkAbsent() {
 		if !ready || !m.HasChart {
 			continue
 		}
-		absent, err := s.helm.AbsentResources(m.Name)
+		absent, err := s.helm.AbsentResources(ctx, m.Name)
 		if err != nil {
 			s.logger.Warn("absent-resources check failed", "module", m.Name, "err", err)
 			continue

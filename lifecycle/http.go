@@ -69,8 +69,8 @@ func (o *Operator) Status() Status {
 	}
 	st.Bindings = o.bind.watchStatus()
 	st.Watches = []kube.WatchInfo{}
-	if o.c.cfg.Watcher != nil {
-		st.Watches = o.c.cfg.Watcher.Watches()
+	if o.c.cfg.Monitors != nil {
+		st.Watches = o.c.cfg.Monitors.Watches()
 	}
 	return st
 }

@@ -21,18 +21,44 @@ const (
 	kindKubeEvent queue.Kind = "KubernetesEvent"
 )
 
-// Watcher starts the monitors behind kubernetes bindings, and lists the
-// watches they share for /status.
-type Watcher interface {
-	NewMonitor(spec kube.MonitorSpec, handler func(kube.ObjectEvent)) (*kube.Monitor, error)
+// MonitorSource starts the monitors behind kubernetes bindings, and lists
+// the API server watches they share, for /status.
+type MonitorSource interface {
+	NewMonitor(spec kube.MonitorSpec, handler func(kube.ObjectEvent)) (Monitor, error)
 	Watches() []kube.WatchInfo
 }
 
-var _ Watcher = (*kube.Watcher)(nil)
+// Monitor is one kubernetes binding's view of its objects.
+type Monitor interface {
+	Start(ctx context.Context) error
+	Stop()
+	// Snapshot is the objects the binding sees now, in a stable order.
+	Snapshot() []kube.ObjectEvent
+	Len() int
+	Kind() string
+	LastError() string
+}
 
-// errNoWatcher: a hook has kubernetes bindings, and the operator was built
-// without access to the API server's watches.
-var errNoWatcher = errors.New("kubernetes bindings need a watcher, and none is configured")
+var _ Monitor = (*kube.Monitor)(nil)
+
+// KubeMonitors is the MonitorSource of the API server behind w.
+func KubeMonitors(w *kube.Watcher) MonitorSource { return kubeMonitorSource{w} }
+
+type kubeMonitorSource struct{ w *kube.Watcher }
+
+func (k kubeMonitorSource) NewMonitor(spec kube.MonitorSpec, handler func(kube.ObjectEvent)) (Monitor, error) {
+	m, err := k.w.NewMonitor(spec, handler)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (k kubeMonitorSource) Watches() []kube.WatchInfo { return k.w.Watches() }
+
+// errNoMonitors: a hook has kubernetes bindings, and the operator was
+// built without access to the API server's watches.
+var errNoMonitors = errors.New("kubernetes bindings need the API server's watches, and none are configured")
 
 // hookMonitors are the running monitors of one hook's kubernetes bindings.
 type hookMonitors struct {
@@ -42,7 +68,7 @@ type hookMonitors struct {
 
 type bindingMonitor struct {
 	binding loader.KubernetesBinding
-	monitor *kube.Monitor
+	monitor Monitor
 	// live: events are queued. It turns on when the hook's Synchronization
 	// context is taken, so every later change reaches the hook as an event
 	// and every earlier one is in the objects it saw.
@@ -112,13 +138,13 @@ func (bs *bindings) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 	if hm != nil {
 		return hm, nil
 	}
-	if bs.cfg.Watcher == nil {
-		return nil, fmt.Errorf("hook %s: %w", h.Name, errNoWatcher)
+	if bs.cfg.Monitors == nil {
+		return nil, fmt.Errorf("hook %s: %w", h.Name, errNoMonitors)
 	}
 	hm = &hookMonitors{hook: h}
 	for _, b := range h.Config.Kubernetes {
 		bm := &bindingMonitor{binding: b}
-		m, err := bs.cfg.Watcher.NewMonitor(monitorSpec(h, b), func(ev kube.ObjectEvent) {
+		m, err := bs.cfg.Monitors.NewMonitor(monitorSpec(h, b), func(ev kube.ObjectEvent) {
 			// an empty executeHookOnEvent wants no events, which the
 			// monitor reads as all of them
 			if bm.live.Load() && slices.Contains(b.ExecuteHookOnEvent, ev.Type) {

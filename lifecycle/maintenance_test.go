@@ -53,7 +53,7 @@ func TestMaintenanceMode(t *testing.T) {
 	if err := client.CoreV1().ConfigMaps(e.ns).Delete(t.Context(), "alpha-values", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.op.steps.checkAbsent()
+	e.op.steps.checkAbsent(t.Context())
 	e.idle()
 	if _, err := client.CoreV1().ConfigMaps(e.ns).Get(t.Context(), "alpha-values", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a resource of a release in maintenance was healed: %v", err)

@@ -29,12 +29,12 @@ type ConfigBackend interface {
 type Helm interface {
 	Upgrade(ctx context.Context, r kube.Release) (kube.Result, error)
 	Uninstall(ctx context.Context, name string) (bool, error)
-	Releases() ([]string, error)
+	Releases(ctx context.Context) ([]string, error)
 	// Has reports whether a release of the module's name exists that the
 	// operator may delete (its own or the original addon-operator's).
-	Has(name string) (bool, error)
+	Has(ctx context.Context, name string) (bool, error)
 	// AbsentResources lists the missing resources of a module's release.
-	AbsentResources(name string) ([]string, error)
+	AbsentResources(ctx context.Context, name string) ([]string, error)
 }
 
 // CRDInstaller applies the CustomResourceDefinitions of a module's crds/
@@ -65,9 +65,9 @@ type Config struct {
 	// ResourcesCheckInterval is the period of the absent-resources check
 	// (auto-healing); zero turns it off.
 	ResourcesCheckInterval time.Duration
-	// Watcher starts the monitors of kubernetes bindings (nil: a hook
-	// with kubernetes bindings fails with errNoWatcher).
-	Watcher Watcher
+	// Monitors starts the monitors of kubernetes bindings (nil: a hook
+	// with kubernetes bindings fails with errNoMonitors).
+	Monitors MonitorSource
 	// PurgeLimit is how many modules one revision may purge: PurgeHalf
 	// (the zero value), PurgeNone, or a number.
 	PurgeLimit int

@@ -122,7 +122,7 @@ func (s *steps) discoverTask() *queue.Task {
 		Description: "discover modules",
 		Do: func(ctx context.Context) error {
 			model, store := s.current()
-			releases, err := s.helm.Releases()
+			releases, err := s.helm.Releases(ctx)
 			if err != nil {
 				return err
 			}
@@ -153,7 +153,7 @@ func (s *steps) discoverTask() *queue.Task {
 					runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
 					continue
 				}
-				if st.enabled || slices.Contains(releases, m.Name) || s.hasRelease(m.Name) {
+				if st.enabled || slices.Contains(releases, m.Name) || s.hasRelease(ctx, m.Name) {
 					deletes = append(deletes, s.moduleDeleteTask(m.Name))
 				}
 				st.enabled = false
@@ -376,7 +376,7 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 			}
 			// beforeDeleteHelm only when there is a release to delete; a
 			// retry after the uninstall does not run it again
-			exists, err := s.helm.Has(name)
+			exists, err := s.helm.Has(ctx, name)
 			if err != nil {
 				return err
 			}
@@ -430,8 +430,8 @@ func (s *steps) modulePurgeTask(name string) *queue.Task {
 // does not list (the original addon-operator's). It reads the snapshot
 // Releases just took; an error counts as no release, and the next
 // discovery asks again.
-func (s *steps) hasRelease(name string) bool {
-	ok, err := s.helm.Has(name)
+func (s *steps) hasRelease(ctx context.Context, name string) bool {
+	ok, err := s.helm.Has(ctx, name)
 	if err != nil {
 		s.logger.Warn("could not read a module's release", "module", name, "err", err)
 	}

@@ -21,7 +21,7 @@ func TestWorkingCopyEdits(t *testing.T) {
 	e.waitReady()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := gitsync.NewWatcher(quiet(), 100*time.Millisecond, filepath.Join(e.dir, "modules"), filepath.Join(e.dir, "global-hooks"))
+	w := gitsync.NewTreeWatcher(quiet(), 100*time.Millisecond, filepath.Join(e.dir, "modules"), filepath.Join(e.dir, "global-hooks"))
 	go func() { _ = w.Run(ctx, func() { e.op.TreeChanged(Revision{}) }) }()
 	time.Sleep(100 * time.Millisecond)
 	write := func(p, c string) {

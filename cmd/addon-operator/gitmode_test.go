@@ -297,7 +297,10 @@ func TestGitMode(t *testing.T) {
 
 	// a removed module directory is purged
 	commitFiles(t, repo, "remove alpha", nil, "modules/001-alpha")
-	eventually(t, "alpha purged", func() bool { ok, _ := helm.Has("alpha"); return !ok && cmValue(ns, "001-alpha-cm") == "" })
+	eventually(t, "alpha purged", func() bool {
+		ok, _ := helm.Has(context.Background(), "alpha")
+		return !ok && cmValue(ns, "001-alpha-cm") == ""
+	})
 
 	// the server down: reported, the cluster keeps running; back up: picked up
 	srv.Stop()

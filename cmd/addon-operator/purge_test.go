@@ -34,7 +34,7 @@ func TestConfirmPurge(t *testing.T) {
 		t.Fatalf("confirm-purge: %v\n%s", err, out)
 	}
 	eventually(t, "alpha purged once confirmed", func() bool {
-		ok, _ := helmClient(t, ns).Has("alpha")
+		ok, _ := helmClient(t, ns).Has(t.Context(), "alpha")
 		return !ok && status(t, addr)["revision"] == empty
 	})
 }

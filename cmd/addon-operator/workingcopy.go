@@ -45,7 +45,7 @@ func watchDirs(modulesDirs, globalHooksDir string, logger *slog.Logger) []string
 // watchTree runs the tree watcher of no-git mode in g: every save under the
 // directories reloads the tree.
 func (s *startup) watchTree(ctx context.Context, g *errgroup.Group) {
-	watcher := gitsync.NewWatcher(s.logger, watchDebounce, watchDirs(s.op.ModulesDir, s.op.GlobalHooksDir, s.logger)...)
+	watcher := gitsync.NewTreeWatcher(s.logger, watchDebounce, watchDirs(s.op.ModulesDir, s.op.GlobalHooksDir, s.logger)...)
 	g.Go(func() error {
 		if err := watcher.Run(ctx, func() { s.operator.TreeChanged(lifecycle.Revision{}) }); err != nil {
 			s.logger.Error("tree watcher stopped; edits will not be picked up", "err", err)
