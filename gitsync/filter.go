@@ -50,6 +50,13 @@ func (s *Syncer) fill(ctx context.Context, c *object.Commit, sess transport.Uplo
 	}
 	stateless := s.stateless()
 	s.dropped.deltas = 0
+	// the session opened here last, closed when the next replaces it
+	var own transport.UploadPackSession
+	defer func() {
+		if own != nil {
+			own.Close()
+		}
+	}()
 	for batch := range slices.Chunk(missing, blobBatch) {
 		if sess == nil || !stateless {
 			// a session over ssh or file:// serves one request (and a
@@ -58,8 +65,10 @@ func (s *Syncer) fill(ctx context.Context, c *object.Commit, sess transport.Uplo
 			if err != nil {
 				return err
 			}
-			defer fresh.Close()
-			sess, ar = fresh, far
+			if own != nil {
+				own.Close()
+			}
+			own, sess, ar = fresh, fresh, far
 		}
 		if !s.filters(ar) {
 			return nil

@@ -21,14 +21,16 @@ import (
 const maxCachedCharts = 1000
 
 // chart loads (and caches) a module's chart. A module with templates/ and
-// no Chart.yaml gets one made up from its name.
+// no Chart.yaml gets one made up from its name. Each caller gets its own
+// copy: Helm's install and upgrade edit the chart they are given (they drop
+// disabled subcharts, rename aliased ones).
 func (h *Helm) chart(r Release) (*chart.Chart, error) {
 	key := r.ChartDir + "\x00" + r.ChartHash
 	h.mu.Lock()
 	c, ok := h.charts[key]
 	h.mu.Unlock()
 	if ok && r.ChartHash != "" {
-		return c, nil
+		return copyChart(c), nil
 	}
 	c, err := loadChart(r)
 	if err != nil {
@@ -40,7 +42,32 @@ func (h *Helm) chart(r Release) (*chart.Chart, error) {
 	}
 	h.charts[key] = c
 	h.mu.Unlock()
-	return c, nil
+	return copyChart(c), nil
+}
+
+// copyChart copies what Helm edits while it processes dependencies: the
+// metadata's dependency list and the subcharts, recursively; templates,
+// files and values are shared (Helm replaces them rather than editing).
+func copyChart(c *chart.Chart) *chart.Chart {
+	out := *c
+	md := *c.Metadata
+	if c.Metadata.Dependencies != nil {
+		md.Dependencies = make([]*chart.Dependency, len(c.Metadata.Dependencies))
+		for i, d := range c.Metadata.Dependencies {
+			if d != nil {
+				dep := *d
+				md.Dependencies[i] = &dep
+			}
+		}
+	}
+	out.Metadata = &md
+	subs := c.Dependencies()
+	copies := make([]*chart.Chart, len(subs))
+	for i, sub := range subs {
+		copies[i] = copyChart(sub)
+	}
+	out.SetDependencies(copies...)
+	return &out
 }
 
 func loadChart(r Release) (*chart.Chart, error) {
@@ -104,11 +131,11 @@ func loadTemplatesOnly(dir, name string) (*chart.Chart, error) {
 	return chartloader.LoadFiles(files)
 }
 
-// Checksum renders the chart with the values (client-side) and digests the
+// checksum renders the chart with the values (client-side) and digests the
 // rendered manifests (hooks included). The values themselves are left out:
 // every chart gets the global values, so a change to a value no template
 // uses would otherwise upgrade every release without changing anything.
-func (h *Helm) Checksum(ctx context.Context, r Release) (string, error) {
+func (h *Helm) checksum(ctx context.Context, r Release) (string, error) {
 	c, err := h.chart(r)
 	if err != nil {
 		return "", err

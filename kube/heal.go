@@ -29,12 +29,16 @@ func (h *Helm) repair(ctx context.Context, last *release.Release) (*release.Rele
 		last = next
 	}
 	if last.Info.Status == release.StatusFailed {
-		if _, err := h.cfg.Releases.Deployed(name); errors.Is(err, driver.ErrNoDeployedReleases) {
+		_, err := h.cfg.Releases.Deployed(name)
+		switch {
+		case errors.Is(err, driver.ErrNoDeployedReleases):
 			h.logger.Warn("first install failed; removing it before trying again", "module", name)
 			if _, err := h.uninstall(ctx, name); err != nil {
 				return nil, false, err
 			}
 			return nil, false, nil
+		case err != nil:
+			return nil, false, fmt.Errorf("read the deployed revision of %s: %w", name, err)
 		}
 	}
 	return last, true, nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -53,16 +54,22 @@ type Helm struct {
 	logger    *slog.Logger
 
 	prepMu   sync.Mutex
-	prepared bool // see prepare
+	prepared bool // see actionConfig
 
 	mu     sync.Mutex
 	charts map[string]*chart.Chart // by ChartDir + ChartHash
 	// latest is the newest record of every release in the namespace, read in
 	// one list by Releases and kept current by this client's own writes;
-	// valid while fresh. Any failed write drops it.
-	latest map[string]*release.Release
-	fresh  bool
+	// valid until freshUntil (another tool may change releases meanwhile,
+	// and ownership is decided on it). Any failed write drops it.
+	latest     map[string]*release.Release
+	freshUntil time.Time
+	now        func() time.Time
 }
+
+// snapshotTTL is how long a Releases list answers for single releases: a
+// reload's module runs, not a run hours later.
+const snapshotTTL = 30 * time.Second
 
 // NewHelm returns a Helm client for the namespace.
 func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger) (*Helm, error) {
@@ -80,7 +87,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger) (*H
 	if kc, ok := cfg.KubeClient.(*helmkube.Client); ok {
 		kc.Namespace = namespace
 	}
-	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, charts: map[string]*chart.Chart{}, latest: map[string]*release.Release{}}, nil
+	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, charts: map[string]*chart.Chart{}, latest: map[string]*release.Release{}, now: time.Now}, nil
 }
 
 // last returns the release's latest record, whether it exists, and
@@ -88,7 +95,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger) (*H
 func (h *Helm) last(name string) (*release.Release, bool, error) {
 	h.mu.Lock()
 	rel, cached := h.latest[name]
-	fresh := h.fresh
+	fresh := h.now().Before(h.freshUntil)
 	h.mu.Unlock()
 	if !fresh {
 		var err error
@@ -108,8 +115,24 @@ func (h *Helm) last(name string) (*release.Release, bool, error) {
 	return rel, true, nil
 }
 
-// Uninstall removes a release of ours. It reports whether there was one; a
-// release of that name that is not ours is an error and is left alone.
+// Purge removes a release whose module is gone, only when it carries our
+// label: the original addon-operator's releases and other tools' are left
+// alone. It reports whether it removed one.
+func (h *Helm) Purge(ctx context.Context, name string) (bool, error) {
+	rel, exists, err := h.last(name)
+	if errors.Is(err, ErrNotOurs) || (exists && rel.Labels[LabelManagedBy] != ManagedByValue) {
+		h.logger.Info("release of a removed module left alone: not labelled as ours", "module", name)
+		return false, nil
+	}
+	if err != nil || !exists {
+		return false, err
+	}
+	return h.uninstall(ctx, name)
+}
+
+// Uninstall removes a module's release, ours or the original
+// addon-operator's. It reports whether there was one; a release of that
+// name that another tool owns is an error and is left alone.
 func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
 	_, exists, err := h.last(name)
 	if err != nil || !exists {
@@ -145,7 +168,7 @@ func (h *Helm) record(name string, rel *release.Release) {
 
 func (h *Helm) invalidate() {
 	h.mu.Lock()
-	h.fresh = false
+	h.freshUntil = time.Time{}
 	h.mu.Unlock()
 }
 
@@ -190,7 +213,7 @@ func (h *Helm) Releases(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(names)
 	h.mu.Lock()
-	h.latest, h.fresh = latest, true
+	h.latest, h.freshUntil = latest, h.now().Add(snapshotTTL)
 	h.mu.Unlock()
 	return names, nil
 }

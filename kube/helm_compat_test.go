@@ -78,3 +78,28 @@ data:
 		})
 	}
 }
+
+// Helm edits the chart it installs (a disabled subchart is dropped from
+// it); the cached chart must not remember that, so turning the subchart
+// on again deploys it.
+func TestSubchartConditionTogglesBack(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"Chart.yaml":                   "apiVersion: v2\nname: toggle\nversion: 0.1.0\ndependencies:\n  - name: sub\n    version: 0.1.0\n    condition: sub.enabled\n",
+		"templates/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n",
+		"charts/sub/Chart.yaml":        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+		"charts/sub/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-sub\n",
+	})
+	ns := namespace(t)
+	h := newHelm(t, ns)
+	for _, on := range []bool{false, true, false, true} {
+		r := Release{Name: "toggle", Key: "toggle", ChartDir: dir, ChartHash: "fixed", Values: map[string]any{"sub": map[string]any{"enabled": on}, "global": map[string]any{}}}
+		if _, err := h.Upgrade(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		_, err := client.CoreV1().ConfigMaps(ns).Get(t.Context(), "toggle-sub", metav1.GetOptions{})
+		if (err == nil) != on {
+			t.Fatalf("sub.enabled=%v: subchart ConfigMap present = %v", on, err == nil)
+		}
+	}
+}

@@ -260,10 +260,21 @@ func TestHelmLeavesOthersReleasesAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := action.NewInstall(cfg)
-	inst.ReleaseName, inst.Namespace = "foreign", ns
-	if _, err := inst.Run(&chart.Chart{Metadata: &chart.Metadata{Name: "foreign", Version: "0.1.0", APIVersion: "v2"}}, nil); err != nil {
-		t.Fatal(err)
+	for name, labels := range map[string]map[string]string{"foreign": nil, "original": {LabelOriginalChecksum: "abc"}} {
+		inst := action.NewInstall(cfg)
+		inst.ReleaseName, inst.Namespace, inst.Labels = name, ns, labels
+		if _, err := inst.Run(&chart.Chart{Metadata: &chart.Metadata{Name: name, Version: "0.1.0", APIVersion: "v2"}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a purge (the module is gone) removes only releases labelled as ours
+	for _, name := range []string{"foreign", "original"} {
+		if removed, err := h.Purge(t.Context(), name); err != nil || removed {
+			t.Fatalf("purge of %s: %v, %v", name, removed, err)
+		}
+		if _, err := action.NewGet(cfg).Run(name); err != nil {
+			t.Fatalf("%s gone after a purge: %v", name, err)
+		}
 	}
 	r := Release{Name: "foreign", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "1"}}}
 	if _, err := h.Upgrade(t.Context(), r); !errors.Is(err, ErrNotOurs) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/itchyny/gojq"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +42,9 @@ type MonitorSpec struct {
 	// KeepFullObjects keeps whole objects in the snapshot; false keeps
 	// only filter results (and the object's coordinates).
 	KeepFullObjects bool
+	// SyncTimeout bounds how long Start waits for the first list (0: as
+	// long as Start's context lives); the monitor stops when it passes.
+	SyncTimeout time.Duration
 }
 
 // ObjectEvent is one change the handler is told about.
@@ -177,7 +181,13 @@ func (m *Monitor) Start(ctx context.Context) error {
 	m.ctx = ctx
 	m.unhook = context.AfterFunc(ctx, m.Stop)
 	m.mu.Unlock()
-	if err := m.open(ctx); err != nil {
+	waitCtx := ctx
+	if m.spec.SyncTimeout > 0 {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeout(ctx, m.spec.SyncTimeout)
+		defer cancel()
+	}
+	if err := m.open(ctx, waitCtx); err != nil {
 		m.Stop()
 		return err
 	}

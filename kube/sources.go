@@ -24,7 +24,9 @@ func (s *source) close(report bool) {
 	s.w.release(s.sw)
 }
 
-func (m *Monitor) open(ctx context.Context) error {
+// open joins the watches the monitor needs (for as long as ctx lives) and
+// waits for their first lists while waitCtx lives.
+func (m *Monitor) open(ctx, waitCtx context.Context) error {
 	if m.nsSelector != nil {
 		ns := m.join(ctx, watchKey{gvr: namespacesGVR, labelSelector: *m.nsSelector}, "Namespace", &member{
 			name: m.name, names: m.spec.Namespaces, on: m.followNamespace, onError: m.noteError, ready: make(chan error, 1),
@@ -38,7 +40,7 @@ func (m *Monitor) open(ctx context.Context) error {
 		if stopped {
 			ns.close(false)
 		}
-		if err := wait(ctx, ns.mb.ready); err != nil {
+		if err := wait(waitCtx, ns.mb.ready); err != nil {
 			return fmt.Errorf("watch namespaces for %s: %w", m.kind, err)
 		}
 	} else {
@@ -57,7 +59,7 @@ func (m *Monitor) open(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	for _, ready := range waits {
-		if err := wait(ctx, ready); err != nil {
+		if err := wait(waitCtx, ready); err != nil {
 			return fmt.Errorf("watch %s: %w", m.kind, err)
 		}
 	}

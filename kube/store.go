@@ -38,8 +38,9 @@ func (sw *sharedWatch) observe(typ string, obj any) error {
 }
 
 // Replace handles a (re-)list: the members are told what changed since
-// the last one (nothing is reported of the first: their monitors are not
-// synced yet), objects that are gone last, by name.
+// the last one (on the first list, everything as added: a member whose
+// monitor is not synced yet takes it as its initial objects), objects that
+// are gone last, by name.
 func (sw *sharedWatch) Replace(list []any, _ string) error {
 	sw.deliver.Lock()
 	defer sw.deliver.Unlock()

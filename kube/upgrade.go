@@ -47,7 +47,7 @@ const maxHistory = 5
 // resources is missing; it clears a release stuck in a pending state and
 // removes a failed first install before trying again.
 func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
-	sum, err := h.Checksum(ctx, r)
+	sum, err := h.checksum(ctx, r)
 	if err != nil {
 		return Result{}, err
 	}
@@ -61,7 +61,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		}
 	}
 	inMaintenance := exists && last.Labels[LabelMaintenance] == "true"
-	if r.Maintenance && exists && last.Info.Status == release.StatusDeployed {
+	if r.Maintenance && exists {
 		if !inMaintenance {
 			if err := h.label(last, LabelMaintenance, "true"); err != nil {
 				return Result{}, err
@@ -83,7 +83,8 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := h.prepare(); err != nil {
+	cfg, err := h.actionConfig()
+	if err != nil {
 		return Result{}, err
 	}
 	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelChecksum: sum}
@@ -108,7 +109,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
 	defer cancel()
 	if !exists {
-		inst := action.NewInstall(h.cfg)
+		inst := action.NewInstall(cfg)
 		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
 		// Helm's client-side validation fetches and parses the API server's
 		// whole OpenAPI document on every install and upgrade (most of the
@@ -127,7 +128,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 				labels[k] = "null"
 			}
 		}
-		up := action.NewUpgrade(h.cfg)
+		up := action.NewUpgrade(cfg)
 		up.Namespace, up.Labels, up.MaxHistory = h.namespace, labels, maxHistory
 		up.DisableOpenAPIValidation = true // as for install
 		rel, err = up.RunWithContext(ctx, r.Name, c, r.Values)
@@ -136,7 +137,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		h.invalidate()
 		// the API may have gained kinds since discovery was read (a
 		// module's CRDs): the retry reads it again
-		h.getter.refresh()
+		h.rediscover()
 		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
 	}
 	h.record(rel.Name, rel)
@@ -159,16 +160,39 @@ func (h *Helm) label(rel *release.Release, key, value string) error {
 	return nil
 }
 
-// prepare fills in, once, before the first install or upgrade, what Helm
-// sets up lazily without a lock in the shared configuration (the kube
-// client's clientset, the cluster's capabilities): modules of one weight
-// install at once.
-func (h *Helm) prepare() error {
+// actionConfig returns the configuration for one install or upgrade: a
+// copy of the shared one with storage of its own, since Helm's actions
+// write into the configuration they get (an upgrade sets its storage's
+// MaxHistory) and modules of one weight install at once. Before the first
+// (and after rediscover), it fills in what Helm would set up lazily
+// without a lock: the kube client's clientset and the cluster's
+// capabilities.
+func (h *Helm) actionConfig() (*action.Configuration, error) {
 	h.prepMu.Lock()
 	defer h.prepMu.Unlock()
-	if h.prepared {
-		return nil
+	if !h.prepared {
+		if err := h.prepare(); err != nil {
+			return nil, err
+		}
+		h.prepared = true
 	}
+	c := *h.cfg
+	st := *h.cfg.Releases
+	c.Releases = &st
+	return &c, nil
+}
+
+// rediscover makes the next install or upgrade read the API's discovery
+// and capabilities again: the API may have gained kinds (a module's CRDs).
+func (h *Helm) rediscover() {
+	h.getter.refresh()
+	h.prepMu.Lock()
+	h.prepared = false
+	h.prepMu.Unlock()
+}
+
+// prepare reads what actionConfig fills in; under prepMu.
+func (h *Helm) prepare() error {
 	if err := h.cfg.KubeClient.IsReachable(); err != nil {
 		return fmt.Errorf("reach the cluster: %w", err)
 	}
@@ -191,7 +215,6 @@ func (h *Helm) prepare() error {
 		KubeVersion: chartutil.KubeVersion{Version: version.GitVersion, Major: version.Major, Minor: version.Minor},
 		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
 	}
-	h.prepared = true
 	return nil
 }
 

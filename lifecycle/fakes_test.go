@@ -116,6 +116,16 @@ func (f *fakeHelm) Uninstall(_ context.Context, name string) (bool, error) {
 	return true, nil
 }
 
+func (f *fakeHelm) Purge(ctx context.Context, name string) (bool, error) {
+	f.mu.Lock()
+	rel, ok := f.releases[name]
+	f.mu.Unlock()
+	if !ok || !rel.ours {
+		return false, nil
+	}
+	return f.Uninstall(ctx, name)
+}
+
 func (f *fakeHelm) Releases(context.Context) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

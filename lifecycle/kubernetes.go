@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -87,7 +88,10 @@ type bindings struct {
 	steps     *steps // a hook's values change queues a module run or a reload
 	kube      kubeMonitors
 	schedules *schedules
-	runCtx    context.Context // Run's: monitors live as long as it
+	// schedMu makes each syncSchedules' read of the state and its set one
+	// step: modules of one weight finish at once
+	schedMu sync.Mutex
+	runCtx  context.Context // Run's: monitors live as long as it
 }
 
 // kubeMonitors are the operator's running monitors, by hook.
@@ -95,6 +99,11 @@ type kubeMonitors struct {
 	mu    sync.Mutex
 	hooks map[string]*hookMonitors // by loader.Hook.Key
 }
+
+// monitorSyncTimeout bounds the wait for a binding's first list: a list
+// that keeps failing (an API that is down) fails the task that starts the
+// monitor, which is retried with backoff, so a change can pre-empt it.
+const monitorSyncTimeout = time.Minute
 
 // monitorSpec turns a binding into what the monitor watches.
 func monitorSpec(h *loader.Hook, b loader.KubernetesBinding) kube.MonitorSpec {
@@ -111,6 +120,7 @@ func monitorSpec(h *loader.Hook, b loader.KubernetesBinding) kube.MonitorSpec {
 		APIVersion: b.APIVersion, Kind: b.Kind, Namespaces: b.Namespaces, NamespaceLabelSelector: b.NamespaceLabelSelector,
 		LabelSelector: b.LabelSelector, FieldSelector: strings.Join(fields, ","), Names: b.NameSelector,
 		Events: b.ExecuteHookOnEvent, JqFilter: b.Query, KeepFullObjects: b.KeepFullObjectsInMemory,
+		SyncTimeout: monitorSyncTimeout,
 	}
 }
 

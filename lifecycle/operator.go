@@ -29,6 +29,9 @@ type ConfigBackend interface {
 type Helm interface {
 	Upgrade(ctx context.Context, r kube.Release) (kube.Result, error)
 	Uninstall(ctx context.Context, name string) (bool, error)
+	// Purge removes the release of a module that is gone, only when it is
+	// labelled as the operator's.
+	Purge(ctx context.Context, name string) (bool, error)
 	Releases(ctx context.Context) ([]string, error)
 	// Has reports whether a release of the module's name exists that the
 	// operator may delete (its own or the original addon-operator's).
@@ -110,7 +113,7 @@ func (cfg Config) withDefaults() Config {
 
 // Operator runs the documented lifecycle over one tree. It wires its
 // parts and is what the rest of the program talks to: the steps (the task
-// handlers of docs/lifecycle.md, tasks.go), the bindings that turn
+// handlers of docs/lifecycle.md, steps.go), the bindings that turn
 // kubernetes events and schedules into hook runs (kubernetes.go,
 // schedule.go), the hook runner (hooks.go) and the running state they
 // share (state.go).
@@ -209,11 +212,7 @@ func (o *Operator) Run(ctx context.Context) error {
 }
 
 // Ready is true once the first 'reload all modules' finished.
-func (o *Operator) Ready() bool {
-	o.c.mu.Lock()
-	defer o.c.mu.Unlock()
-	return o.c.ready
-}
+func (o *Operator) Ready() bool { return o.c.converged() }
 
 // Queues exposes the task queues; nil until Run has created them.
 func (o *Operator) Queues() *queue.Set {

@@ -83,10 +83,7 @@ func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
 					defer func() { <-sem }()
 					err := s.runModuleRecovered(ctx, name, r.startup)
 					if err != nil {
-						if !errors.Is(err, context.Canceled) {
-							s.metrics.moduleRunErrors.WithLabelValues(name).Inc()
-						}
-						s.setState(name, StateFailed, err)
+						s.moduleFailed(name, err)
 						errs[i] = fmt.Errorf("module %s: %w", name, err)
 						return
 					}

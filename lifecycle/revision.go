@@ -116,6 +116,9 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 	if err := store.CheckConfig(data); err != nil {
 		return nil, fmt.Errorf("its schemas refuse the current ConfigMap: %w", err)
 	}
+	if err := checkMaintenance(model, data); err != nil {
+		return nil, fmt.Errorf("the current ConfigMap does not suit it: %w", err)
+	}
 	return model, nil
 }
 
@@ -194,6 +197,10 @@ func (s *steps) adopt(rev Revision, model *loader.Model) error {
 		s.mu.Unlock()
 		return fmt.Errorf("the new tree's schemas refuse the current ConfigMap: %w", err)
 	}
+	if err := checkMaintenance(model, s.configData); err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("the current ConfigMap does not suit the new tree: %w", err)
+	}
 	dropped := store.RestorePatches(oldStore.Patches())
 	s.prevCommit = s.rev.Commit
 	s.model, s.store, s.rev = model, store, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
@@ -215,6 +222,9 @@ func (s *steps) adopt(rev Revision, model *loader.Model) error {
 	case len(purges) > 0:
 		s.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
 		main.AddAfterCurrent(purges...)
+	case diff.Empty():
+		// the same files (a re-tag, a revert): nothing to run
+		s.logger.Info("tree changed: the same files; nothing to run", "revision", rev.Commit)
 	case s.moduleScoped(diff):
 		s.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
 		main.Preempt(s.changedModulesTask(old, model, diff.Changed), func(t *queue.Task) bool {

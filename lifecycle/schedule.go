@@ -106,6 +106,8 @@ func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
 // enabled; it stops every other (a disabled or removed module's, an old
 // tree's).
 func (bs *bindings) syncSchedules() {
+	bs.schedMu.Lock()
+	defer bs.schedMu.Unlock()
 	model, _ := bs.current()
 	want := map[string]scheduled{}
 	add := func(h *loader.Hook) {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -136,6 +137,14 @@ func (s *steps) discoverTask() *queue.Task {
 			// purges (docs/lifecycle.md, steps 5–7)
 			var runs []moduleRun
 			var deletes []*queue.Task
+			// disabled modules with a release Releases does not list (the
+			// original addon-operator's), asked before taking the lock
+			held := map[string]bool{}
+			for _, m := range model.Modules {
+				if !slices.Contains(enabled, m.Name) && !slices.Contains(releases, m.Name) {
+					held[m.Name] = s.hasRelease(ctx, m.Name)
+				}
+			}
 			s.mu.Lock()
 			s.enabledModules = enabled
 			for _, m := range model.Modules {
@@ -153,7 +162,7 @@ func (s *steps) discoverTask() *queue.Task {
 					runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
 					continue
 				}
-				if st.enabled || slices.Contains(releases, m.Name) || s.hasRelease(ctx, m.Name) {
+				if st.enabled || slices.Contains(releases, m.Name) || held[m.Name] {
 					deletes = append(deletes, s.moduleDeleteTask(m.Name))
 				}
 				st.enabled = false
@@ -250,11 +259,8 @@ func (s *steps) moduleRunTask(name string, startup bool) *queue.Task {
 		Kind:        kindModuleRun,
 		Description: desc,
 		Payload:     name,
-		OnFailure: func(err error, _ int) {
-			s.metrics.moduleRunErrors.WithLabelValues(name).Inc()
-			s.setState(name, StateFailed, err)
-		},
-		Do: func(ctx context.Context) error { return s.runModule(ctx, name, startup) },
+		OnFailure:   func(err error, _ int) { s.moduleFailed(name, err) },
+		Do:          func(ctx context.Context) error { return s.runModule(ctx, name, startup) },
 	}
 	if !startup {
 		// a queued run of the same module covers a later request for one
@@ -356,10 +362,7 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 	return &queue.Task{
 		Kind:        kindModuleDelete,
 		Description: name,
-		OnFailure: func(err error, _ int) {
-			s.metrics.moduleRunErrors.WithLabelValues(name).Inc()
-			s.setState(name, StateFailed, err)
-		},
+		OnFailure:   func(err error, _ int) { s.moduleFailed(name, err) },
 		Do: func(ctx context.Context) error {
 			model, _ := s.current()
 			m := model.Module(name)
@@ -393,13 +396,15 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 			if removed {
 				s.logger.Info("helm release deleted", "module", name)
 			}
+			// after a conflict nothing was deleted: no afterDeleteHelm,
+			// and the module keeps the conflict as its error
 			if !conflict {
 				s.resolved(name)
+				if err := hooks(loader.AfterDeleteHelm); err != nil {
+					return err
+				}
 			}
-			if err := hooks(loader.AfterDeleteHelm); err != nil {
-				return err
-			}
-			s.setState(name, StateDisabled, err) // nil, or the conflict
+			s.setState(name, StateDisabled, err)
 			s.bind.syncSchedules()
 			s.bind.syncMonitors()
 			return nil
@@ -414,10 +419,11 @@ func (s *steps) modulePurgeTask(name string) *queue.Task {
 		Kind:        kindModulePurge,
 		Description: name,
 		Do: func(ctx context.Context) error {
-			removed, err := s.helm.Uninstall(ctx, name)
+			removed, err := s.helm.Purge(ctx, name)
 			if err != nil {
 				return err
 			}
+			s.metrics.releaseConflicts.DeleteLabelValues(name)
 			if removed {
 				s.logger.Info("helm release purged: its module is gone", "module", name)
 			}
@@ -465,4 +471,14 @@ func (s *steps) ensureCRDs(ctx context.Context, m *loader.Module) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// moduleFailed records a failed module run or delete: the module's state
+// and addon_operator_module_run_errors (not for a run cut short by
+// shutdown).
+func (s *steps) moduleFailed(name string, err error) {
+	if !errors.Is(err, context.Canceled) {
+		s.metrics.moduleRunErrors.WithLabelValues(name).Inc()
+	}
+	s.setState(name, StateFailed, err)
 }

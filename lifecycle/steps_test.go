@@ -58,6 +58,28 @@ func TestStepsPurgeGuard(t *testing.T) {
 	}
 }
 
+// A removed module whose release name another tool holds: the purge
+// leaves that release alone and does not hold up "main".
+func TestStepsPurgeLeavesForeignRelease(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\ngammaEnabled: true\n"},
+		chartOnly("001-alpha"), chartOnly("002-beta"), chartOnly("003-gamma"))
+	helm := newFakeHelm(map[string]fakeRelease{"beta": {ours: false}})
+	u := startUnit(t, files, nil, helm)
+	if err := os.RemoveAll(filepath.Join(u.dir, "modules/002-beta")); err != nil {
+		t.Fatal(err)
+	}
+	u.op.TreeChanged(Revision{})
+	u.until("beta gone from the modules", func() bool { return len(u.op.Status().Modules) == 2 })
+	u.idle()
+	if _, ok := helm.releases["beta"]; !ok {
+		t.Fatal("the other tool's release was removed")
+	}
+	// main goes on: a ConfigMap edit still reaches alpha
+	before := len(helm.called())
+	u.config.set(map[string]string{"alpha": "x: 1\n"})
+	u.until("alpha upgraded", func() bool { return len(helm.called()) > before })
+}
+
 func TestStepsModuleScopedReload(t *testing.T) {
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
 		chartOnly("001-alpha"), chartOnly("002-beta"))
