@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -98,4 +99,41 @@ type countedBody struct {
 func (b *countedBody) Close() error {
 	b.once.Do(b.done)
 	return b.ReadCloser.Close()
+}
+
+// A first list that keeps failing with a retriable error (the API server
+// answers 503) ends Start after SyncTimeout, with an error, and the
+// monitor stops: the task that started it can fail and be retried.
+func TestMonitorSyncTimeout(t *testing.T) {
+	cfg := rest.CopyConfig(restCfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(req.URL.Path, "/configmaps") {
+				return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Content-Type": {"application/json"}},
+					Body: io.NopCloser(strings.NewReader(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`)), Request: req}, nil
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	w, err := NewWatcher(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := w.NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{"default"}, SyncTimeout: 300 * time.Millisecond}, func(ObjectEvent) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Start(t.Context()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not synced") {
+			t.Fatalf("Start = %v, want a not-synced error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start still waits for a list that keeps failing")
+	}
+	if len(w.Watches()) != 0 {
+		t.Fatalf("the watch outlived its only monitor: %+v", w.Watches())
+	}
 }
