@@ -88,6 +88,7 @@ type bindings struct {
 	steps     *steps // a hook's values change queues a module run or a reload
 	kube      kubeMonitors
 	schedules *schedules
+	limits    hookLimits
 	// schedMu makes each syncSchedules' read of the state and its set one
 	// step: modules of one weight finish at once
 	schedMu sync.Mutex
@@ -324,6 +325,9 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, allowFailure bo
 		AllowFailure: allowFailure,
 		Payload:      acts,
 		Do: func(ctx context.Context) error {
+			if err := bs.limits.wait(ctx, h, bs.cfg.Now, bs.cfg.After); err != nil {
+				return err
+			}
 			s := &snapshotter{hm: bs.runningMonitors(h)}
 			contexts := make([]map[string]any, 0, len(acts))
 			for i, a := range acts {

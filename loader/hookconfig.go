@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/itchyny/gojq"
 	"github.com/robfig/cron/v3"
@@ -46,6 +47,16 @@ type HookConfig struct {
 	Orders     map[string]float64
 	Schedules  []ScheduleBinding
 	Kubernetes []KubernetesBinding
+	// Settings rate-limit the hook's runs from kubernetes events and
+	// schedules (v1 `settings`); nil: no limit.
+	Settings *HookSettings
+}
+
+// HookSettings are a v1 hook's `settings`: at most ExecutionBurst runs at
+// once, then one per ExecutionMinInterval, as shell-operator's rate limit.
+type HookSettings struct {
+	ExecutionMinInterval time.Duration // 0: no limit
+	ExecutionBurst       int           // 0: 1
 }
 
 // Order returns the hook's order for an ordered binding and whether it has it.
@@ -169,7 +180,7 @@ func ParseHookConfig(data []byte, global bool) (*HookConfig, error) {
 		case k == OnKubernetesEvent || k == Kubernetes:
 			return nil, fmt.Errorf("binding %q is not part of configVersion %s (v0 uses onKubernetesEvent, v1 uses kubernetes)", k, cfg.Version)
 		case k == "settings" && cfg.Version == "v1":
-			if err := checkSettings(raw); err != nil {
+			if cfg.Settings, err = parseSettings(raw); err != nil {
 				return nil, fmt.Errorf("settings: %w", err)
 			}
 		case slices.Contains(webhookBindings, k) && cfg.Version == "v1":

@@ -128,26 +128,30 @@ func (f *flexBool) or(def bool) bool {
 	return bool(*f)
 }
 
-// checkSettings validates a v1 hook's settings. The original rate-limits a
-// hook's event runs with them; this operator accepts them and does not
-// (docs/operator.md, "Hook configs and binding contexts").
-func checkSettings(raw json.RawMessage) error {
+// parseSettings reads a v1 hook's settings, which rate-limit its event
+// runs (docs/operator.md, "Hook configs and binding contexts").
+func parseSettings(raw json.RawMessage) (*HookSettings, error) {
 	var s struct {
 		ExecutionMinInterval string      `json:"executionMinInterval"`
 		ExecutionBurst       json.Number `json:"executionBurst"`
 	}
 	if err := decodeStrict(raw, &s); err != nil {
-		return fmt.Errorf("want {executionMinInterval, executionBurst}: %w", err)
+		return nil, fmt.Errorf("want {executionMinInterval, executionBurst}: %w", err)
 	}
+	out := &HookSettings{}
 	if s.ExecutionMinInterval != "" {
-		if _, err := time.ParseDuration(s.ExecutionMinInterval); err != nil {
-			return fmt.Errorf("executionMinInterval: %w", err)
+		d, err := time.ParseDuration(s.ExecutionMinInterval)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("executionMinInterval: want a duration such as 5s, got %q", s.ExecutionMinInterval)
 		}
+		out.ExecutionMinInterval = d
 	}
 	if s.ExecutionBurst != "" {
-		if _, err := s.ExecutionBurst.Int64(); err != nil {
-			return fmt.Errorf("executionBurst: want an integer, got %s", s.ExecutionBurst)
+		n, err := s.ExecutionBurst.Int64()
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("executionBurst: want a whole number, got %s", s.ExecutionBurst)
 		}
+		out.ExecutionBurst = int(n)
 	}
-	return nil
+	return out, nil
 }

@@ -18,13 +18,20 @@ var (
 	moduleNameRe = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 )
 
+// UnnumberedOrder is the order of a module directory without a numeric
+// prefix: 1, the original addon-operator's default, so such a module runs
+// with the modules of weight 1, in name order.
+const UnnumberedOrder = 1
+
 // ParseModuleDir splits a module directory name into its order (the numeric
-// prefix, 0 when absent) and its module name (001-simple-module → 1, simple-module).
+// prefix, UnnumberedOrder when absent) and its module name
+// (001-simple-module → 1, simple-module).
 func ParseModuleDir(dir string) (order int, name string, err error) {
 	m := moduleDirRe.FindStringSubmatch(dir)
 	if m == nil {
 		return 0, "", fmt.Errorf("module directory %q: no module name", dir)
 	}
+	order = UnnumberedOrder
 	if m[1] != "" {
 		order, err = strconv.Atoi(m[1])
 		if err != nil {

@@ -12,7 +12,7 @@ func TestNames(t *testing.T) {
 		wantErr        bool
 	}{
 		{dir: "001-simple-module", order: 1, name: "simple-module", key: "simpleModule"},
-		{dir: "simple-one-module", order: 0, name: "simple-one-module", key: "simpleOneModule"},
+		{dir: "simple-one-module", order: UnnumberedOrder, name: "simple-one-module", key: "simpleOneModule"},
 		{dir: "020-cert-manager-v2", order: 20, name: "cert-manager-v2", key: "certManagerV2"},
 		{dir: "005-mod-aa", order: 5, name: "mod-aa", key: "modAa"},
 		{dir: "010-module-2fa", order: 10, name: "module-2fa", wantErr: true},
