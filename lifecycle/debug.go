@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -78,7 +79,7 @@ func (d *debugAPI) debugRoutes(mux *http.ServeMux, namespace string) {
 	mux.Handle("GET /debug/modules/{name}/config", debugJSON(func(r *http.Request) (any, error) {
 		return d.debugModuleValues(r.PathValue("name"), r.URL.Query().Get("global") == "true", true)
 	}))
-	mux.Handle("GET /debug/modules/{name}/render", localOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /debug/modules/{name}/render", LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		manifest, err := d.debugRender(r.Context(), r.PathValue("name"), namespace)
 		if err != nil {
 			writeDebugError(w, err)
@@ -109,7 +110,7 @@ func (d *debugAPI) debugRoutes(mux *http.ServeMux, namespace string) {
 
 // debugJSON serves what fn returns as JSON, to local clients only.
 func debugJSON(fn func(*http.Request) (any, error)) http.Handler {
-	return localOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := fn(r)
 		if err != nil {
 			writeDebugError(w, err)
@@ -130,8 +131,9 @@ func writeDebugError(w http.ResponseWriter, err error) {
 	http.Error(w, err.Error(), code)
 }
 
-// localOnly answers clients on the operator's own host and refuses others.
-func localOnly(next http.Handler) http.Handler {
+// LocalOnly answers clients on the operator's own host and refuses others
+// (the debug endpoints, and pprof when it is on).
+func LocalOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !fromOwnHost(r) {
 			http.Error(w, "the debug endpoints answer only on the operator's own host: run the command in its pod (kubectl exec) or through kubectl port-forward", http.StatusForbidden)
@@ -141,18 +143,32 @@ func localOnly(next http.Handler) http.Handler {
 	})
 }
 
-// fromOwnHost: the client is on loopback, or connects from the address it
-// connected to (a pod talking to its own IP).
+// fromOwnHost: the connection came in on loopback from loopback, or from
+// the address it came in on (a pod talking to its own IP), and the request
+// names its host by an IP or "localhost". A proxy in the pod that delivers
+// others' requests from a loopback address to the pod's IP (a service
+// mesh's sidecar) fails the first test; a web page whose name was rebound
+// to 127.0.0.1 fails the last.
 func fromOwnHost(r *http.Request) bool {
 	remote := hostIP(r.RemoteAddr)
-	if remote == nil {
+	localAddr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if remote == nil || !ok || !ipOrLocalhost(r.Host) {
 		return false
 	}
+	local := hostIP(localAddr.String())
 	if remote.IsLoopback() {
-		return true
+		return local != nil && local.IsLoopback()
 	}
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && remote.Equal(hostIP(local.String()))
+	return remote.Equal(local)
+}
+
+// ipOrLocalhost: a Host header that names an IP address or localhost.
+func ipOrLocalhost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	return host == "localhost" || net.ParseIP(host) != nil
 }
 
 func hostIP(addr string) net.IP {

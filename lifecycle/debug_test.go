@@ -98,20 +98,25 @@ func TestDebugEndpoints(t *testing.T) {
 func TestDebugOnlyForOwnHost(t *testing.T) {
 	h := New(Config{Logger: quiet()}, nil, nil, nil).Handler(HTTPOptions{})
 	tests := []struct {
-		name          string
-		remote, local string
-		code          int
+		name                string
+		remote, local, host string
+		code                int
 	}{
-		{"loopback", "127.0.0.1:40000", "127.0.0.1:9115", http.StatusServiceUnavailable},
-		{"loopback v6", "[::1]:40000", "[::1]:9115", http.StatusServiceUnavailable},
-		{"the pod to its own IP", "10.1.2.3:40000", "10.1.2.3:9115", http.StatusServiceUnavailable},
-		{"another pod", "10.1.2.4:40000", "10.1.2.3:9115", http.StatusForbidden},
-		{"no local address", "10.1.2.4:40000", "", http.StatusForbidden},
+		{"loopback", "127.0.0.1:40000", "127.0.0.1:9115", "127.0.0.1:9115", http.StatusServiceUnavailable},
+		{"loopback by name", "127.0.0.1:40000", "127.0.0.1:9115", "localhost:9115", http.StatusServiceUnavailable},
+		{"loopback v6", "[::1]:40000", "[::1]:9115", "[::1]:9115", http.StatusServiceUnavailable},
+		{"the pod to its own IP", "10.1.2.3:40000", "10.1.2.3:9115", "10.1.2.3:9115", http.StatusServiceUnavailable},
+		{"another pod", "10.1.2.4:40000", "10.1.2.3:9115", "10.1.2.3:9115", http.StatusForbidden},
+		{"no local address", "10.1.2.4:40000", "", "10.1.2.3:9115", http.StatusForbidden},
+		// a mesh sidecar delivers others' requests from loopback to the pod's IP
+		{"a sidecar's delivery", "127.0.0.6:40000", "10.1.2.3:9115", "10.1.2.3:9115", http.StatusForbidden},
+		// a web page whose name was rebound to 127.0.0.1
+		{"a rebound name", "127.0.0.1:40000", "127.0.0.1:9115", "attacker.example:9115", http.StatusForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/debug/modules", nil)
-			r.RemoteAddr = tt.remote
+			r.RemoteAddr, r.Host = tt.remote, tt.host
 			if tt.local != "" {
 				addr, err := net.ResolveTCPAddr("tcp", tt.local)
 				if err != nil {

@@ -208,8 +208,10 @@ func (bs *bindings) synchronize(ctx context.Context, hooks []*loader.Hook) error
 				continue
 			}
 			if !b.WaitForSynchronization {
-				markSynced(group, bm)
+				// queued before the binding turns live, so no Event run
+				// comes ahead of its Synchronization in that queue
 				bs.queueSet().Queue(b.Queue).Add(bs.kubeSyncTask(h, hm, bm, group))
+				markSynced(group, bm)
 				continue
 			}
 			name, bc := bs.syncContext(hm, bm, group)
@@ -317,16 +319,21 @@ type activation struct {
 // tasks: one run whose binding context lists every activation in order,
 // where contexts of one group in a row compact into the last. A v0 hook,
 // which the original never combines, gets one run per activation.
-func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, allowFailure bool, a activation) *queue.Task {
+func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName string, allowFailure bool, a activation) *queue.Task {
 	acts := []activation{a}
-	t := &queue.Task{
+	var t *queue.Task
+	t = &queue.Task{
 		Kind:         kind,
 		Description:  h.Name + ": " + a.binding,
 		AllowFailure: allowFailure,
 		Payload:      acts,
 		Do: func(ctx context.Context) error {
-			if err := bs.limits.wait(ctx, h, bs.cfg.Now, bs.cfg.After); err != nil {
-				return err
+			// a rate-limited hook waits in its own queue; one in "main"
+			// does not, since a change must not wait behind it there
+			if queueName != "" && queueName != queue.MainQueue {
+				if err := bs.limits.wait(ctx, h, bs.cfg.Now, bs.cfg.After); err != nil {
+					return err
+				}
 			}
 			s := &snapshotter{hm: bs.runningMonitors(h)}
 			contexts := make([]map[string]any, 0, len(acts))
@@ -336,12 +343,16 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, allowFailure bo
 				}
 				contexts = append(contexts, a.context(s))
 			}
-			return bs.runEventHook(ctx, h, acts[0].binding, contexts, allowFailure)
+			return bs.runEventHook(ctx, h, acts[0].binding, contexts, t.AllowFailure)
 		},
 	}
 	if !isV0(h) {
 		t.MergeKey = "HookRun/" + h.Key()
-		t.Merge = func(later *queue.Task) { acts = append(acts, later.Payload.([]activation)...) }
+		t.Merge = func(later *queue.Task) {
+			acts = append(acts, later.Payload.([]activation)...)
+			// a failure may be dropped only when every activation allows it
+			t.AllowFailure = t.AllowFailure && later.AllowFailure
+		}
 	}
 	return t
 }
@@ -361,7 +372,7 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 		}
 		return eventContext(b, kind, ev, s)
 	}}
-	queues.Queue(b.Queue).Add(bs.hookRunTask(h, kindKubeEvent, b.AllowFailure, a))
+	queues.Queue(b.Queue).Add(bs.hookRunTask(h, kindKubeEvent, b.Queue, b.AllowFailure, a))
 }
 
 // syncMonitors stops the monitors of hooks that are gone from the tree,

@@ -141,7 +141,7 @@ func (bs *bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
 	if queues == nil {
 		return
 	}
-	t := bs.hookRunTask(h, kindScheduleHook, b.AllowFailure, activation{binding: b.Name, group: b.Group,
+	t := bs.hookRunTask(h, kindScheduleHook, b.Queue, b.AllowFailure, activation{binding: b.Name, group: b.Group,
 		context: func(s *snapshotter) map[string]any { return scheduleContext(h, b, s) }})
 	if isV0(h) {
 		t.MergeKey = string(kindScheduleHook) + "/" + h.Module + "/" + h.Name + "/" + b.Name

@@ -56,7 +56,7 @@ func TestHookConfigCachePruned(t *testing.T) {
 		if _, err := load(t, l, tree); err != nil {
 			t.Fatal(err)
 		}
-		if n := l.cachedConfigs(); n > 2*countingTreeHooks {
+		if n := l.configs.len(); n > 2*countingTreeHooks {
 			t.Fatalf("after %d loads the cache holds %d configs, want at most %d", i+1, n, 2*countingTreeHooks)
 		}
 	}
@@ -156,7 +156,7 @@ func TestWithoutHookConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countRuns(t, runs); n != 0 || l.configs.runCount() != 0 || l.cachedConfigs() != 0 {
+	if n := countRuns(t, runs); n != 0 || l.configs.runCount() != 0 || l.configs.len() != 0 {
 		t.Fatalf("--config ran %d times (loader counts %d)", n, l.configs.runCount())
 	}
 	if len(m.Global.Hooks) != 1 || m.Global.Hooks[0].Config != nil || len(m.Modules) != 2 {

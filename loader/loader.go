@@ -80,9 +80,6 @@ func New(opts ...Option) *Loader {
 	return l
 }
 
-// cachedConfigs is the number of hook configs the cache holds.
-func (l *Loader) cachedConfigs() int { return l.configs.len() }
-
 // Error is a load failure that names the file.
 type Error struct {
 	Path string

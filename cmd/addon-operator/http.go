@@ -36,8 +36,8 @@ func (s *startup) httpServer(ctx context.Context) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", s.waiting.handler(standby(leader, s.operator.Handler(lifecycle.HTTPOptions{Extra: extra, Namespace: s.op.Namespace}))))
 	if s.op.Pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.Handle("/debug/pprof/", lifecycle.LocalOnly(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/profile", lifecycle.LocalOnly(http.HandlerFunc(pprof.Profile)))
 	}
 	if src != nil && s.gt.WebhookSecret != "" {
 		trigger := src.syncer.Trigger
