@@ -60,8 +60,9 @@ func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
 	for i, r := range runs {
 		names[i] = r.module.Name
 	}
-	var mu sync.Mutex
-	done := map[string]bool{}
+	// done[i]: runs[i] succeeded in an earlier attempt (attempts do not
+	// overlap; each goroutine writes only its own entry)
+	done := make([]bool, len(runs))
 	return &queue.Task{
 		Kind:        kindParallelRun,
 		Description: fmt.Sprintf("weight %d: %s", runs[0].module.Order, strings.Join(names, ", ")),
@@ -71,13 +72,10 @@ func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
 			errs := make([]error, len(runs))
 			var wg sync.WaitGroup
 			for i, r := range runs {
-				name := r.module.Name
-				mu.Lock()
-				skip := done[name]
-				mu.Unlock()
-				if skip {
+				if done[i] {
 					continue
 				}
+				name := r.module.Name
 				wg.Go(func() {
 					sem <- struct{}{}
 					defer func() { <-sem }()
@@ -87,9 +85,7 @@ func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
 						errs[i] = fmt.Errorf("module %s: %w", name, err)
 						return
 					}
-					mu.Lock()
-					done[name] = true
-					mu.Unlock()
+					done[i] = true
 				})
 			}
 			wg.Wait()

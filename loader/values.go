@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 
 	"github.com/addonops/addon-operator/values"
 )
@@ -93,28 +92,11 @@ func commonValues(modules []dir, src values.Source) (values.Values, string, erro
 				return nil, "", fileErr(f.path, fmt.Errorf("%s is also set in %s", k, prev))
 			}
 			from[k] = f.path
-			b, okB := out[k].(map[string]any)
-			o, okO := v.(map[string]any)
-			if dup && okB && okO {
-				v = mergeMaps(b, o)
+			if dup {
+				v = values.Merge(out[k], v)
 			}
 			out[k] = v
 		}
 	}
 	return out, files[0].path, nil
-}
-
-// mergeMaps merges over into a copy of base: maps key by key, anything
-// else replaced (the values rule).
-func mergeMaps(base, over map[string]any) map[string]any {
-	out := maps.Clone(base)
-	for k, v := range over {
-		b, okB := out[k].(map[string]any)
-		o, okO := v.(map[string]any)
-		if okB && okO {
-			v = mergeMaps(b, o)
-		}
-		out[k] = v
-	}
-	return out
 }

@@ -92,6 +92,10 @@ func deepCopy(v any) any {
 
 // merge returns base with over merged in: maps merge key by key, recursively;
 // anything else in over (scalar, list, null) replaces what base had.
+// Merge merges over into a copy of base by the values rule: maps key by
+// key, anything else replaced.
+func Merge(base, over any) any { return merge(base, over) }
+
 func merge(base, over any) any {
 	bm, ok1 := base.(map[string]any)
 	om, ok2 := over.(map[string]any)

@@ -351,6 +351,28 @@ func merged(maps ...map[string]string) map[string]string {
 	return out
 }
 
+// webhookBody is a push to main as a forge sends it.
+const webhookBody = `{"ref":"refs/heads/main"}`
+
+// postWebhook posts webhookBody to the operator at addr, signed with
+// secret ("" sends it unsigned), and returns the status.
+func postWebhook(tb testing.TB, addr, secret string) int {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/git", strings.NewReader(webhookBody))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if secret != "" {
+		req.Header.Set("X-Hub-Signature-256", gitsync.Sign([]byte(secret), []byte(webhookBody)))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func TestGitWebhookAndRollback(t *testing.T) {
 	ns := namespace(t, "git-webhook")
 	root := t.TempDir()
@@ -376,23 +398,10 @@ func TestGitWebhookAndRollback(t *testing.T) {
 	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
 
 	push("2")
-	post := func(sig string) int {
-		body := `{"ref":"refs/heads/main"}`
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/git", strings.NewReader(body))
-		if sig != "" {
-			req.Header.Set("X-Hub-Signature-256", sig)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if code := post(""); code != http.StatusUnauthorized {
+	if code := postWebhook(t, addr, ""); code != http.StatusUnauthorized {
 		t.Fatalf("unsigned webhook: %d", code)
 	}
-	if code := post(gitsync.Sign([]byte("wrong"), []byte(`{"ref":"refs/heads/main"}`))); code != http.StatusUnauthorized {
+	if code := postWebhook(t, addr, "wrong"); code != http.StatusUnauthorized {
 		t.Fatalf("badly signed webhook: %d", code)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -400,7 +409,7 @@ func TestGitWebhookAndRollback(t *testing.T) {
 		t.Fatalf("a refused webhook changed the cluster: %s", v)
 	}
 	start := time.Now()
-	if code := post(gitsync.Sign([]byte("s3cr3t"), []byte(`{"ref":"refs/heads/main"}`))); code != http.StatusAccepted {
+	if code := postWebhook(t, addr, "s3cr3t"); code != http.StatusAccepted {
 		t.Fatalf("signed webhook: %d", code)
 	}
 	eventually(t, "alpha 2 after the webhook", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })

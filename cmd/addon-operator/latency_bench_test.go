@@ -2,15 +2,11 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/addonops/addon-operator/gitsync"
 )
 
 // BenchmarkLatency measures, with the real binary, how long a change takes
@@ -55,16 +51,9 @@ func BenchmarkLatency(b *testing.B) {
 			addr, _ := operator(b, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL=file://"+repo.Bare, "GIT_REF=main", "GIT_POLL_INTERVAL=1h",
 				"GIT_WEBHOOK_SECRET_FILE="+secret, "GIT_CHECKOUT_DIR="+filepath.Join(b.TempDir(), "checkout"), "LOG_LEVEL=warn")
 			eventually(b, "first converge", func() bool { return cmValue(ns, "001-alpha-cm") == "start" })
-			body := `{"ref":"refs/heads/main"}`
 			med := measure(b, ns, func(v string) {
 				commitFiles(b, repo, v, module(v))
-				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hooks/git", strings.NewReader(body))
-				req.Header.Set("X-Hub-Signature-256", gitsync.Sign([]byte("s"), []byte(body)))
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				resp.Body.Close()
+				postWebhook(b, addr, "s")
 			})
 			b.ReportMetric(float64(med.Microseconds())/1000, "latency-ms")
 			b.ReportMetric(helmMS(b, addr), "helm-ms")

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/testenv"
 )
 
@@ -134,16 +133,8 @@ func TestWebhookToStandby(t *testing.T) {
 	})
 
 	push("2")
-	body := `{"ref":"refs/heads/main"}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+b.addr+"/hooks/git", strings.NewReader(body))
-	req.Header.Set("X-Hub-Signature-256", gitsync.Sign([]byte("s3cr3t"), []byte(body)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("webhook to the standby: %d", resp.StatusCode)
+	if code := postWebhook(t, b.addr, "s3cr3t"); code != http.StatusAccepted {
+		t.Fatalf("webhook to the standby: %d", code)
 	}
 	eventually(t, "the leader to apply 2", func() bool { return cmValue(ns, "001-alpha-cm") == "2" })
 	if election(t, b.addr)["leading"] != false {

@@ -4,16 +4,15 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/benchtree"
 )
 
@@ -52,16 +51,7 @@ func BenchmarkOneModuleCommit(b *testing.B) {
 			"GIT_POLL_INTERVAL=1h", "GIT_WEBHOOK_SECRET_FILE="+secretFile, "GIT_CHECKOUT_DIR="+filepath.Join(b.TempDir(), "checkout"),
 			"LOG_TYPE=json", "LOG_LEVEL=info")
 		poll(b, "the first converge", func() bool { return convergedCount(b, op.log) > 0 })
-		trigger := func() {
-			body := `{"ref":"refs/heads/main"}`
-			req, _ := http.NewRequest(http.MethodPost, "http://"+op.addr+"/hooks/git", strings.NewReader(body))
-			req.Header.Set("X-Hub-Signature-256", gitsync.Sign([]byte("s3cr3t"), []byte(body)))
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-		}
+		trigger := func() { postWebhook(b, op.addr, "s3cr3t") }
 		var scoped, all []time.Duration
 		for i := range 3 {
 			sha := commitFiles(b, repo, "one module", map[string]string{
@@ -149,13 +139,7 @@ func between(b *testing.B, path, sha string, done func(logLine) bool) (time.Dura
 }
 
 func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
 	return s[len(s)/2]
 }
