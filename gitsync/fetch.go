@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage/memory"
 )
 
 // open starts a conversation with the remote's upload-pack and lists its
@@ -40,8 +41,12 @@ func (s *Syncer) open(ctx context.Context, auth transport.AuthMethod) (transport
 	return sess, ar, nil
 }
 
-// resolve finds the desired ref among the listed ones: the remote name
-// and the hash it points at. A commit SHA needs no listing (ar is nil).
+// resolve finds the desired ref among the listed ones: the full remote
+// name and the hash it points at. A commit SHA needs no listing (ar is
+// nil). A short name is looked up as git's rev-parse does, tag before
+// branch, so a branch pushed under a pinned tag's name does not take
+// over; a name that is both is refused, naming both, unless given in full
+// (docs/git.md, "Refs").
 func resolve(ar *packp.AdvRefs, ref string) (string, string, error) {
 	if ar == nil {
 		return "", ref, nil
@@ -52,26 +57,47 @@ func resolve(ar *packp.AdvRefs, ref string) (string, string, error) {
 	}
 	byName := map[string]*plumbing.Reference{}
 	for name, r := range all {
-		byName[name.String()] = r
+		if r.Type() == plumbing.HashReference {
+			byName[name.String()] = r
+		}
 	}
-	candidates := []string{ref, "refs/heads/" + ref, "refs/tags/" + ref}
 	if ref == "" {
-		head := byName["HEAD"]
-		if head == nil {
-			return "", "", errors.New("the remote has no HEAD; set GIT_REF")
+		return remoteHead(all, byName)
+	}
+	if ref == "HEAD" || strings.HasPrefix(ref, "refs/") {
+		if r, ok := byName[ref]; ok {
+			return ref, r.Hash().String(), nil
 		}
-		if head.Type() == plumbing.SymbolicReference {
-			candidates = []string{head.Target().String()}
-		} else {
-			return "HEAD", head.Hash().String(), nil
+		return "", "", fmt.Errorf("ref %q not found on the remote", ref)
+	}
+	var found []string
+	for _, full := range []string{"refs/tags/" + ref, "refs/heads/" + ref} {
+		if _, ok := byName[full]; ok {
+			found = append(found, full)
 		}
 	}
-	for _, c := range candidates {
-		if r, ok := byName[c]; ok && r.Type() == plumbing.HashReference {
-			return c, r.Hash().String(), nil
-		}
+	switch len(found) {
+	case 0:
+		return "", "", fmt.Errorf("ref %q not found on the remote", ref)
+	case 1:
+		return found[0], byName[found[0]].Hash().String(), nil
 	}
-	return "", "", fmt.Errorf("ref %q not found on the remote", ref)
+	return "", "", fmt.Errorf("ref %q is ambiguous: the remote has both %s and %s; set it in full", ref, found[0], found[1])
+}
+
+// remoteHead is what the remote's HEAD points at.
+func remoteHead(all memory.ReferenceStorage, byName map[string]*plumbing.Reference) (string, string, error) {
+	head := all[plumbing.HEAD]
+	if head == nil {
+		return "", "", errors.New("the remote has no HEAD; set GIT_REF")
+	}
+	if head.Type() != plumbing.SymbolicReference {
+		return "HEAD", head.Hash().String(), nil
+	}
+	if r, ok := byName[head.Target().String()]; ok {
+		return head.Target().String(), r.Hash().String(), nil
+	}
+	return "", "", fmt.Errorf("the remote's HEAD points at %s, which it does not list", head.Target())
 }
 
 // fetch brings the objects of remoteRef into the object store (only what

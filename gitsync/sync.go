@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -53,6 +54,9 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	if err := s.pin(ref, remoteRef); err != nil {
+		return nil, false, err
+	}
 	if cur != nil && hash == resolvedBefore {
 		return cur, false, nil // one round trip, no objects
 	}
@@ -96,6 +100,34 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	return rev, true, nil
 }
 
+// pinnable: a short name, whose full ref is recorded. The remote's HEAD
+// follows whatever the remote makes its default branch; a full ref or a
+// commit SHA is what it says.
+func pinnable(ref string) bool {
+	return ref != "" && ref != "HEAD" && !strings.HasPrefix(ref, "refs/") && !shaRe.MatchString(ref)
+}
+
+// pin records the full ref a short name resolved to, or refuses another
+// one: a tag deleted and a branch pushed under its name (or the reverse)
+// must not change what runs unless someone who may set the ref says so
+// (docs/security.md).
+func (s *Syncer) pin(ref, full string) error {
+	if !pinnable(ref) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.ref != ref: // set again meanwhile: the next sync resolves the new one
+	case s.fullRef == "":
+		s.fullRef = full
+	case s.fullRef != full:
+		return fmt.Errorf("ref %q now resolves to %s, not %s as before: refused until the ref is set again (%s to follow the new one)",
+			ref, full, s.fullRef, full)
+	}
+	return nil
+}
+
 // target is what a sync resolved the desired ref to.
 type target struct {
 	ref, remoteRef, hash string
@@ -124,7 +156,7 @@ func (s *Syncer) prepare(ctx context.Context, sess transport.UploadPackSession, 
 		return nil, err
 	}
 	rev := &Revision{
-		Commit: commit.Hash.String(), Ref: t.ref, Subject: firstLine(commit.Message),
+		Commit: commit.Hash.String(), Ref: t.ref, RemoteRef: t.remoteRef, Subject: firstLine(commit.Message),
 		Author: commit.Author.Name + " <" + commit.Author.Email + ">", Time: commit.Author.When,
 	}
 	if rev.Dir, err = s.checkout(commit, cur); err != nil {

@@ -69,8 +69,11 @@ type Options struct {
 
 // Revision is one checked-out commit.
 type Revision struct {
-	Commit    string    `json:"commit"`
-	Ref       string    `json:"ref"`
+	Commit string `json:"commit"`
+	Ref    string `json:"ref"`
+	// RemoteRef is the full ref Ref resolved to (refs/tags/v1); empty for
+	// a commit SHA.
+	RemoteRef string    `json:"remoteRef,omitempty"`
 	Subject   string    `json:"subject"`
 	Author    string    `json:"author"`
 	Time      time.Time `json:"time"`
@@ -114,8 +117,13 @@ type Syncer struct {
 	// resolved is the remote hash the current revision came from (a tag
 	// object for an annotated tag), compared on every poll.
 	resolved string
-	status   Status
-	trigger  chan struct{}
+	// fullRef is the full ref the desired ref, a short name, resolved to
+	// first: a poll that resolves it to another is refused until the ref
+	// is set again (docs/git.md, "Refs"). A restart takes it from the
+	// newest published revision of the same ref.
+	fullRef string
+	status  Status
+	trigger chan struct{}
 	// cleaning: old revisions are being removed, after a publish and off
 	// its critical path; the next checkout waits for it
 	cleaning sync.WaitGroup
@@ -166,6 +174,9 @@ func New(opts Options) (*Syncer, error) {
 		return nil, err
 	}
 	s.status = Status{URL: Scrub(opts.URL), DesiredRef: opts.Ref, History: []Revision{}}
+	if hist := s.readHistory(); len(hist) > 0 && hist[0].Ref == opts.Ref && pinnable(opts.Ref) {
+		s.fullRef = hist[0].RemoteRef
+	}
 	return s, nil
 }
 
@@ -196,7 +207,7 @@ func (s *Syncer) SetRef(ref string) {
 	s.ref = ref
 	s.status.DesiredRef = ref
 	if changed {
-		s.resolved = ""
+		s.resolved, s.fullRef = "", ""
 	}
 	s.mu.Unlock()
 	s.Trigger()
