@@ -1,6 +1,9 @@
 package gitsync
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // The default limits fit a pod of a few hundred MiB of memory and an
 // emptyDir of a GiB: a sync holds at most a few objects of
@@ -52,6 +55,31 @@ func (l limits) objectSize() int64 {
 	}
 	return max(l.fileSize, DefaultMaxFileSize)
 }
+
+// A fetched pack's budgets follow from the revision's limits: a pack holds
+// more than the checked-out paths (commits, trees, files elsewhere when the
+// remote does not filter, history for a commit SHA), so they are multiples
+// of them (docs/git.md, "Limits").
+const (
+	packObjectsPerFile = 10 // objects per GIT_MAX_FILES
+	packBytesPerByte   = 2  // pack bytes per byte of GIT_MAX_CHECKOUT_SIZE
+	packExpandPerByte  = 4  // inflated and delta-made bytes, likewise
+)
+
+// packObjects bounds the objects of one fetched pack: go-git's indexer
+// keeps a few hundred bytes for each (0: none).
+func (l limits) packObjects() int64 { return int64(l.files) * packObjectsPerFile }
+
+// packBytes bounds one fetched pack on disk (0: none).
+func (l limits) packBytes() int64 { return l.checkoutSize * packBytesPerByte }
+
+// packExpand bounds what one pack expands to: the objects it holds whole,
+// inflated, and those its deltas make (0: none). Tiny deltas can each make
+// an object of the file limit: the indexer builds every one.
+func (l limits) packExpand() int64 { return l.checkoutSize * packExpandPerByte }
+
+// errPackBudget: a fetched pack is over a budget; it is refused whole.
+var errPackBudget = errors.New("over the budget of a fetched pack")
 
 // over reports whether n exceeds the limit (0: none).
 func over(n, limit int64) bool { return limit > 0 && n > limit }

@@ -69,6 +69,8 @@ type packScanner struct {
 	buf  []byte
 	lim  limits
 	scan *packScan
+	// expanded: the bytes inflated so far, and those the deltas make
+	expanded int64
 }
 
 // scanPack reads a pack as it arrives, copying it to out, and marks the
@@ -77,7 +79,7 @@ type packScanner struct {
 // an object's size is in its header (a delta's in its first bytes), so
 // nothing is held whole. The pack's checksum is verified.
 func scanPack(ctx context.Context, r io.Reader, out io.Writer, lim limits) (*packScan, error) {
-	cr := &countingReader{r: bufio.NewReaderSize(io.TeeReader(r, out), 64<<10), sum: sha1.New()}
+	cr := &countingReader{r: bufio.NewReaderSize(io.TeeReader(r, out), 64<<10), sum: sha1.New(), max: lim.packBytes()}
 	var head [12]byte
 	if _, err := io.ReadFull(cr, head[:]); err != nil {
 		return nil, fmt.Errorf("pack header: %w", err)
@@ -90,6 +92,10 @@ func scanPack(ctx context.Context, r io.Reader, out io.Writer, lim limits) (*pac
 		return nil, fmt.Errorf("%w: version %d", errMalformedPack, scan.version)
 	}
 	count := binary.BigEndian.Uint32(head[8:12])
+	if over(int64(count), lim.packObjects()) {
+		return nil, fmt.Errorf("%w: it holds %d objects, more than %d (%d for each file the files limit allows)",
+			errPackBudget, count, lim.packObjects(), packObjectsPerFile)
+	}
 	scan.entries = make([]packEntry, 0, min(count, 1<<16))
 	ps := &packScanner{ctx: ctx, cr: cr, buf: make([]byte, 32<<10), lim: lim, scan: scan}
 	for i := range int(count) {
@@ -189,7 +195,7 @@ func (ps *packScanner) data(e *packEntry) error {
 	if e.kind == plumbing.BlobObject {
 		limit = ps.lim.fileSize
 	}
-	sink := &dataSink{ctx: ps.ctx}
+	sink := &dataSink{ps: ps}
 	delta := e.typ == plumbing.OFSDeltaObject || e.typ == plumbing.REFDeltaObject
 	wholeOver := !delta && over(e.size, limit)
 	if wholeOver {
@@ -206,6 +212,11 @@ func (ps *packScanner) data(e *packEntry) error {
 	if n != e.size {
 		return fmt.Errorf("%w: inflates to %d bytes or more, not %d", errMalformedPack, n, e.size)
 	}
+	if delta {
+		if err := ps.expand(max(sink.targetSize(), 0)); err != nil {
+			return err
+		}
+	}
 	switch {
 	case wholeOver:
 		ps.scan.dropped[plumbing.Hash(sink.hash.Sum(nil))] = e.size
@@ -219,17 +230,31 @@ func (ps *packScanner) data(e *packEntry) error {
 	return nil
 }
 
+// expand counts n more bytes made from the pack, and checks the pack's
+// budget of expanded bytes.
+func (ps *packScanner) expand(n int64) error {
+	ps.expanded += n
+	if over(ps.expanded, ps.lim.packExpand()) {
+		return fmt.Errorf("%w: its objects and what its deltas make come to more than %s", errPackBudget, size(ps.lim.packExpand()))
+	}
+	return nil
+}
+
 // dataSink takes an object's inflated data: it keeps a delta's first
 // bytes (its header), hashes an object being left out, and stops when the
-// sync's context ends (a huge object takes a while to inflate).
+// sync's context ends (a huge object takes a while to inflate) or the
+// pack's budgets are spent.
 type dataSink struct {
-	ctx  context.Context
+	ps   *packScanner
 	head []byte
 	hash hash.Hash
 }
 
 func (d *dataSink) Write(b []byte) (int, error) {
-	if err := d.ctx.Err(); err != nil {
+	if err := d.ps.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := d.ps.expand(int64(len(b))); err != nil {
 		return 0, err
 	}
 	if len(d.head) < 32 {
@@ -293,10 +318,23 @@ type countingReader struct {
 	sum     hash.Hash
 	n       int64
 	pending []byte
+	max     int64 // the pack's budget of bytes (0: none)
+}
+
+// errTooBig: the pack is longer than its budget (whatever it inflates to:
+// empty deflate blocks make nothing).
+func (c *countingReader) errTooBig() error {
+	return fmt.Errorf("%w: it is bigger than %s", errPackBudget, size(c.max))
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
 	c.flush()
+	if c.max > 0 {
+		if c.n > c.max {
+			return 0, c.errTooBig()
+		}
+		b = b[:min(int64(len(b)), c.max-c.n+1)]
+	}
 	n, err := c.r.Read(b)
 	c.n += int64(n)
 	c.sum.Write(b[:n])
@@ -304,6 +342,9 @@ func (c *countingReader) Read(b []byte) (int, error) {
 }
 
 func (c *countingReader) ReadByte() (byte, error) {
+	if over(c.n+1, c.max) {
+		return 0, c.errTooBig()
+	}
 	b, err := c.r.ReadByte()
 	if err == nil {
 		c.n++

@@ -10,15 +10,15 @@ import (
 	"os"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // receivePack stores the pack a fetch receives. The pack is scanned as it
-// arrives (scanPack) into a file beside the store; when objects are over
-// the limits it is rewritten without them, so that go-git's indexer,
-// which holds each object whole in memory, never meets one. Only then
-// does the store take it. Errors while receiving are the remote's;
-// errors while storing are the store's (damaged).
+// arrives (scanPack) into a file beside the store, within its budgets;
+// when objects are over the limits it is rewritten without them, so that
+// go-git's indexer, which holds each object whole in memory, never meets
+// one. Only then does the store take it (storePack). Errors while
+// receiving are the remote's; errors while storing are the store's
+// (damaged), but for the sync's context ending.
 func (s *Syncer) receivePack(ctx context.Context, r io.Reader) error {
 	tmp, err := os.CreateTemp(s.opts.CheckoutDir, ".pack-")
 	if err != nil {
@@ -38,7 +38,10 @@ func (s *Syncer) receivePack(ctx context.Context, r io.Reader) error {
 	if scan.kept() == 0 {
 		return nil
 	}
-	pack := io.Reader(io.NewSectionReader(tmp, 0, scan.length))
+	pack := tmp
+	if err := tmp.Truncate(scan.length); err != nil { // what the reader had buffered past the pack
+		return err
+	}
 	if scan.nDropped > 0 {
 		s.logger.Warn("objects over the size limit left out of the fetched pack",
 			"objects", scan.nDropped, "limit", size(s.limits.fileSize))
@@ -51,15 +54,9 @@ func (s *Syncer) receivePack(ctx context.Context, r io.Reader) error {
 		if err := rewritePack(tmp, scan, thin); err != nil {
 			return err
 		}
-		if _, err := thin.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
 		pack = thin
 	}
-	if err := packfile.UpdateObjectStorage(s.repo.Storer, pack); err != nil {
-		return damaged(fmt.Errorf("store the fetched pack: %w", err))
-	}
-	return nil
+	return s.storePack(ctx, pack)
 }
 
 // rewritePack copies the kept entries of the scanned pack in src to dst:
