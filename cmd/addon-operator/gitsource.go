@@ -15,10 +15,6 @@ import (
 	"github.com/addonops/addon-operator/loader"
 )
 
-// restoredSyncTimeout bounds the first sync when a revision on disk could
-// run instead: a remote that hangs does not hold up start-up.
-const restoredSyncTimeout = 5 * time.Second
-
 // source is git mode: the syncer and where the tree is inside the
 // repository.
 type source struct {
@@ -69,28 +65,21 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 	return src, nil
 }
 
-// first is the revision the operator starts with: the remote's, or, while
-// the remote cannot be reached, the newest revision on disk that the
-// current keys and configuration still accept (the syncer keeps retrying
-// the remote). With neither, it retries with backoff until one comes; it
-// fails only when ctx is done.
+// first is the revision the operator starts with: the newest revision on
+// disk that the current keys and configuration still accept, at once
+// (the poll loop then syncs with the remote, which may hang or send a pack
+// that takes long to index: docs/git.md), else the remote's. With neither,
+// it retries with backoff until one comes; it fails only when ctx is done.
 func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor, logger *slog.Logger) (lifecycle.Revision, error) {
-	restored := src.syncer.Restore(ctx)
+	if restored := src.syncer.Restore(ctx); restored != nil {
+		logger.Info("running the revision on disk; syncing with the remote next", "revision", restored.Commit)
+		return revision(restored), nil
+	}
 	for attempt := 0; ; attempt++ {
-		syncCtx, cancel := ctx, context.CancelFunc(func() {})
-		if restored != nil {
-			// a revision to run is at hand: wait for the remote only briefly
-			syncCtx, cancel = context.WithTimeout(ctx, restoredSyncTimeout)
-		}
-		rev, _, err := src.syncer.Sync(syncCtx)
-		cancel()
+		rev, _, err := src.syncer.Sync(ctx)
 		if err == nil {
 			logger.Info("git source ready", "url", gitsync.Scrub(gt.URL), "ref", gt.Ref, "revision", rev.Commit)
 			return revision(rev), nil
-		}
-		if restored != nil {
-			logger.Error("first sync failed; running the revision on disk and retrying", "revision", restored.Commit, "err", err)
-			return revision(restored), nil
 		}
 		wait := min(time.Second<<min(attempt, 5), gt.PollInterval)
 		waiting.set("the first sync from git: " + err.Error())
