@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 // maxWebhookBody bounds what a webhook request may send.
@@ -26,6 +27,12 @@ type WebhookOption func(*webhookConfig)
 
 type webhookConfig struct {
 	logger *slog.Logger
+	now    func() time.Time
+}
+
+// WebhookClock sets the clock of the replay window (default time.Now).
+func WebhookClock(now func() time.Time) WebhookOption {
+	return func(c *webhookConfig) { c.now = now }
 }
 
 // WebhookLogger sets where NewWebhook reports a secret file that became
@@ -36,7 +43,8 @@ func WebhookLogger(l *slog.Logger) WebhookOption {
 
 // NewWebhook serves POST /hooks/git: a request signed with the secret in
 // GitHub's X-Hub-Signature-256 format (sha256=<hex HMAC of the body>)
-// triggers a sync at once; anything else gets 401 and changes nothing. The
+// triggers a sync at once; anything else gets 401 and changes nothing, and
+// a delivery ID seen in the last day gets 409 (replayGuard). The
 // secret is in secretFile (surrounding white space trimmed). The file is read again
 // at every signed request, so a rotated secret (a Secret volume updated in
 // place) takes effect without a restart; reading a small file costs little
@@ -44,7 +52,7 @@ func WebhookLogger(l *slog.Logger) WebhookOption {
 // empty fails here, at start-up; one that becomes so while running gets
 // every request 503 until it is fixed, never an empty key.
 func NewWebhook(secretFile string, trigger func(), opts ...WebhookOption) (http.Handler, error) {
-	c := webhookConfig{logger: slog.Default()}
+	c := webhookConfig{logger: slog.Default(), now: time.Now}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -52,7 +60,7 @@ func NewWebhook(secretFile string, trigger func(), opts ...WebhookOption) (http.
 		return nil, err
 	}
 	sf := &rotatingSecret{path: secretFile, logger: c.logger}
-	return webhook(sf.key, trigger), nil
+	return webhook(sf.key, newReplayGuard(c.now), trigger), nil
 }
 
 // readWebhookSecret reads the key from path; an empty one is an error.
@@ -97,10 +105,11 @@ func (f *rotatingSecret) key() ([]byte, error) {
 	return key, err
 }
 
-// webhook checks each request against the key of the moment. The
-// signature's form is checked before the key is read, so unsigned noise
-// costs nothing.
-func webhook(key func() ([]byte, error), trigger func()) http.Handler {
+// webhook checks each request against the key of the moment, then its
+// delivery ID against those seen (only a signed request is remembered, so
+// unsigned noise cannot fill the guard). The signature's form is checked
+// before the key is read, so unsigned noise costs nothing.
+func webhook(key func() ([]byte, error), replays *replayGuard, trigger func()) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -125,6 +134,10 @@ func webhook(key func() ([]byte, error), trigger func()) http.Handler {
 		}
 		if !hmac.Equal(got, mac(secret, body)) {
 			http.Error(w, "bad or missing signature", http.StatusUnauthorized)
+			return
+		}
+		if !replays.fresh(r) {
+			http.Error(w, "delivery already seen", http.StatusConflict)
 			return
 		}
 		trigger()

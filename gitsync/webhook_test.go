@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -10,12 +11,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestWebhook(t *testing.T) {
 	secret := []byte("hook-secret")
 	triggered := 0
-	h := webhook(func() ([]byte, error) { return secret, nil }, func() { triggered++ })
+	h := webhook(func() ([]byte, error) { return secret, nil }, newReplayGuard(time.Now), func() { triggered++ })
 	body := `{"ref":"refs/heads/main"}`
 	tests := []struct {
 		name, method, sig string
@@ -168,5 +170,79 @@ func TestNewWebhookRequests(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("GET: %d", rec.Code)
+	}
+}
+
+// A delivery whose ID was seen in the window is refused, whichever forge's
+// header carries it, signed or not; an unsigned one is not remembered.
+func TestWebhookReplay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret")
+	writeSecret(t, path, "hook-secret\n")
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var triggered atomic.Int32
+	h, err := NewWebhook(path, func() { triggered.Add(1) }, WebhookClock(func() time.Time { return now }))
+	must(t, err)
+	send := func(header, id, body string, signed bool) int {
+		t.Helper()
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/hooks/git", strings.NewReader(body))
+		if signed {
+			req.Header.Set("X-Hub-Signature-256", Sign([]byte("hook-secret"), []byte(body)))
+		}
+		if header != "" {
+			req.Header.Set(header, id)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	steps := []struct {
+		name, header, id, body string
+		unsigned               bool
+		advance                time.Duration
+		want                   int
+	}{
+		{name: "github, first", header: "X-GitHub-Delivery", id: "d1", body: `{"after":"a"}`, want: http.StatusAccepted},
+		{name: "github, replayed", header: "X-GitHub-Delivery", id: "d1", body: `{"after":"a"}`, want: http.StatusConflict},
+		{name: "same ID, another body", header: "X-GitHub-Delivery", id: "d1", body: `{"after":"b"}`, want: http.StatusConflict},
+		{name: "another ID", header: "X-GitHub-Delivery", id: "d2", body: `{"after":"a"}`, want: http.StatusAccepted},
+		{name: "gitea", header: "X-Gitea-Delivery", id: "g1", body: `{}`, want: http.StatusAccepted},
+		{name: "gitea, replayed", header: "X-Gitea-Delivery", id: "g1", body: `{}`, want: http.StatusConflict},
+		{name: "gitlab", header: "X-Gitlab-Event-UUID", id: "u1", body: `{}`, want: http.StatusAccepted},
+		{name: "gitlab, replayed", header: "X-Gitlab-Event-UUID", id: "u1", body: `{}`, want: http.StatusConflict},
+		{name: "unsigned, new ID", header: "X-GitHub-Delivery", id: "d3", body: `{}`, unsigned: true, want: http.StatusUnauthorized},
+		{name: "signed, that ID", header: "X-GitHub-Delivery", id: "d3", body: `{}`, want: http.StatusAccepted},
+		{name: "no ID", body: `{}`, want: http.StatusAccepted},
+		{name: "within the window", header: "X-GitHub-Delivery", id: "d1", body: `{"after":"a"}`, advance: replayWindow - time.Minute, want: http.StatusConflict},
+		{name: "past the window", header: "X-GitHub-Delivery", id: "d1", body: `{"after":"a"}`, advance: time.Minute, want: http.StatusAccepted},
+	}
+	for _, st := range steps {
+		now = now.Add(st.advance)
+		if code := send(st.header, st.id, st.body, !st.unsigned); code != st.want {
+			t.Fatalf("%s: status = %d, want %d", st.name, code, st.want)
+		}
+	}
+	if n := triggered.Load(); n != 7 {
+		t.Fatalf("triggered %d times, want 7", n)
+	}
+}
+
+// The guard's memory is bounded: past replayMax IDs, the oldest are forgotten.
+func TestReplayGuardIsBounded(t *testing.T) {
+	g := newReplayGuard(time.Now)
+	req := func(id string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/git", nil)
+		r.Header.Set("X-GitHub-Delivery", id)
+		return r
+	}
+	for i := range replayMax + 10 {
+		if !g.fresh(req(fmt.Sprint(i))) {
+			t.Fatalf("delivery %d refused", i)
+		}
+	}
+	if len(g.seen) > replayMax || len(g.order) != len(g.seen) {
+		t.Fatalf("%d IDs remembered (%d in order), want at most %d", len(g.seen), len(g.order), replayMax)
+	}
+	if g.fresh(req(fmt.Sprint(replayMax+9))) || !g.fresh(req("0")) {
+		t.Fatal("the newest must be remembered and the oldest forgotten")
 	}
 }
