@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -22,7 +23,7 @@ const blobBatch = 4096
 // uploadpack.allowAnySHA1InWant too, as GitHub, GitLab and Gitea do). It
 // pays only when the checkout is limited to Paths.
 func (s *Syncer) filters(ar *packp.AdvRefs) bool {
-	return len(s.paths) > 0 && ar.Capabilities.Supports(capability.Filter) &&
+	return !s.whole && len(s.paths) > 0 && ar.Capabilities.Supports(capability.Filter) &&
 		ar.Capabilities.Supports(capability.AllowReachableSHA1InWant)
 }
 
@@ -74,13 +75,36 @@ func (s *Syncer) fill(ctx context.Context, c *object.Commit, sess transport.Uplo
 			return nil
 		}
 		if err := s.fetchBlobs(ctx, sess, ar, batch); err != nil {
-			return fmt.Errorf("fetch %d blobs of %s: %w", len(batch), short(c.Hash.String()), err)
+			err = fmt.Errorf("fetch %d blobs of %s: %w", len(batch), short(c.Hash.String()), err)
+			if ctx.Err() != nil {
+				return err
+			}
+			return s.fetchWhole(ctx, c.Hash, auth, err)
 		}
 	}
 	if s.dropped.deltas > 0 {
 		s.dropped.commit = c.Hash
 	}
 	return nil
+}
+
+// fetchWhole fetches the commit whole (its trees and all their blobs,
+// without a filter or haves), after the remote refused the blob wants it
+// advertised it would take; from then on this syncer fetches whole, so
+// polls do not fail on the same refusal (docs/git.md).
+func (s *Syncer) fetchWhole(ctx context.Context, commit plumbing.Hash, auth transport.AuthMethod, cause error) error {
+	s.logger.Warn("the remote refused blob wants it advertised; fetching the commit whole from now on", "err", Scrub(cause.Error()))
+	sess, ar, err := s.open(ctx, auth)
+	if err != nil {
+		return errors.Join(cause, err)
+	}
+	defer sess.Close()
+	s.whole = true
+	if err := s.fetchPack(ctx, sess, ar, []plumbing.Hash{commit}, 1, nil); err != nil {
+		s.whole = false // the next poll tries the filtered fetch again
+		return errors.Join(cause, fmt.Errorf("and the whole fetch failed too: %w", err))
+	}
+	return damaged(s.repo.Storer.SetReference(plumbing.NewHashReference("refs/sync/target", commit)))
 }
 
 // missingBlobs walks the tree within Paths as planTree does, so that a

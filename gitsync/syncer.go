@@ -110,6 +110,9 @@ type Syncer struct {
 	paths  []string // Options.Paths, cleaned
 	// dropped: objects fetches left out for their size
 	dropped dropped
+	// whole: the remote refused the blob wants it advertised; fetches are
+	// whole from then on (fetchWhole)
+	whole bool
 
 	mu      sync.Mutex
 	ref     string

@@ -25,6 +25,11 @@ type HTTPServer struct {
 	// accepts wants of any object (a blob by its hash), as GitHub and
 	// GitLab do. Off, it serves whole commits only, as git does by default.
 	Filter bool
+	// RefuseBlobWants, with Filter, advertises partial fetches but
+	// answers a request that wants a blob by its hash with git's "not our
+	// ref" error, as a server whose configuration disagrees with its
+	// advertisement does.
+	RefuseBlobWants bool
 
 	addr     string
 	mu       sync.Mutex
@@ -61,6 +66,12 @@ func WithToken(token string) HTTPOption { return func(s *HTTPServer) { s.Token =
 
 // WithFilter serves partial fetches (HTTPServer.Filter).
 func WithFilter() HTTPOption { return func(s *HTTPServer) { s.Filter = true } }
+
+// WithFilterRefusingBlobs advertises partial fetches but refuses blob
+// wants (HTTPServer.RefuseBlobWants).
+func WithFilterRefusingBlobs() HTTPOption {
+	return func(s *HTTPServer) { s.Filter, s.RefuseBlobWants = true, true }
+}
 
 // Start listens again (on the same port after a Stop).
 func (s *HTTPServer) Start() error {
@@ -101,6 +112,9 @@ func (s *HTTPServer) Start() error {
 		}
 		if strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 			s.uploads.Add(1)
+		}
+		if s.RefuseBlobWants && refuseBlobWant(w, r, s.Root) {
+			return
 		}
 		if omit, bare := s.omitted(r); omit != nil {
 			serveUploadPack(w, r, bare, omit)

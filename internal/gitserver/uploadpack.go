@@ -45,6 +45,40 @@ func (s *HTTPServer) omitted(r *http.Request) (map[string]bool, string) {
 	return s.omit[repo], s.Root + "/" + repo + ".git"
 }
 
+// refuseBlobWant answers an upload-pack request that wants a blob with
+// git's error and reports true; any other request is left to be served,
+// its body as it came.
+func refuseBlobWant(w http.ResponseWriter, r *http.Request, root string) bool {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+		return false
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	body := io.Reader(bytes.NewReader(raw))
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		if body, err = gzip.NewReader(body); err != nil {
+			return false
+		}
+	}
+	req, err := readUploadRequest(body)
+	if err != nil {
+		return false
+	}
+	bare := root + "/" + strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/"), "/git-upload-pack"), ".git") + ".git"
+	for _, want := range req.wants {
+		if typ, err := runGit(bare, "cat-file", "-t", want); err == nil && typ == "blob" {
+			w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
+			pktLine(w, "ERR upload-pack: not our ref "+want)
+			return true
+		}
+	}
+	return false
+}
+
 // uploadRequest is what a client asks of git-upload-pack (protocol v0,
 // stateless RPC, as go-git and git speak over HTTP).
 type uploadRequest struct {
