@@ -2,8 +2,8 @@ package main
 
 import (
 	"errors"
-	"github.com/spf13/pflag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"runtime"
 	"slices"
 	"strings"
