@@ -25,8 +25,11 @@ deps:
 # Static, without cgo: the plugin package (kustomize, through Helm) would
 # otherwise export every symbol dynamically, and loading those costs ~18 MiB
 # of resident memory at every start (docs/performance.md).
+# `addon-operator version` prints it; Go records the commit itself.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/ ./cmd/...
 
 testcluster: $(TESTCLUSTER_STAMP)
 

@@ -2,9 +2,9 @@ package main
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"os"
+
+	"github.com/spf13/pflag"
 )
 
 // originalSetting is a setting of the original addon-operator (or of the
@@ -70,14 +70,11 @@ var originalFlagNames = map[string]string{
 }
 
 // acceptedValue takes any value of a flag start ignores.
-type acceptedValue struct {
-	boolean bool
-	value   string
-}
+type acceptedValue struct{ value string }
 
 func (v *acceptedValue) String() string     { return v.value }
 func (v *acceptedValue) Set(s string) error { v.value = s; return nil }
-func (v *acceptedValue) IsBoolFlag() bool   { return v.boolean }
+func (v *acceptedValue) Type() string       { return "string" }
 
 // errChroot refuses the original's chroot for hooks: ignoring it would run
 // hooks outside the chroot their author relies on.
@@ -85,17 +82,26 @@ var errChroot = errors.New("ADDON_OPERATOR_SHELL_CHROOT_DIR (--shell-chroot-dir)
 
 // bindOriginal accepts the original's settings that have no equivalent,
 // and refuses its chroot for hooks.
-func bindOriginal(fs *flag.FlagSet, e *env) {
+func bindOriginal(fs *pflag.FlagSet, e *env) {
 	for _, s := range originalSettings {
 		if s.flag != "" {
-			fs.Var(&acceptedValue{boolean: s.boolean}, s.flag, "")
+			f := fs.VarPF(&acceptedValue{}, s.flag, "", "the original addon-operator's setting, accepted and ignored")
+			if s.boolean {
+				f.NoOptDefVal = "true"
+			}
 		}
 	}
-	fs.Func("shell-chroot-dir", "", func(v string) error {
+	fs.Func("shell-chroot-dir", "refused: hooks would run outside the chroot", func(v string) error {
 		if v != "" {
 			return errChroot
 		}
 		return nil
+	})
+	// the original's names stay out of --help; docs/operator.md lists them
+	fs.VisitAll(func(f *pflag.Flag) {
+		if isOriginalOnly(f.Name) {
+			f.Hidden = true
+		}
 	})
 	if os.Getenv("ADDON_OPERATOR_SHELL_CHROOT_DIR") != "" {
 		e.errs = append(e.errs, errChroot)
@@ -104,9 +110,9 @@ func bindOriginal(fs *flag.FlagSet, e *env) {
 
 // originalNotes notes, after parsing, each original setting given: a flag
 // under its original name, or an ignored flag or variable.
-func originalNotes(fs *flag.FlagSet, e *env) {
+func originalNotes(fs *pflag.FlagSet, e *env) {
 	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { given[f.Name] = true })
 	for name, ours := range originalFlagNames {
 		if given[name] {
 			e.notes = append(e.notes, note{msg: "setting taken from the original addon-operator's name", args: []any{"flag", "--" + name, "ours", "--" + ours}})
@@ -135,19 +141,4 @@ func isOriginalOnly(name string) bool {
 		}
 	}
 	return false
-}
-
-// usage prints fs's flags but the original's, and says where those are.
-func usage(fs *flag.FlagSet) func() {
-	return func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
-		fs.VisitAll(func(f *flag.Flag) {
-			if isOriginalOnly(f.Name) {
-				return
-			}
-			fmt.Fprintf(out, "  -%s\n    \t%s\n", f.Name, f.Usage)
-		})
-		fmt.Fprintln(out, "The original addon-operator's flags and variables are accepted too (docs/operator.md, \"Settings\").")
-	}
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,138 +12,151 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/addonops/addon-operator/lifecycle"
 	"github.com/addonops/addon-operator/queue"
 )
 
-const debugUsage = `usage (each asks the running operator at its listen address):
-  addon-operator module list [-o table|json|yaml]
-  addon-operator module values NAME [-g] [-o yaml|json]   the module's values; -g adds global
-  addon-operator module config NAME [-g] [-o yaml|json]   the module's ConfigMap section; -g adds global
-  addon-operator module render NAME                       the module's chart rendered with its values
-  addon-operator global values [-o yaml|json]
-  addon-operator global config [-o yaml|json]
-  addon-operator queue list [-o table|json|yaml]
-  addon-operator hook list [-o table|json|yaml]
-The operator is found through ADDON_OPERATOR_LISTEN_ADDRESS (and ADDON_OPERATOR_LISTEN_PORT),
-as it was started with; --address overrides`
-
-// debugCmd is one debug subcommand: its endpoint, whether it takes a
-// module name, whether it prints the answer as it comes (a rendered chart)
-// and how it prints as a table (nil: never a table).
+// debugCmd is one command that asks the running operator: its endpoint,
+// whether it takes a module name, whether it prints the answer as it comes
+// (a rendered chart) and how it prints as a table (nil: never a table).
 type debugCmd struct {
-	path     string
-	needName bool
-	raw      bool
-	table    func(w io.Writer, body []byte) error
+	use, short, example string
+	path                string
+	needName            bool
+	raw                 bool
+	table               func(w io.Writer, body []byte) error
 }
 
-var debugCmds = map[string]debugCmd{
-	"module list":   {path: "/debug/modules", table: modulesTable},
-	"module values": {path: "/debug/modules/{name}/values", needName: true},
-	"module config": {path: "/debug/modules/{name}/config", needName: true},
-	"module render": {path: "/debug/modules/{name}/render", needName: true, raw: true},
-	"global values": {path: "/debug/global/values"},
-	"global config": {path: "/debug/global/config"},
-	"queue list":    {path: "/queue?format=json", table: queuesTable},
-	"hook list":     {path: "/debug/hooks", table: hooksTable},
+// debugGroups are the commands that read /debug and /queue of the running
+// operator, by group (docs/operator.md, "Settings and debug commands").
+var debugGroups = []struct {
+	use, short string
+	cmds       []debugCmd
+}{
+	{"module", "Inspect the modules of a running operator", []debugCmd{
+		{use: "list", short: "List the modules: order, enabled, state, directory", path: "/debug/modules", table: modulesTable,
+			example: "  addon-operator module list\n  addon-operator module list -o json"},
+		{use: "values NAME", short: "Print a module's values (-g adds the global ones)", path: "/debug/modules/{name}/values", needName: true,
+			example: "  addon-operator module values ingress-nginx -g"},
+		{use: "config NAME", short: "Print a module's ConfigMap section (-g adds the global one)", path: "/debug/modules/{name}/config", needName: true},
+		{use: "render NAME", short: "Print a module's chart rendered with its values", path: "/debug/modules/{name}/render", needName: true, raw: true},
+	}},
+	{"global", "Inspect the global values of a running operator", []debugCmd{
+		{use: "values", short: "Print the global values", path: "/debug/global/values"},
+		{use: "config", short: "Print the global ConfigMap section", path: "/debug/global/config"},
+	}},
+	{"queue", "Inspect the task queues of a running operator", []debugCmd{
+		{use: "list", short: "List the queues and their tasks", path: "/queue?format=json", table: queuesTable},
+	}},
+	{"hook", "Inspect the hooks of a running operator", []debugCmd{
+		{use: "list", short: "List the hooks and their bindings", path: "/debug/hooks", table: hooksTable},
+	}},
 }
 
-// debugCommand runs `module|global|queue|hook SUBCOMMAND [NAME]` against
-// the running operator.
-func debugCommand(group string, args []string, out io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New(debugUsage)
+// askOptions find the running operator: --address, or the listen address
+// settings it was started with.
+type askOptions struct {
+	listen  listenOptions
+	address string
+	e       env
+}
+
+func (o *askOptions) bind(fs *pflag.FlagSet) {
+	o.listen.bind(fs, &o.e)
+	fs.StringVar(&o.address, "address", "", "the operator's HTTP address, http://host:port (default: from the listen address settings; kubectl port-forward to reach a pod)")
+}
+
+func (o *askOptions) url() (base, how string, err error) {
+	if err := o.e.err(); err != nil {
+		return "", "", err
 	}
-	name := group + " " + args[0]
-	dc, ok := debugCmds[name]
-	if !ok {
-		return fmt.Errorf("unknown command %q\n%s", name, debugUsage)
+	return operatorURL(o.address, o.listen)
+}
+
+func newDebugCmds() []*cobra.Command {
+	var groups []*cobra.Command
+	for _, g := range debugGroups {
+		var subs []*cobra.Command
+		for _, dc := range g.cmds {
+			subs = append(subs, dc.command())
+		}
+		groups = append(groups, groupCmd(g.use, g.short, subs...))
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	e := &env{}
-	var listen listenOptions
-	listen.bind(fs, e)
-	address := fs.String("address", "", "the operator's HTTP address, http://host:port (default: from the listen address settings)")
-	formats := "json or yaml"
-	output := "yaml"
-	if dc.table != nil {
-		formats, output = "table, json or yaml", "table"
-	}
+	return groups
+}
+
+func (dc debugCmd) command() *cobra.Command {
+	var ask askOptions
+	var output string
 	var global bool
-	if !dc.raw {
-		fs.StringVar(&output, "o", output, "output: "+formats)
-		fs.StringVar(&output, "output", output, "the same as -o")
-		if dc.needName {
-			fs.BoolVar(&global, "g", false, "add the global section")
-			fs.BoolVar(&global, "global", false, "the same as -g")
-		}
+	formats := []string{"yaml", "json"}
+	if dc.table != nil {
+		formats = []string{"table", "json", "yaml"}
 	}
-	pos, err := parseInterspersed(fs, args[1:])
-	if err == nil {
-		err = errors.Join(e.errs...)
-	}
-	if err != nil {
-		return err
-	}
-	if output == "text" { // the original's name of table output
-		output = "table"
-	}
-	if valid := output == "json" || output == "yaml" || (output == "table" && dc.table != nil); !dc.raw && !valid {
-		return fmt.Errorf("-o %s: want %s", output, formats)
-	}
-	path := dc.path
+	args, argNames := exactArgs(0, ""), ""
 	if dc.needName {
-		if len(pos) != 1 {
-			return fmt.Errorf("usage: addon-operator %s NAME", name)
+		args, argNames = exactArgs(1, "NAME"), "NAME"
+	}
+	cmd := &cobra.Command{
+		Use:     dc.use,
+		Short:   dc.short,
+		Long:    dc.short + ".\n\nThe operator is found through ADDON_OPERATOR_LISTEN_ADDRESS (and ADDON_OPERATOR_LISTEN_PORT),\nas it was started with; --address overrides.",
+		Example: dc.example,
+		Args:    args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !dc.raw {
+				if err := checkOutput(&output, formats...); err != nil {
+					return err
+				}
+			}
+			path := dc.path
+			if argNames != "" {
+				path = strings.Replace(path, "{name}", url.PathEscape(args[0]), 1)
+				if global {
+					path += "?global=true"
+				}
+			}
+			base, how, err := ask.url()
+			if err != nil {
+				return err
+			}
+			body, err := askOperator(base, how, path)
+			if err != nil {
+				return err
+			}
+			return printAnswer(cmd.OutOrStdout(), dc, output, body)
+		},
+	}
+	ask.bind(cmd.Flags())
+	if !dc.raw {
+		outputFlag(cmd.Flags(), &output, formats...)
+		if dc.needName {
+			cmd.Flags().BoolVarP(&global, "global", "g", false, "add the global section")
 		}
-		path = strings.Replace(path, "{name}", url.PathEscape(pos[0]), 1)
-		if global {
-			path += "?global=true"
-		}
-	} else if len(pos) != 0 {
-		return fmt.Errorf("usage: addon-operator %s (takes no arguments)", name)
 	}
-	base, how, err := operatorURL(*address, listen)
-	if err != nil {
-		return err
-	}
-	body, err := askOperator(base, how, path)
-	if err != nil {
-		return err
-	}
+	return cmd
+}
+
+func printAnswer(out io.Writer, dc debugCmd, output string, body []byte) error {
 	switch {
 	case dc.raw:
-		_, err = out.Write(body)
+		_, err := out.Write(body)
+		return err
 	case output == "table":
-		err = dc.table(out, body)
+		return dc.table(out, body)
 	case output == "json":
-		err = writeJSON(out, body)
-	default:
-		var y []byte
-		if y, err = yaml.JSONToYAML(body); err == nil {
-			_, err = out.Write(y)
-		}
+		return writeJSON(out, body)
 	}
+	y, err := yaml.JSONToYAML(body)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(y)
 	return err
-}
-
-// parseInterspersed parses flags before, between and after positional
-// arguments (module values NAME -o json), which flag.Parse alone stops at.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }
 
 // operatorURL is where the running operator is asked: --address, or its

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/addonops/addon-operator/lifecycle"
@@ -112,7 +112,7 @@ type operatorOptions struct {
 	ParallelModules        int
 }
 
-func (o *operatorOptions) bind(fs *flag.FlagSet, e *env) {
+func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
 	modulesDir := e.str([]string{"MODULES_DIR", "ADDON_OPERATOR_MODULES_DIR"}, "")
 	fs.StringVar(&o.ModulesDir, "modules-dir", modulesDir, "modules directories, separated by ':' (env MODULES_DIR, ADDON_OPERATOR_MODULES_DIR; default /modules, or modules inside a git repository)")
 	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR", "ADDON_OPERATOR_GLOBAL_HOOKS_DIR"}, ""), "global hooks directory (env GLOBAL_HOOKS_DIR, ADDON_OPERATOR_GLOBAL_HOOKS_DIR; default /global-hooks, or global-hooks inside a git repository)")
@@ -144,7 +144,7 @@ const defaultListenPort = "9115"
 // there, so both read the same settings.
 type listenOptions struct{ Address, Port string }
 
-func (o *listenOptions) bind(fs *flag.FlagSet, e *env) {
+func (o *listenOptions) bind(fs *pflag.FlagSet, e *env) {
 	addr := e.str([]string{"ADDON_OPERATOR_LISTEN_ADDRESS", "ADDON_OPERATOR_PROMETHEUS_LISTEN_ADDRESS"}, "")
 	usage := "HTTP address for /metrics, /healthz, /readyz, /queue, /status and /debug: host:port, or a host with --prometheus-listen-port (env ADDON_OPERATOR_LISTEN_ADDRESS; default :" + defaultListenPort + ")"
 	fs.StringVar(&o.Address, "listen-address", addr, usage)
@@ -197,7 +197,7 @@ func (o listenOptions) url() (string, error) {
 // or the in-cluster config, optionally with another server address.
 type kubeOptions struct{ Config, Context, Server string }
 
-func (o *kubeOptions) bind(fs *flag.FlagSet, e *env) {
+func (o *kubeOptions) bind(fs *pflag.FlagSet, e *env) {
 	cfg := e.str([]string{"KUBECONFIG", "KUBE_CONFIG"}, "")
 	fs.StringVar(&o.Config, "kubeconfig", cfg, "kubeconfig file (env KUBECONFIG, KUBE_CONFIG; default: in-cluster config)")
 	fs.StringVar(&o.Config, "kube-config", cfg, "the original addon-operator's name of --kubeconfig")
@@ -236,7 +236,7 @@ type leaderOptions struct {
 	LeaseDuration time.Duration
 }
 
-func (o *leaderOptions) bind(fs *flag.FlagSet, e *env) {
+func (o *leaderOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.BoolVar(&o.Enabled, "leader-election", e.boolean("ADDON_OPERATOR_LEADER_ELECTION", false), "act only while holding a Lease, so replicas can stand by (env ADDON_OPERATOR_LEADER_ELECTION=true)")
 	fs.StringVar(&o.Name, "leader-election-lease", e.str([]string{"ADDON_OPERATOR_LEADER_ELECTION_LEASE"}, ""), "name of the Lease in the operator's namespace (env ADDON_OPERATOR_LEADER_ELECTION_LEASE; default: the values ConfigMap's name)")
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", e.duration("ADDON_OPERATOR_LEADER_ELECTION_LEASE_DURATION", 15*time.Second), "how long a leader that stopped renewing keeps the Lease (env ADDON_OPERATOR_LEADER_ELECTION_LEASE_DURATION)")
@@ -257,7 +257,7 @@ type logOptions struct {
 	NoTime      bool
 }
 
-func (o *logOptions) bind(fs *flag.FlagSet, e *env) {
+func (o *logOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.Level, "log-level", e.str([]string{"LOG_LEVEL", "RLOG_LOG_LEVEL"}, "info"), "debug, info, warn or error (env LOG_LEVEL, RLOG_LOG_LEVEL)")
 	fs.BoolFunc("debug", "the same as --log-level=debug", func(v string) error {
 		on, err := strconv.ParseBool(v)
@@ -293,12 +293,8 @@ func (o *logOptions) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log type %q: want json or text", o.Type)
 }
 
-func parse(fs *flag.FlagSet, e *env, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	return errors.Join(e.errs...)
-}
+// err is every bad environment value, reported once flags are parsed.
+func (e *env) err() error { return errors.Join(e.errs...) }
 
 // gitOptions are the git source's settings (design.md, GIT_*).
 type gitOptions struct {
@@ -318,7 +314,7 @@ type gitOptions struct {
 	MaxFiles                     int
 }
 
-func (o *gitOptions) bind(fs *flag.FlagSet, e *env) {
+func (o *gitOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.URL, "git-url", e.str([]string{"GIT_URL"}, ""), "git repository URL: https, ssh, git@host:path, file:// or a local path (env GIT_URL; empty: no-git mode)")
 	fs.StringVar(&o.Ref, "git-ref", e.str([]string{"GIT_REF"}, ""), "branch, tag, full ref or commit SHA (env GIT_REF; default: the remote's HEAD)")
 	fs.DurationVar(&o.PollInterval, "git-poll-interval", e.duration("GIT_POLL_INTERVAL", time.Minute), "poll interval (env GIT_POLL_INTERVAL)")

@@ -2,8 +2,8 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"runtime"
 	"slices"
 	"strings"
@@ -240,7 +240,7 @@ func TestParallelModulesSetting(t *testing.T) {
 		t.Setenv("ADDON_OPERATOR_PARALLEL_MODULES", tc.env)
 		var e env
 		var o operatorOptions
-		o.bind(flag.NewFlagSet("start", flag.ContinueOnError), &e)
+		o.bind(pflag.NewFlagSet("start", pflag.ContinueOnError), &e)
 		if bad := len(e.errs) > 0; bad != tc.bad || (!bad && o.ParallelModules != tc.want) {
 			t.Errorf("ADDON_OPERATOR_PARALLEL_MODULES=%q: %d, %v", tc.env, o.ParallelModules, e.errs)
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/addonops/addon-operator/gitsync"
@@ -40,7 +41,7 @@ type previewOptions struct {
 	VerifyKeysDir string
 }
 
-func (o *previewOptions) bind(fs *flag.FlagSet, e *env) {
+func (o *previewOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.Repo, "repo", e.str([]string{"GIT_URL"}, "."), "repository to read refs from (env GIT_URL; default: the current directory)")
 	fs.StringVar(&o.WorkTree, "work-tree", "", "the working copy rendered when no ref is given (default: --repo when it is a local directory, else the current directory)")
 	fs.StringVar(&o.ModulesDir, "modules-dir", e.str([]string{"MODULES_DIR", "ADDON_OPERATOR_MODULES_DIR"}, "modules"), "modules directories, separated by ':', inside the repository; for the working copy also absolute directories anywhere (env MODULES_DIR)")
@@ -200,18 +201,71 @@ func (o *previewOptions) workingCopy() (root, modulesDirs, globalHooksDir string
 	return root, strings.Join(dirs, string(filepath.ListSeparator)), globalHooksDir, nil
 }
 
-func renderCommand(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+// renderCommand runs `render` on args.
+func renderCommand(args []string, out io.Writer) error { return run(newRenderCmd(), args, out) }
+
+// diffCommand runs `diff` on args.
+func diffCommand(args []string, out io.Writer) error { return run(newDiffCmd(), args, out) }
+
+func newRenderCmd() *cobra.Command {
 	e := &env{}
 	var po previewOptions
-	po.bind(fs, e)
-	ref := fs.String("ref", "", "branch, tag, full ref or commit to render (default: the working copy, see --work-tree)")
-	if err := parse(fs, e, args); err != nil {
-		return err
+	var ref string
+	cmd := &cobra.Command{
+		Use:   "render",
+		Short: "Print the manifests a ref (or the working copy) would install, running none of its code",
+		Long: `Print the manifests a ref, or the working copy, would install, module by module.
+
+Nothing from the previewed tree runs unless --exec-hooks is given: no hook --config, no
+enabled script (docs/security.md, "Previews").`,
+		Example: `  addon-operator render                          # the working copy of the current directory
+  addon-operator render --ref refs/pull/42/head --values values.yaml`,
+		Args: exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := e.err(); err != nil {
+				return err
+			}
+			return render(cmd.OutOrStdout(), &po, ref)
+		},
 	}
+	po.bind(cmd.Flags(), e)
+	cmd.Flags().StringVar(&ref, "ref", "", "branch, tag, full ref or commit to render (default: the working copy, see --work-tree)")
+	return cmd
+}
+
+func newDiffCmd() *cobra.Command {
+	e := &env{}
+	var po previewOptions
+	var from, to string
+	cmd := &cobra.Command{
+		Use:   "diff --from REF [--to REF]",
+		Short: "Show what changes between two refs (or a ref and the working copy), running none of their code",
+		Long: `Show the modules added, removed and changed between two refs, or a ref and the working
+copy, with a unified diff of their manifests. Exits 0 without differences, 1 with, and 2
+when the comparison fails, as diff(1) does.`,
+		Example: `  addon-operator diff --from main --to refs/pull/42/head
+  addon-operator diff --from main                # the working copy against main`,
+		Args: exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := e.err(); err != nil {
+				return err
+			}
+			if from == "" {
+				return usageError{errors.New("usage: addon-operator diff --from REF [--to REF]")}
+			}
+			return diff(cmd.OutOrStdout(), &po, from, to)
+		},
+	}
+	po.bind(cmd.Flags(), e)
+	cmd.Flags().StringVar(&from, "from", "", "the ref before (required)")
+	cmd.Flags().StringVar(&to, "to", "", "the ref after (default: the working copy, see --work-tree)")
+	return cmd
+}
+
+func render(out io.Writer, po *previewOptions, ref string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	p, err := po.render(ctx, *ref)
+	p, err := po.render(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -225,30 +279,18 @@ func renderCommand(args []string, out io.Writer) error {
 	return nil
 }
 
-func diffCommand(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	e := &env{}
-	var po previewOptions
-	po.bind(fs, e)
-	from := fs.String("from", "", "the ref before (required)")
-	to := fs.String("to", "", "the ref after (default: the working copy, see --work-tree)")
-	if err := parse(fs, e, args); err != nil {
-		return err
-	}
-	if *from == "" {
-		return errors.New("usage: addon-operator diff --from REF [--to REF]")
-	}
+func diff(out io.Writer, po *previewOptions, from, to string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	before, err := po.render(ctx, *from)
+	before, err := po.render(ctx, from)
 	if err != nil {
-		return fmt.Errorf("--from %s: %w", *from, err)
+		return fmt.Errorf("--from %s: %w", from, err)
 	}
-	after, err := po.render(ctx, *to)
+	after, err := po.render(ctx, to)
 	if err != nil {
-		return fmt.Errorf("--to %s: %w", *to, err)
+		return fmt.Errorf("--to %s: %w", to, err)
 	}
-	toName := *to
+	toName := to
 	if toName == "" {
 		toName = "working copy"
 	}
@@ -268,7 +310,7 @@ func diffCommand(args []string, out io.Writer) error {
 		}
 	}
 	if len(added)+len(removed)+len(changed) == 0 {
-		fmt.Fprintf(out, "no differences between %s and %s\n", *from, toName)
+		fmt.Fprintf(out, "no differences between %s and %s\n", from, toName)
 		return nil
 	}
 	for _, l := range []struct {
@@ -282,7 +324,7 @@ func diffCommand(args []string, out io.Writer) error {
 	for _, m := range append(append(slices.Clone(added), removed...), changed...) {
 		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 			A: difflib.SplitLines(before.Manifests[m]), B: difflib.SplitLines(after.Manifests[m]),
-			FromFile: m + "@" + *from, ToFile: m + "@" + toName, Context: 3,
+			FromFile: m + "@" + from, ToFile: m + "@" + toName, Context: 3,
 		})
 		if err != nil {
 			return err

@@ -4,16 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/kube"
@@ -51,85 +51,73 @@ func relayWebhook(ctx context.Context, cm *kube.ConfigMap, logger *slog.Logger) 
 	}
 }
 
-const sourceUsage = `usage:
-  addon-operator source set-ref REF   set the ref the operator follows (write '' to go back to GIT_REF)
-  addon-operator source confirm-purge COMMIT
-                                      let that revision purge more modules than ADDON_OPERATOR_PURGE_LIMIT allows
-  addon-operator source status        show the desired ref, the running revision and recent revisions`
-
-func sourceCommand(args []string) error {
-	if len(args) == 0 {
-		return errors.New(sourceUsage)
-	}
-	switch args[0] {
-	case "set-ref":
-		return setRef(args[1:])
-	case "confirm-purge":
-		return confirmPurge(args[1:])
-	case "status":
-		return sourceStatus(args[1:], os.Stdout)
-	}
-	return fmt.Errorf("unknown source command %q\n%s", args[0], sourceUsage)
+func newSourceCmd() *cobra.Command {
+	return groupCmd("source", "Show or change the git source of a running operator",
+		sourceEditCmd("set-ref REF", "Set the ref the operator follows ('' goes back to GIT_REF)",
+			"  addon-operator source set-ref v1.2.0     # roll back by pinning a tag\n  addon-operator source set-ref ''         # follow GIT_REF again",
+			setRef),
+		sourceEditCmd("confirm-purge COMMIT", "Let that revision purge more modules than ADDON_OPERATOR_PURGE_LIMIT allows",
+			"  addon-operator source confirm-purge 3f2c…   # the full SHA that /status names in purgeError",
+			confirmPurge),
+		newSourceStatusCmd(),
+	)
 }
 
-func setRef(args []string) error {
-	cm, ref, err := sourceArg("set-ref REF", args)
-	if err != nil {
-		return err
+// sourceEditCmd is a source subcommand that writes one key of the source
+// ConfigMap: it finds the ConfigMap through the operator's settings.
+func sourceEditCmd(use, short, example string, edit func(w io.Writer, cm *kube.ConfigMap, arg string) error) *cobra.Command {
+	e := &env{}
+	var op operatorOptions
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    exactArgs(1, strings.Fields(use)[1]),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := e.err(); err != nil {
+				return err
+			}
+			cfg, err := restConfig(op.Kube)
+			if err != nil {
+				return err
+			}
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			return edit(cmd.OutOrStdout(), kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix), args[0])
+		},
 	}
+	op.bind(cmd.Flags(), e)
+	return cmd
+}
+
+func setRef(w io.Writer, cm *kube.ConfigMap, ref string) error {
 	if err := updateSource(cm, sourceRefKey, ref); err != nil {
 		return err
 	}
 	if ref == "" {
-		fmt.Printf("ConfigMap %s: ref removed; the operator follows GIT_REF again\n", cm.Name())
+		fmt.Fprintf(w, "ConfigMap %s: ref removed; the operator follows GIT_REF again\n", cm.Name())
 	} else {
-		fmt.Printf("ConfigMap %s: ref = %s; the operator syncs to it now\n", cm.Name(), ref)
+		fmt.Fprintf(w, "ConfigMap %s: ref = %s; the operator syncs to it now\n", cm.Name(), ref)
 	}
 	return nil
 }
 
 // confirmPurge lets one commit purge more modules than
 // ADDON_OPERATOR_PURGE_LIMIT allows (docs/operator.md, "Purge guard").
-func confirmPurge(args []string) error {
-	cm, commit, err := sourceArg("confirm-purge COMMIT", args)
-	if err != nil {
-		return err
-	}
+func confirmPurge(w io.Writer, cm *kube.ConfigMap, commit string) error {
 	if !shaRe.MatchString(commit) {
 		return fmt.Errorf("confirm-purge: %q is not a full commit SHA (see treeError or purgeError in /status)", commit)
 	}
 	if err := updateSource(cm, sourceConfirmPurgeKey, commit); err != nil {
 		return err
 	}
-	fmt.Printf("ConfigMap %s: confirmPurge = %s; that revision may now purge its removed modules\n", cm.Name(), commit)
+	fmt.Fprintf(w, "ConfigMap %s: confirmPurge = %s; that revision may now purge its removed modules\n", cm.Name(), commit)
 	return nil
 }
 
 var shaRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
-
-// sourceArg parses a source subcommand's settings and its one argument,
-// and returns the source ConfigMap.
-func sourceArg(usage string, args []string) (*kube.ConfigMap, string, error) {
-	fs := flag.NewFlagSet("source "+strings.Fields(usage)[0], flag.ContinueOnError)
-	e := &env{}
-	var op operatorOptions
-	op.bind(fs, e)
-	if err := parse(fs, e, args); err != nil {
-		return nil, "", err
-	}
-	if fs.NArg() != 1 {
-		return nil, "", errors.New("usage: addon-operator source " + usage)
-	}
-	cfg, err := restConfig(op.Kube)
-	if err != nil {
-		return nil, "", err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	return kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix), fs.Arg(0), nil
-}
 
 // updateSource sets key in the source ConfigMap ("" removes it).
 func updateSource(cm *kube.ConfigMap, key, value string) error {
@@ -146,19 +134,40 @@ func updateSource(cm *kube.ConfigMap, key, value string) error {
 	return err
 }
 
-// sourceStatus asks the running operator, found through the listen
-// address it was started with (or --address), for /status.
+// sourceStatus runs `source status` on args.
 func sourceStatus(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("source status", flag.ContinueOnError)
-	e := &env{}
-	var listen listenOptions
-	listen.bind(fs, e)
-	addr := fs.String("address", "", "the operator's HTTP address, http://host:port (default: from the listen address settings; kubectl port-forward to reach a pod)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, e, args); err != nil {
-		return err
+	return run(newSourceStatusCmd(), args, out)
+}
+
+func newSourceStatusCmd() *cobra.Command {
+	var ask askOptions
+	var output string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Show the desired ref, the running revision and recent revisions",
+		Example: "  addon-operator source status\n  addon-operator source status -o json --address http://127.0.0.1:9115",
+		Args:    exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				output = "json"
+			}
+			if err := checkOutput(&output, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			return showSource(cmd.OutOrStdout(), ask, output)
+		},
 	}
-	base, how, err := operatorURL(*addr, listen)
+	ask.bind(cmd.Flags())
+	outputFlag(cmd.Flags(), &output, "table", "json", "yaml")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as -o json")
+	_ = cmd.Flags().MarkHidden("json")
+	return cmd
+}
+
+// showSource prints the source part of the operator's /status.
+func showSource(out io.Writer, ask askOptions, output string) error {
+	base, how, err := ask.url()
 	if err != nil {
 		return err
 	}
@@ -176,10 +185,18 @@ func sourceStatus(args []string, out io.Writer) error {
 	if st.Source == nil {
 		return errors.New("the operator runs without git (no GIT_URL)")
 	}
-	if *asJSON {
+	switch output {
+	case "json":
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(st.Source)
+	case "yaml":
+		y, err := yaml.Marshal(st.Source)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(y)
+		return err
 	}
 	s := st.Source
 	ref := s.DesiredRef

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -35,21 +37,66 @@ type startOptions struct {
 	notes []note
 }
 
-func parseStart(args []string) (*startOptions, error) {
-	fs := flag.NewFlagSet("start", flag.ContinueOnError)
-	e := &env{}
-	var o startOptions
+// newStartCmd is `start`, bound to o; e collects the environment's errors
+// and notes.
+func newStartCmd(o *startOptions, e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run the operator (the default command)",
+		Long: `Run the operator: follow GIT_URL at GIT_REF (or read MODULES_DIR and GLOBAL_HOOKS_DIR
+from disk without GIT_URL), run the modules' hooks and install their charts into the
+cluster of KUBECONFIG, or the cluster the pod runs in.
+
+Every flag has an environment fallback named in its help; the flag wins. The original
+addon-operator's flags and variables are accepted too (docs/operator.md, "Settings").`,
+		Example: `  # the cluster of ~/.kube/config, modules from a repository's main branch
+  addon-operator start --git-url https://git.example.com/platform/modules.git --git-ref main
+
+  # modules from directories on disk, a kubeconfig and context of your choice
+  addon-operator start --modules-dir ./modules --global-hooks-dir ./global-hooks \
+    --kubeconfig ~/.kube/dev --kube-context dev`,
+		Args: exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.finish(cmd.Flags(), e); err != nil {
+				return err
+			}
+			return start(o)
+		},
+	}
+	o.bind(cmd.Flags(), e)
+	return cmd
+}
+
+func (o *startOptions) bind(fs *pflag.FlagSet, e *env) {
 	o.op.bind(fs, e)
 	o.lg.bind(fs, e)
 	o.gt.bind(fs, e)
 	o.le.bind(fs, e)
 	bindOriginal(fs, e)
-	fs.Usage = usage(fs)
-	if err := parse(fs, e, args); err != nil {
-		return nil, err
+}
+
+// finish reports the environment's errors, once flags are parsed, and
+// notes the original's settings given.
+func (o *startOptions) finish(fs *pflag.FlagSet, e *env) error {
+	if err := errors.Join(e.errs...); err != nil {
+		return err
 	}
 	originalNotes(fs, e)
 	o.notes = e.notes
+	return nil
+}
+
+// parseStart parses start's command line as `start` does.
+func parseStart(args []string) (*startOptions, error) {
+	var o startOptions
+	e := &env{}
+	cmd := newStartCmd(&o, e)
+	if err := cmd.ParseFlags(singleDashLongFlags(cmd, args)); err != nil {
+		return nil, err
+	}
+	if err := o.finish(cmd.Flags(), e); err != nil {
+		return nil, err
+	}
 	return &o, nil
 }
 
@@ -68,11 +115,7 @@ type startup struct {
 	waiting       waitingFor
 }
 
-func start(args []string) error {
-	o, err := parseStart(args)
-	if err != nil {
-		return err
-	}
+func start(o *startOptions) error {
 	logger, listenAddress, err := setUp(o)
 	if err != nil {
 		return err
