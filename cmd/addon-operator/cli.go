@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -179,7 +180,7 @@ func groupCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
 		Short: short,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q for %q (commands: %s)", args[0], cmd.CommandPath(), subNames(cmd))}
+				return usageError{fmt.Errorf("unknown command %q (commands of %s: %s)", cmd.Name()+" "+args[0], cmd.CommandPath(), subNames(cmd))}
 			}
 			return nil
 		},
@@ -218,5 +219,12 @@ func checkOutput(output *string, formats ...string) error {
 			return nil
 		}
 	}
-	return usageError{fmt.Errorf("-o %s: want %s", *output, strings.Join(formats, ", "))}
+	var want []string
+	for _, f := range []string{"table", "json", "yaml"} {
+		if slices.Contains(formats, f) {
+			want = append(want, f)
+		}
+	}
+	last := len(want) - 1
+	return usageError{fmt.Errorf("-o %s: want %s or %s", *output, strings.Join(want[:last], ", "), want[last])}
 }

@@ -88,9 +88,9 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"bogus"}, `unknown command "bogus"`},
 		{[]string{"module"}, "needs a command: config, list, render, values"},
-		{[]string{"module", "bogus"}, `unknown command "bogus" for "addon-operator module"`},
+		{[]string{"module", "bogus"}, `unknown command "module bogus" (commands of addon-operator module: config, list, render, values)`},
 		{[]string{"module", "values"}, "usage: addon-operator module values NAME"},
-		{[]string{"module", "list", "-o", "xml"}, "-o xml: want table, json, yaml"},
+		{[]string{"module", "list", "-o", "xml"}, "-o xml: want table, json or yaml"},
 		{[]string{"start", "--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"start", "extra"}, "takes no arguments"},
 		{[]string{"diff"}, "usage: addon-operator diff --from REF"},

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,4 +230,66 @@ func TestRestartSkipsRefusedRevision(t *testing.T) {
 		t.Fatalf("the operator exited: %v", second.err)
 	default:
 	}
+}
+
+// Restarted with a checkout on disk while the git server accepts
+// connections and never answers: the revision on disk runs at once,
+// without waiting on the remote at all (docs/git.md), and the hung sync is
+// reported once it times out.
+func TestRestartWithGitHanging(t *testing.T) {
+	ns := namespace(t, "git-hang")
+	root := t.TempDir()
+	repo := newRepo(t, root)
+	c1 := commitFiles(t, repo, "alpha 1", alphaOn("1"))
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	checkout := filepath.Join(t.TempDir(), "checkout")
+	env := []string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main",
+		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + checkout, "GIT_TIMEOUT=3s"}
+	first := startOperator(t, env...)
+	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
+	first.stop(15 * time.Second)
+
+	// the same address now accepts and holds every connection silently
+	u, _ := url.Parse(srv.URL("addons"))
+	srv.Stop()
+	hang, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hang.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+
+	start := time.Now()
+	second := startOperator(t, env...)
+	eventually(t, "converged on the revision on disk", func() bool {
+		code, _ := get(second.addr, "/readyz")
+		return code == http.StatusOK && status(t, second.addr)["revision"] == c1
+	})
+	// before, start-up waited 5 s for the remote before it used the disk
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("ready on the revision on disk after %s", took)
+	}
+	eventually(t, "the hung sync reported", func() bool {
+		src, _ := status(t, second.addr)["source"].(map[string]any)
+		e, _ := src["lastError"].(string)
+		return e != ""
+	})
 }
