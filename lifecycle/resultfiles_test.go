@@ -85,3 +85,26 @@ func (e *env) errors() string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestConfigFromSiblingFile: a hook whose --config prints a file beside it
+// gets the schedule a later revision adds to that file alone, and the
+// schedule runs (docs/operator.md, "How hooks run").
+func TestConfigFromSiblingFile(t *testing.T) {
+	hook := "#!/usr/bin/env bash\n" +
+		`if [ "${1:-}" = "--config" ]; then cat "$(dirname "$0")/config.json"; exit 0; fi` + "\n" +
+		`jq -cn --arg hook h --slurpfile ctx "$BINDING_CONTEXT_PATH" '{hook:$hook, ctx:$ctx[0]}' >> "$RECORD_FILE"` + "\n"
+	files := func(config string) map[string]string {
+		return merged(map[string]string{
+			"modules/values.yaml":                 "alphaEnabled: true\n",
+			"modules/001-alpha/hooks/h.sh":        hook,
+			"modules/001-alpha/hooks/config.json": config,
+		}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
+	}
+	e := setup(t, files(`{"configVersion":"v1","beforeHelm":1}`), nil)
+	e.commit = "0000000000000000000000000000000000000000"
+	e.start()
+	e.waitReady()
+	e.op.TreeChanged(e.checked("1111111111111111111111111111111111111111",
+		files(`{"configVersion":"v1","beforeHelm":1,"schedule":[{"name":"tick","crontab":"*/1 * * * * *"}]}`)))
+	e.eventually("the schedule from config.json to run", func() bool { return countHook(e.readRecords(), "h", "tick") >= 1 })
+}
