@@ -151,7 +151,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, files *hookFiles) (hookResult, error) {
 	var res hookResult
 	readPatch := func(path, what string) (values.Patch, error) {
-		b, err := os.ReadFile(path)
+		b, err := readResultFile(hookName, what, path)
 		if err != nil {
 			return nil, err
 		}
@@ -243,7 +243,7 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 	if err != nil {
 		return false, fmt.Errorf("module %s: enabled script: %w", m.Name, err)
 	}
-	result, err := os.ReadFile(files.enabledResult)
+	result, err := readResultFile(m.Name+" enabled script", "MODULE_ENABLED_RESULT", files.enabledResult)
 	if err != nil {
 		return false, err
 	}
@@ -259,6 +259,18 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 		return false, nil
 	}
 	return false, fmt.Errorf("module %s: enabled script: MODULE_ENABLED_RESULT: want true or false, got %q", m.Name, answer)
+}
+
+// readResultFile reads a file a hook hands back (what names the variable
+// that gave the hook its path), bounded and without following a link or
+// blocking on a FIFO the hook put in its place (docs/security.md,
+// "Limits"); the error fails the run and names the hook and the variable.
+func readResultFile(hook, what, path string) ([]byte, error) {
+	b, err := executor.ReadResultFile(path, executor.MaxResultFile)
+	if err != nil {
+		return nil, fmt.Errorf("hook %s: %s: %w", hook, what, err)
+	}
+	return b, nil
 }
 
 func (c *core) enabledList() []string {

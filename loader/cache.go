@@ -5,34 +5,42 @@ import (
 	"sync"
 )
 
-// configCache holds hook configs by Hook.Key (module, name in the tree and
-// content hash), so a new checkout of a tree reuses the configs of its
-// unchanged hooks. It keeps only what recent loads used: the last load
+// configCache holds hook configs by configKey (module, name in the tree,
+// the hook's content hash and the hash of the directory its --config may
+// read), so a new checkout of a tree reuses the configs of its unchanged
+// hooks. It keeps only what recent loads used: the last load
 // that succeeded (its tree is the one running), the last load that
 // finished (a candidate, which may have failed and be fixed next) and the
 // loads still in flight. Configs of hooks no longer in any of those trees
 // go, so a stream of changing trees does not grow the cache for ever.
 type configCache struct {
 	mu      sync.Mutex
-	entries map[string]*HookConfig
-	lastOK  map[string]*HookConfig
-	last    map[string]*HookConfig
+	entries map[string]cachedConfig
+	lastOK  map[string]cachedConfig
+	last    map[string]cachedConfig
 	running map[*cacheUse]bool
 	runs    int
 }
 
+// cachedConfig is a hook's parsed config and the hash of the --config
+// output it came from.
+type cachedConfig struct {
+	cfg  *HookConfig
+	hash string
+}
+
 // cacheUse is what one load took from the cache or added to it.
 type cacheUse struct {
-	used map[string]*HookConfig // guarded by configCache.mu
+	used map[string]cachedConfig // guarded by configCache.mu
 }
 
 func newConfigCache() *configCache {
-	return &configCache{entries: map[string]*HookConfig{}, running: map[*cacheUse]bool{}}
+	return &configCache{entries: map[string]cachedConfig{}, running: map[*cacheUse]bool{}}
 }
 
 // begin starts a load's use of the cache.
 func (c *configCache) begin() *cacheUse {
-	u := &cacheUse{used: map[string]*HookConfig{}}
+	u := &cacheUse{used: map[string]cachedConfig{}}
 	c.mu.Lock()
 	c.running[u] = true
 	c.mu.Unlock()
@@ -40,7 +48,7 @@ func (c *configCache) begin() *cacheUse {
 }
 
 // get returns the cached config; a miss counts as a --config run.
-func (c *configCache) get(u *cacheUse, key string) (*HookConfig, bool) {
+func (c *configCache) get(u *cacheUse, key string) (cachedConfig, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cfg, ok := c.entries[key]
@@ -52,7 +60,7 @@ func (c *configCache) get(u *cacheUse, key string) (*HookConfig, bool) {
 	return cfg, ok
 }
 
-func (c *configCache) put(u *cacheUse, key string, cfg *HookConfig) {
+func (c *configCache) put(u *cacheUse, key string, cfg cachedConfig) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries[key] = cfg
@@ -69,7 +77,7 @@ func (c *configCache) end(u *cacheUse, ok bool) {
 	if ok {
 		c.lastOK = u.used
 	}
-	kept := make(map[string]*HookConfig, len(c.lastOK)+len(c.last))
+	kept := make(map[string]cachedConfig, len(c.lastOK)+len(c.last))
 	maps.Copy(kept, c.lastOK)
 	maps.Copy(kept, c.last)
 	for r := range c.running {

@@ -169,8 +169,8 @@ func TestWithoutHookConfigs(t *testing.T) {
 func TestConfigCacheInFlight(t *testing.T) {
 	c := newConfigCache()
 	first, second := c.begin(), c.begin()
-	c.put(first, "a", &HookConfig{})
-	c.put(second, "b", &HookConfig{})
+	c.put(first, "a", cachedConfig{cfg: &HookConfig{}})
+	c.put(second, "b", cachedConfig{cfg: &HookConfig{}})
 	c.end(first, true)
 	probe := c.begin()
 	if _, ok := c.get(probe, "b"); !ok {
@@ -179,11 +179,69 @@ func TestConfigCacheInFlight(t *testing.T) {
 	c.end(probe, false)
 	c.end(second, false)
 	third := c.begin()
-	c.put(third, "c", &HookConfig{})
+	c.put(third, "c", cachedConfig{cfg: &HookConfig{}})
 	c.end(third, true)
 	// the last success and the last load are third: the configs of first,
 	// of the failed second and of the probe go
 	if n := c.len(); n != 1 {
 		t.Fatalf("cache holds %d configs, want 1", n)
+	}
+}
+
+// TestHookConfigReadsSiblingFile: a hook whose --config prints a file
+// beside it gets its new config, and a new key, when only that file
+// changes; a change elsewhere in its directory runs --config again but
+// keeps the key when the config is the same.
+func TestHookConfigReadsSiblingFile(t *testing.T) {
+	const hook = "#!/bin/sh\nif [ \"$1\" = --config ]; then cat \"$(dirname \"$0\")/config.json\"; fi\n"
+	tests := []struct {
+		name, hookDir, other string
+		global               bool
+	}{
+		{name: "module hook", hookDir: "modules/001-one/hooks", other: "modules/001-one/templates/cm.yaml"},
+		{name: "global hook", hookDir: "global-hooks/lib", other: "global-hooks/README.md", global: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tree := t.TempDir()
+			writeFile(t, filepath.Join(tree, "modules/values.yaml"), "{}", 0o644)
+			writeFile(t, filepath.Join(tree, tt.hookDir, "h.sh"), hook, 0o755)
+			config := filepath.Join(tree, tt.hookDir, "config.json")
+			writeFile(t, config, `{"configVersion": "v1", "onStartup": 1}`, 0o644)
+			writeFile(t, filepath.Join(tree, tt.other), "a", 0o644)
+			l := New(WithLogger(quietLogger()))
+			hookOf := func() *Hook {
+				t.Helper()
+				m, err := load(t, l, tree)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.global {
+					return m.Global.Hooks[0]
+				}
+				return m.Module("one").Hooks[0]
+			}
+			first := hookOf()
+			if len(first.Config.Schedules) != 0 {
+				t.Fatalf("schedules: %+v", first.Config.Schedules)
+			}
+			writeFile(t, config, `{"configVersion": "v1", "onStartup": 1, "schedule": [{"crontab": "0 * * * * *"}]}`, 0o644)
+			second := hookOf()
+			if len(second.Config.Schedules) != 1 {
+				t.Fatalf("the changed config.json was not read: schedules %+v", second.Config.Schedules)
+			}
+			if second.Key() == first.Key() {
+				t.Fatal("the hook's key did not change with its config")
+			}
+			runs := l.configs.runCount()
+			writeFile(t, filepath.Join(tree, tt.other), "b", 0o644)
+			third := hookOf()
+			if l.configs.runCount() != runs+1 {
+				t.Fatalf("--config runs = %d, want %d", l.configs.runCount(), runs+1)
+			}
+			if third.Key() != second.Key() {
+				t.Fatal("the same config made a new key")
+			}
+		})
 	}
 }

@@ -2,6 +2,8 @@ package loader
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 
@@ -37,14 +39,30 @@ func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) er
 }
 
 // hookConfig is one hook's config: from the cache, or from running it with
-// --config, its output bounded.
+// --config, its output bounded. It also completes the hook's Hash with the
+// config, so a config that changed changes the hook's key.
 func (l *Loader) hookConfig(ctx context.Context, use *cacheUse, h *Hook) (*HookConfig, error) {
-	// by the hook's key, not its absolute path, so a new git revision (a
-	// new directory) reuses the configs of unchanged hooks
-	cacheKey := h.Key()
-	if cfg, ok := l.configs.get(use, cacheKey); ok {
-		return cfg, nil
+	// by the hook's place and contents, not its absolute path, so a new git
+	// revision (a new directory) reuses the configs of unchanged hooks; and
+	// with the hash of every file its --config may read (its module's
+	// directory, or the global hooks directory), so a hook that prints a
+	// sibling file runs again when that file changes
+	cacheKey := h.Module + "\x00" + h.Name + "\x00" + h.Hash + "\x00" + h.scope
+	c, ok := l.configs.get(use, cacheKey)
+	if !ok {
+		var err error
+		if c, err = l.runConfig(ctx, h); err != nil {
+			return nil, err
+		}
+		l.configs.put(use, cacheKey, c)
 	}
+	sum := sha256.Sum256([]byte(h.Hash + "\x00" + c.hash))
+	h.Hash = hex.EncodeToString(sum[:])
+	return c.cfg, nil
+}
+
+// runConfig runs the hook with --config and parses what it printed.
+func (l *Loader) runConfig(ctx context.Context, h *Hook) (cachedConfig, error) {
 	out, err := executor.Run(ctx, executor.Command{
 		Path:          h.Path,
 		Args:          []string{"--config"},
@@ -59,15 +77,15 @@ func (l *Loader) hookConfig(ctx context.Context, use *cacheUse, h *Hook) (*HookC
 		Logger:      l.logger.With("hook", h.Name, "phase", "config"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("run with --config: %w", err)
+		return cachedConfig{}, fmt.Errorf("run with --config: %w", err)
 	}
 	if len(out) > l.maxConfig {
-		return nil, fmt.Errorf("--config printed more than %d bytes, over the limit for a hook config (refused rather than cut)", l.maxConfig)
+		return cachedConfig{}, fmt.Errorf("--config printed more than %d bytes, over the limit for a hook config (refused rather than cut)", l.maxConfig)
 	}
 	cfg, err := ParseHookConfig(out, h.Module == "")
 	if err != nil {
-		return nil, fmt.Errorf("hook config: %w", err)
+		return cachedConfig{}, fmt.Errorf("hook config: %w", err)
 	}
-	l.configs.put(use, cacheKey, cfg)
-	return cfg, nil
+	sum := sha256.Sum256(out)
+	return cachedConfig{cfg: cfg, hash: hex.EncodeToString(sum[:])}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"strconv"
 
@@ -23,8 +24,14 @@ func loadGlobal(modules []dir, global dir) (*Global, error) {
 		if g.Schemas, err = readSchemas(global); err != nil {
 			return nil, err
 		}
-		if err := hashTree(h, global); err != nil {
+		// the directory alone is what the hooks' --config may read
+		scope := sha256.New()
+		if err := hashTree(io.MultiWriter(h, scope), global); err != nil {
 			return nil, err
+		}
+		sum := hex.EncodeToString(scope.Sum(nil))
+		for _, hook := range g.Hooks {
+			hook.scope = sum
 		}
 	}
 	for i, d := range modules {

@@ -137,8 +137,10 @@ func TestHookConfigCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.configs.runCount() != first+1 {
-		t.Fatalf("config runs = %d, want %d (only the changed hook)", l.configs.runCount(), first+1)
+	// the global hooks' --config may read each other's files: both run
+	// again, the modules' hooks do not
+	if l.configs.runCount() != first+len(m.Global.Hooks) {
+		t.Fatalf("config runs = %d, want %d (only the changed directory's hooks)", l.configs.runCount(), first+len(m.Global.Hooks))
 	}
 	if o, _ := m.Global.Hooks[1].Config.Order(AfterAll); o != 7 {
 		t.Fatalf("changed hook's config not re-read: %v", o)

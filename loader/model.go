@@ -71,12 +71,18 @@ type Hook struct {
 	WorkingDir string
 	// Config is nil only from a Loader made WithHookConfigs(false).
 	Config *HookConfig
-	Hash   string
+	// Hash covers the hook's file and, once its --config ran, what that
+	// printed: a hook whose file or config changed gets a new one.
+	Hash string
+	// scope is the hash of what its --config may read: its module's
+	// directory, or the global hooks directory.
+	scope string
 }
 
 // Key identifies a hook across trees: its module, its name in the tree and
-// its content hash. A new checkout of the tree (a new directory) keeps the
-// keys of its unchanged hooks, and a hook whose file changed gets a new one.
+// its Hash. A new checkout of the tree (a new directory) keeps the keys of
+// its unchanged hooks, and a hook whose file or config changed gets a new
+// one, so its bindings are made again.
 func (h *Hook) Key() string {
 	return h.Module + "\x00" + h.Name + "\x00" + h.Hash
 }

@@ -81,6 +81,9 @@ func loadModule(modules dir, e moduleEntry) (*Module, error) {
 		return nil, err
 	}
 	mod.Hash = hex.EncodeToString(h.Sum(nil))
+	for _, hook := range mod.Hooks {
+		hook.scope = mod.Hash
+	}
 	return mod, nil
 }
 

@@ -50,7 +50,9 @@ func readSchemas(parent dir) (*values.Schemas, error) {
 	if err != nil {
 		return nil, err
 	}
-	return values.LoadSchemas(d.abs, c, v)
+	// a $ref may name a file beneath openapi/, read as the schemas are:
+	// beneath the tree's root and within the file size limit
+	return values.LoadSchemasWithRefs(d.abs, d.readFile, c, v)
 }
 
 // commonValues reads the values.yaml of every modules directory into one

@@ -41,9 +41,17 @@ type Schemas struct {
 
 // LoadSchemas compiles a section's schemas from the contents of
 // openapi/config-values.yaml and openapi/values.yaml (nil when the file is
-// absent). dir names the openapi directory in errors.
+// absent). dir names the openapi directory in errors. Only fragment
+// $refs (#/definitions/...) resolve; see LoadSchemasWithRefs.
 func LoadSchemas(dir string, configYAML, valuesYAML []byte) (*Schemas, error) {
+	return LoadSchemasWithRefs(dir, nil, configYAML, valuesYAML)
+}
+
+// LoadSchemasWithRefs is LoadSchemas where a $ref may also name a file
+// beneath the openapi directory, which refs reads (nil: none may).
+func LoadSchemasWithRefs(dir string, refs RefReader, configYAML, valuesYAML []byte) (*Schemas, error) {
 	out := &Schemas{}
+	c := func(src, file string, raw map[string]any) (*Schema, error) { return compile(src, file, raw, refs) }
 	var configRaw map[string]any
 	if configYAML != nil {
 		src := dir + "/" + ConfigSchemaFile
@@ -55,7 +63,7 @@ func LoadSchemas(dir string, configYAML, valuesYAML []byte) (*Schemas, error) {
 		delete(configRaw, "x-extend")
 		cfg := deepCopy(configRaw).(map[string]any)
 		stripHelmRequired(cfg)
-		if out.Config, err = compile(src, cfg); err != nil {
+		if out.Config, err = c(src, src, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -77,10 +85,10 @@ func LoadSchemas(dir string, configYAML, valuesYAML []byte) (*Schemas, error) {
 	liftHelmRequired(helm)
 	vals := deepCopy(raw).(map[string]any)
 	stripHelmRequired(vals)
-	if out.Values, err = compile(src, vals); err != nil {
+	if out.Values, err = c(src, src, vals); err != nil {
 		return nil, err
 	}
-	if out.Helm, err = compile(src+" (before Helm)", helm); err != nil {
+	if out.Helm, err = c(src+" (before Helm)", src, helm); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -201,8 +209,13 @@ func closeObjects(root map[string]any) {
 	})
 }
 
-func compile(src string, raw map[string]any) (*Schema, error) {
+// compile compiles one schema; src names it in errors, file is the schema
+// file its relative $refs resolve against.
+func compile(src, file string, raw map[string]any, refs RefReader) (*Schema, error) {
 	closeObjects(raw)
+	if err := checkRefs(src, ".", raw); err != nil {
+		return nil, err
+	}
 	j, err := json.Marshal(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
@@ -211,8 +224,8 @@ func compile(src string, raw map[string]any) (*Schema, error) {
 	if err := json.Unmarshal(j, &s); err != nil {
 		return nil, fmt.Errorf("%s: not an OpenAPI schema: %w", src, err)
 	}
-	if err := spec.ExpandSchema(&s, &s, nil); err != nil {
-		return nil, fmt.Errorf("%s: resolve $ref: %w", src, err)
+	if err := expand(src, file, &s, j, refs); err != nil {
+		return nil, err
 	}
 	sch := &Schema{source: src, raw: raw, spec: &s, validators: map[string]*validate.SchemaValidator{}}
 	if _, err := sch.validator("schema"); err != nil {

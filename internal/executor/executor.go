@@ -18,6 +18,11 @@ var ErrTimeout = errors.New("timed out")
 // DefaultOutputLimit is Command.OutputLimit when it is zero.
 const DefaultOutputLimit = 64 << 10
 
+// DefaultLineLimit is Command.LineLimit when it is zero: with
+// DefaultOutputLimit, one run logs at most ~128 MiB per stream in the
+// worst case, and far less for ordinary lines (docs/security.md, "Limits").
+const DefaultLineLimit = 1000
+
 // Command is one process to run.
 type Command struct {
 	Path string
@@ -36,6 +41,9 @@ type Command struct {
 	// "… N bytes dropped …" marker between them. Zero means
 	// DefaultOutputLimit.
 	OutputLimit int
+	// LineLimit bounds how many lines of each stream one run logs; the
+	// rest are counted in one last record. Zero means DefaultLineLimit.
+	LineLimit int
 }
 
 // stderrTail is how much of the end of stderr an error carries.
@@ -75,7 +83,11 @@ func Run(ctx context.Context, c Command) ([]byte, error) {
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
-	out, err := newStreams(logger, c.CaptureStdout, limit)
+	maxLines := c.LineLimit
+	if maxLines <= 0 {
+		maxLines = DefaultLineLimit
+	}
+	out, err := newStreams(logger, c.CaptureStdout, limit, maxLines)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ type streams struct {
 	done             sync.WaitGroup
 }
 
-func newStreams(logger *slog.Logger, capture bool, limit int) (*streams, error) {
+func newStreams(logger *slog.Logger, capture bool, limit, maxLines int) (*streams, error) {
 	s := &streams{logger: logger, errTail: &headTail{tailMax: stderrTail}}
 	var err error
 	if s.stdoutR, s.stdoutW, err = os.Pipe(); err != nil {
@@ -41,13 +41,13 @@ func newStreams(logger *slog.Logger, capture bool, limit int) (*streams, error) 
 		s.abort()
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	s.stderrLog = newLineLogger(logger, "stderr", limit)
+	s.stderrLog = newLineLogger(logger, "stderr", limit, maxLines)
 	s.stderr = io.MultiWriter(s.stderrLog, s.errTail)
 	if capture {
 		s.capture = &headTail{headMax: limit, tailMax: limit}
 		s.stdout = s.capture
 	} else {
-		s.stdoutLog = newLineLogger(logger, "stdout", limit)
+		s.stdoutLog = newLineLogger(logger, "stdout", limit, maxLines)
 		s.stdout = s.stdoutLog
 	}
 	return s, nil
@@ -118,16 +118,21 @@ func (s *streams) stderrTail() string {
 }
 
 // lineLogger logs each complete line it is written, each bounded by a
-// headTail so a hook that never prints a newline cannot fill memory.
+// headTail so a hook that never prints a newline cannot fill memory, and
+// at most maxLines of them, so a hook that prints without end cannot fill
+// the operator's log; the lines past that are counted.
 type lineLogger struct {
-	mu     sync.Mutex
-	logger *slog.Logger
-	stream string
-	line   headTail
+	mu       sync.Mutex
+	logger   *slog.Logger
+	stream   string
+	line     headTail
+	maxLines int
+	logged   int
+	dropped  int64
 }
 
-func newLineLogger(l *slog.Logger, stream string, limit int) *lineLogger {
-	return &lineLogger{logger: l, stream: stream, line: headTail{headMax: limit, tailMax: limit}}
+func newLineLogger(l *slog.Logger, stream string, limit, maxLines int) *lineLogger {
+	return &lineLogger{logger: l, stream: stream, line: headTail{headMax: limit, tailMax: limit}, maxLines: maxLines}
 }
 
 func (w *lineLogger) Write(p []byte) (int, error) {
@@ -154,6 +159,11 @@ func (w *lineLogger) emit() {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
+	if w.logged >= w.maxLines {
+		w.dropped++
+		return
+	}
+	w.logged++
 	if dropped > 0 {
 		w.logger.Info(string(line), "output", w.stream, "droppedBytes", dropped)
 		return
@@ -161,11 +171,15 @@ func (w *lineLogger) emit() {
 	w.logger.Info(string(line), "output", w.stream)
 }
 
-// Flush logs a last line that had no newline.
+// Flush logs a last line that had no newline, and how many lines were
+// over the bound.
 func (w *lineLogger) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.emit()
+	if w.dropped > 0 {
+		w.logger.Warn("hook output over the line limit was not logged", "output", w.stream, "droppedLines", w.dropped, "lineLimit", w.maxLines)
+	}
 }
 
 // headTail keeps the first headMax and the last tailMax bytes written and

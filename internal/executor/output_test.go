@@ -115,3 +115,44 @@ func TestHeadTail(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputLineLimit: a run logs at most its line limit of each stream,
+// then one record that counts the rest.
+func TestOutputLineLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		lines     int
+		limit     int
+		wantLines int
+		dropped   string
+	}{
+		{name: "under the default", lines: 10, wantLines: 10},
+		{name: "over the default", lines: 5000, wantLines: DefaultLineLimit, dropped: "droppedLines=4000 lineLimit=1000"},
+		{name: "over a set limit", lines: 50, limit: 20, wantLines: 20, dropped: "droppedLines=30 lineLimit=20"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			hook := script(t, fmt.Sprintf("seq %d; seq %d >&2", tt.lines, tt.lines))
+			if _, err := Run(t.Context(), Command{Path: hook, Logger: logger, LineLimit: tt.limit}); err != nil {
+				t.Fatal(err)
+			}
+			for _, stream := range []string{"stdout", "stderr"} {
+				var lines int
+				var summary string
+				for _, l := range strings.Split(logs.String(), "\n") {
+					switch {
+					case strings.Contains(l, "level=INFO") && strings.Contains(l, "output="+stream):
+						lines++
+					case strings.Contains(l, "droppedLines") && strings.Contains(l, "output="+stream):
+						summary = l
+					}
+				}
+				if lines != tt.wantLines || !strings.Contains(summary, tt.dropped) || tt.dropped == "" && summary != "" {
+					t.Errorf("%s: %d lines logged and %q, want %d and %q", stream, lines, summary, tt.wantLines, tt.dropped)
+				}
+			}
+		})
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,7 +79,11 @@ func subreaper() {
 	if os.Getenv("REAP") == "true" {
 		go ReapOrphans(ctx, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	}
-	if err := runOrphanHooks(ctx, hookRounds); err != nil {
+	// children a library starts and waits for, meanwhile: the reaper
+	// must leave them to their Wait
+	libErr := make(chan error, 1)
+	go func() { libErr <- runLibraryChildren(hookRounds * len(orphanHooks)) }()
+	if err := errors.Join(runOrphanHooks(ctx, hookRounds), <-libErr); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -125,6 +131,46 @@ func runOrphanHooks(ctx context.Context, rounds int) error {
 		all = append(all, err)
 	}
 	return errors.Join(all...)
+}
+
+// runLibraryChildren starts n children with os/exec, as client-go starts
+// an exec credential plugin, each waited for only after it has exited
+// (and the reaper has been signalled); each Wait must see its exit status.
+func runLibraryChildren(n int) error {
+	var errs []error
+	for range n {
+		cmd := exec.Command("sh", "-c", "exit 7")
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+		var exit *exec.ExitError
+		if err := cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 7 {
+			errs = append(errs, fmt.Errorf("a library's child: Wait = %v, want exit status 7", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TestOwnChildren: both ways of listing children see the same ones.
+func TestOwnChildren(t *testing.T) {
+	var pids []int
+	for range 3 {
+		cmd := exec.Command("sleep", "5")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		pids = append(pids, cmd.Process.Pid)
+	}
+	fromTasks, fromStat := ownChildren(), childrenFromStat()
+	slices.Sort(fromTasks)
+	slices.Sort(fromStat)
+	for _, pid := range pids {
+		if !slices.Contains(fromTasks, pid) || !slices.Contains(fromStat, pid) {
+			t.Fatalf("child %d: from tasks %v, from stat %v", pid, fromTasks, fromStat)
+		}
+	}
 }
 
 // children counts the processes whose parent is ppid, and the zombies
