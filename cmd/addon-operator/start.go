@@ -107,7 +107,10 @@ func start(args []string) error {
 		}
 	}
 
-	helm, err := kube.NewHelm(restConfig, op.Namespace, logger)
+	// releases and CRDs are this instance's: its namespace and ConfigMap
+	// (docs/security.md, "Ownership")
+	instance := kube.InstanceID(op.Namespace, op.ConfigMap)
+	helm, err := kube.NewHelm(restConfig, op.Namespace, logger, kube.WithInstance(instance), kube.WithLeaseDuration(o.le.LeaseDuration))
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,7 @@ func start(args []string) error {
 	if err != nil {
 		return err
 	}
-	crds, err := kube.NewCRDs(restConfig)
+	crds, err := kube.NewCRDs(restConfig, kube.WithInstance(instance))
 	if err != nil {
 		return err
 	}
