@@ -116,6 +116,22 @@ func (h *Helm) last(name string) (*release.Release, bool, error) {
 	return rel, true, nil
 }
 
+// claimable is last for a write that may take a release over: one that
+// the snapshot shows unlabelled for an instance (ours of an earlier
+// version, or the original's) is read again, since another instance may
+// have claimed it since the list.
+func (h *Helm) claimable(name string) (*release.Release, bool, error) {
+	rel, exists, err := h.last(name)
+	if err != nil || !exists {
+		return rel, exists, err
+	}
+	if o := h.ownerOf(rel); o == ownedLegacy || o == ownedByOriginal {
+		h.invalidate()
+		return h.last(name)
+	}
+	return rel, exists, nil
+}
+
 // Purge removes a release whose module is gone, only when it carries our
 // label and this instance's: the original addon-operator's releases,
 // unlabelled ones of an earlier version, other instances' and other
@@ -137,7 +153,7 @@ func (h *Helm) Purge(ctx context.Context, name string) (bool, error) {
 // whether there was one; a release of that name that another tool or
 // instance owns is an error and is left alone.
 func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
-	_, exists, err := h.last(name)
+	_, exists, err := h.claimable(name)
 	if err != nil || !exists {
 		return false, err
 	}

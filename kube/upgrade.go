@@ -51,7 +51,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	last, exists, err := h.last(r.Name)
+	last, exists, err := h.claimable(r.Name)
 	if err != nil {
 		return Result{}, err
 	}
