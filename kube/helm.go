@@ -39,7 +39,7 @@ const LabelOriginalChecksum = "moduleChecksum"
 
 // ErrNotOurs says a release of that name exists but another tool, or
 // another instance of this operator, owns it.
-var ErrNotOurs = errors.New("release exists and is not managed by this addon-operator; refusing to touch it")
+var ErrNotOurs = errors.New("release exists and is not managed by addon-operator; refusing to touch it")
 
 // Helm installs, upgrades and removes module releases with helm.sh/helm/v3
 // as a library, in one namespace.
