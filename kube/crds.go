@@ -31,27 +31,34 @@ const crdDir = "crds"
 // directory, as the original addon-operator does before a module runs:
 // created when missing, updated when their spec, labels or annotations
 // differ, left alone otherwise. Helm is told to skip them.
+//
+// Each CRD carries the module's and the instance's labels; one that exists
+// without them is not ours and is never updated (see owns).
 type CRDs struct {
 	client apiextensions.Interface
 	// maxFile bounds each file read.
-	maxFile int64
+	maxFile  int64
+	instance string
 }
 
-// NewCRDs returns a CRD applier for the cluster.
-func NewCRDs(cfg *rest.Config) (*CRDs, error) {
+// NewCRDs returns a CRD applier for the cluster; WithInstance names the
+// operator instance (its namespace and ConfigMap) the CRDs are labelled
+// with.
+func NewCRDs(cfg *rest.Config, opts ...Option) (*CRDs, error) {
 	c, err := apiextensions.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &CRDs{client: c, maxFile: 4 << 20}, nil
+	o := newOptions("", opts)
+	return &CRDs{client: c, maxFile: 4 << 20, instance: o.instance}, nil
 }
 
-// Ensure applies every CRD under moduleDir/crds: files ending in .yaml,
-// except those whose name starts with "doc-" or "_" (the original's
-// default filter), each holding one or more YAML documents. It returns
-// how many CRDs it created or updated, once the API server serves them.
-// Reads stay inside moduleDir.
-func (c *CRDs) Ensure(ctx context.Context, moduleDir string) (int, error) {
+// Ensure applies every CRD under moduleDir/crds of the module: files
+// ending in .yaml, except those whose name starts with "doc-" or "_" (the
+// original's default filter), each holding one or more YAML documents. It
+// returns how many CRDs it created or updated, once the API server serves
+// them. Reads stay inside moduleDir.
+func (c *CRDs) Ensure(ctx context.Context, module, moduleDir string) (int, error) {
 	root, err := os.OpenRoot(moduleDir)
 	if err != nil {
 		return 0, err
@@ -77,7 +84,7 @@ func (c *CRDs) Ensure(ctx context.Context, moduleDir string) (int, error) {
 	var written []string
 	var errs []error
 	for _, f := range files {
-		names, err := c.ensureFile(ctx, root, f)
+		names, err := c.ensureFile(ctx, module, root, f)
 		written = append(written, names...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f, err))
@@ -117,7 +124,7 @@ func (c *CRDs) established(ctx context.Context, names []string) error {
 }
 
 // ensureFile applies the CRDs of one file; it returns the names of those it wrote.
-func (c *CRDs) ensureFile(ctx context.Context, root *os.Root, name string) ([]string, error) {
+func (c *CRDs) ensureFile(ctx context.Context, module string, root *os.Root, name string) ([]string, error) {
 	f, err := root.Open(name)
 	if err != nil {
 		return nil, err
@@ -147,7 +154,7 @@ func (c *CRDs) ensureFile(ctx context.Context, root *os.Root, name string) ([]st
 		if crd.APIVersion != apiextensionsv1.SchemeGroupVersion.String() || crd.Kind != "CustomResourceDefinition" {
 			return written, fmt.Errorf("document %d: %s %s is not an apiextensions.k8s.io/v1 CustomResourceDefinition", doc, crd.APIVersion, crd.Kind)
 		}
-		ok, err := c.apply(ctx, &crd)
+		ok, err := c.apply(ctx, module, &crd)
 		if err != nil {
 			return written, fmt.Errorf("CRD %s: %w", crd.Name, err)
 		}
@@ -157,10 +164,12 @@ func (c *CRDs) ensureFile(ctx context.Context, root *os.Root, name string) ([]st
 	}
 }
 
-// apply creates the CRD or updates the one in the cluster when it differs;
-// it reports whether it wrote.
-func (c *CRDs) apply(ctx context.Context, want *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+// apply creates the CRD or updates the one in the cluster when it differs
+// and is the module's; it reports whether it wrote.
+func (c *CRDs) apply(ctx context.Context, module string, want *apiextensionsv1.CustomResourceDefinition) (bool, error) {
 	api := c.client.ApiextensionsV1().CustomResourceDefinitions()
+	want = want.DeepCopy()
+	want.Labels = mergeStrings(want.Labels, map[string]string{LabelManagedBy: ManagedByValue, LabelInstance: c.instance, LabelModule: module})
 	wrote := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
@@ -172,6 +181,9 @@ func (c *CRDs) apply(ctx context.Context, want *apiextensionsv1.CustomResourceDe
 			return err
 		}
 		if err != nil {
+			return err
+		}
+		if err := c.owns(module, have); err != nil {
 			return err
 		}
 		next := have.DeepCopy()
@@ -203,4 +215,28 @@ func mergeStrings(have, want map[string]string) map[string]string {
 	}
 	maps.Copy(out, want)
 	return out
+}
+
+// ErrCRDNotOurs says a CRD of that name exists and this module may not
+// update it.
+var ErrCRDNotOurs = errors.New("not updated")
+
+// owns says whether the module may update the CRD in the cluster: one it
+// labelled itself, or one the original addon-operator applied (heritage
+// label, taken over). A CRD of another tool, another module or another
+// operator instance is left alone (docs/security.md, "Ownership").
+func (c *CRDs) owns(module string, have *apiextensionsv1.CustomResourceDefinition) error {
+	l := have.Labels
+	switch {
+	case l[LabelModule] == module && l[LabelInstance] == c.instance && l[LabelManagedBy] == ManagedByValue:
+		return nil
+	case l[LabelManagedBy] == ManagedByValue && l[LabelInstance] != c.instance:
+		return fmt.Errorf("belongs to operator instance %q (label %s), this is %q: %w", l[LabelInstance], LabelInstance, c.instance, ErrCRDNotOurs)
+	case l[LabelManagedBy] == ManagedByValue && l[LabelModule] != "":
+		return fmt.Errorf("modules %s and %s both ship it; it belongs to %s (label %s): %w", l[LabelModule], module, l[LabelModule], LabelModule, ErrCRDNotOurs)
+	case l[LabelHeritage] == HeritageValue && l[LabelModule] == "":
+		return nil // the original addon-operator's: ours from now on
+	}
+	return fmt.Errorf("exists and is not ours (no %s=%s label); to let module %s manage it, label it: kubectl label crd %s %s=%s %s=%s %s=%s: %w",
+		LabelModule, module, module, have.Name, LabelManagedBy, ManagedByValue, LabelInstance, c.instance, LabelModule, module, ErrCRDNotOurs)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -12,11 +13,18 @@ import (
 )
 
 // repair clears what would make an upgrade fail: a pending revision (left
-// by a crash mid-operation) is deleted from storage; a release whose every
-// revision failed (a failed first install) is uninstalled.
+// by a crash mid-operation) is deleted from storage once it is older than
+// the Helm timeout plus the lease duration; a release whose every revision
+// failed (a failed first install) is uninstalled.
 func (h *Helm) repair(ctx context.Context, last *release.Release) (*release.Release, bool, error) {
 	name := last.Name
 	if last.Info.Status.IsPending() {
+		// a leader that lost its Lease may still be writing a young one
+		// (docs/operator.md, "Leader election"): the task is retried
+		if age := h.now().Sub(pendingSince(last)); age < h.pending {
+			return nil, false, fmt.Errorf("release %s: revision %d is %s, started %s ago: another operator may still be writing it; it is cleared once %s old",
+				name, last.Version, last.Info.Status, age.Round(time.Second), h.pending)
+		}
 		h.logger.Warn("release stuck in a pending state; clearing that revision", "module", name, "status", last.Info.Status, "revision", last.Version)
 		h.invalidate()
 		if _, err := h.cfg.Releases.Delete(name, last.Version); err != nil {
@@ -74,4 +82,13 @@ func (h *Helm) AbsentResources(ctx context.Context, name string) ([]string, erro
 		return nil, err
 	}
 	return h.absent(rel)
+}
+
+// pendingSince is when a pending revision was written: Helm stamps
+// LastDeployed when it creates the record.
+func pendingSince(rel *release.Release) time.Time {
+	if rel.Info == nil {
+		return time.Time{}
+	}
+	return rel.Info.LastDeployed.Time
 }

@@ -37,13 +37,9 @@ const (
 // adopted (docs/operator.md, "Taking over from addon-operator").
 const LabelOriginalChecksum = "moduleChecksum"
 
-// ErrNotOurs says a release of that name exists but another tool owns it.
+// ErrNotOurs says a release of that name exists but another tool, or
+// another instance of this operator, owns it.
 var ErrNotOurs = errors.New("release exists and is not managed by addon-operator; refusing to touch it")
-
-// owned: a release of ours, or one the original addon-operator wrote.
-func owned(rel *release.Release) bool {
-	return rel.Labels[LabelManagedBy] == ManagedByValue || rel.Labels[LabelOriginalChecksum] != ""
-}
 
 // Helm installs, upgrades and removes module releases with helm.sh/helm/v3
 // as a library, in one namespace.
@@ -52,6 +48,8 @@ type Helm struct {
 	getter    *restGetter
 	namespace string
 	logger    *slog.Logger
+	instance  string        // the instance ID on our releases (LabelInstance)
+	pending   time.Duration // a younger pending revision is left alone (repair)
 
 	prepMu   sync.Mutex
 	prepared bool // see actionConfig
@@ -72,7 +70,8 @@ type Helm struct {
 const snapshotTTL = 30 * time.Second
 
 // NewHelm returns a Helm client for the namespace.
-func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger) (*Helm, error) {
+func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opts ...Option) (*Helm, error) {
+	o := newOptions(namespace, opts)
 	getter, err := newRESTGetter(restConfig, namespace)
 	if err != nil {
 		return nil, err
@@ -87,11 +86,13 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger) (*H
 	if kc, ok := cfg.KubeClient.(*helmkube.Client); ok {
 		kc.Namespace = namespace
 	}
-	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, charts: map[string]*chart.Chart{}, latest: map[string]*release.Release{}, now: time.Now}, nil
+	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, charts: map[string]*chart.Chart{}, latest: map[string]*release.Release{}, now: time.Now,
+		instance: o.instance, pending: o.pendingGrace}, nil
 }
 
 // last returns the release's latest record, whether it exists, and
-// ErrNotOurs when it exists and is neither ours nor the original's.
+// ErrNotOurs when it exists and this instance may not touch it: another
+// tool's, or another instance's.
 func (h *Helm) last(name string) (*release.Release, bool, error) {
 	h.mu.Lock()
 	rel, cached := h.latest[name]
@@ -109,19 +110,36 @@ func (h *Helm) last(name string) (*release.Release, bool, error) {
 	} else if !cached {
 		return nil, false, nil
 	}
-	if !owned(rel) {
-		return rel, true, fmt.Errorf("release %s/%s: %w", h.namespace, name, ErrNotOurs)
+	if o := h.ownerOf(rel); o == ownedByOther || o == ownedByInstance {
+		return rel, true, h.notOurs(rel)
 	}
 	return rel, true, nil
 }
 
+// claimable is last for a write that may take a release over: one that
+// the snapshot shows unlabelled for an instance (ours of an earlier
+// version, or the original's) is read again, since another instance may
+// have claimed it since the list.
+func (h *Helm) claimable(name string) (*release.Release, bool, error) {
+	rel, exists, err := h.last(name)
+	if err != nil || !exists {
+		return rel, exists, err
+	}
+	if o := h.ownerOf(rel); o == ownedLegacy || o == ownedByOriginal {
+		h.invalidate()
+		return h.last(name)
+	}
+	return rel, exists, nil
+}
+
 // Purge removes a release whose module is gone, only when it carries our
-// label: the original addon-operator's releases and other tools' are left
-// alone. It reports whether it removed one.
+// label and this instance's: the original addon-operator's releases,
+// unlabelled ones of an earlier version, other instances' and other
+// tools' are left alone. It reports whether it removed one.
 func (h *Helm) Purge(ctx context.Context, name string) (bool, error) {
 	rel, exists, err := h.last(name)
-	if errors.Is(err, ErrNotOurs) || (exists && rel.Labels[LabelManagedBy] != ManagedByValue) {
-		h.logger.Info("release of a removed module left alone: not labelled as ours", "module", name)
+	if errors.Is(err, ErrNotOurs) || (exists && h.ownerOf(rel) != ownedByUs) {
+		h.logger.Info("release of a removed module left alone: not labelled as this instance's", "module", name, "instance", h.instance)
 		return false, nil
 	}
 	if err != nil || !exists {
@@ -130,11 +148,12 @@ func (h *Helm) Purge(ctx context.Context, name string) (bool, error) {
 	return h.uninstall(ctx, name)
 }
 
-// Uninstall removes a module's release, ours or the original
-// addon-operator's. It reports whether there was one; a release of that
-// name that another tool owns is an error and is left alone.
+// Uninstall removes a module's release: this instance's, an unlabelled one
+// of an earlier version, or the original addon-operator's. It reports
+// whether there was one; a release of that name that another tool or
+// instance owns is an error and is left alone.
 func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
-	_, exists, err := h.last(name)
+	_, exists, err := h.claimable(name)
 	if err != nil || !exists {
 		return false, err
 	}
@@ -172,8 +191,8 @@ func (h *Helm) invalidate() {
 	h.mu.Unlock()
 }
 
-// Has reports whether a release of that name exists that is ours or the
-// original addon-operator's.
+// Has reports whether a release of that name exists that this instance
+// may delete (see Uninstall).
 func (h *Helm) Has(ctx context.Context, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -185,11 +204,12 @@ func (h *Helm) Has(ctx context.Context, name string) (bool, error) {
 	return exists, err
 }
 
-// Releases lists the names of the releases of ours in the namespace. It
-// reads every release record in one list and keeps the newest of each as
-// the snapshot later calls use, so a module run costs no further reads.
-// Releases of the original addon-operator are not listed: they are never
-// purged, only adopted or deleted by the module of their name.
+// Releases lists the names of this instance's releases in the namespace.
+// It reads every release record in one list and keeps the newest of each
+// as the snapshot later calls use, so a module run costs no further reads.
+// Releases of the original addon-operator, of an earlier version without
+// the instance label, and of other instances are not listed: they are
+// never purged, only adopted or deleted by the module of their name.
 func (h *Helm) Releases(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -207,7 +227,7 @@ func (h *Helm) Releases(ctx context.Context) ([]string, error) {
 	}
 	var names []string
 	for name, r := range latest {
-		if r.Labels[LabelManagedBy] == ManagedByValue {
+		if h.ownerOf(r) == ownedByUs {
 			names = append(names, name)
 		}
 	}

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/itchyny/gojq"
@@ -50,10 +51,18 @@ func plainJSON(b []byte) jqInput {
 	return jqInput{v: v, err: err}
 }
 
+// Bounds on one jqFilter run over one object (docs/security.md, "Limits"):
+// a filter is the tree's code running in the operator's process.
+const (
+	jqTimeout    = 5 * time.Second
+	jqMaxResults = 1000    // values the filter emits
+	jqMaxOutput  = 1 << 20 // bytes of its result as JSON
+)
+
 // runJq applies a compiled filter to plain JSON values; several results
-// become a list.
+// become a list. A filter past a bound fails with an error saying which.
 func runJq(code *gojq.Code, v any) (any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), jqTimeout)
 	defer cancel()
 	iter := code.RunWithContext(ctx, v)
 	var results []any
@@ -65,10 +74,21 @@ func runJq(code *gojq.Code, v any) (any, error) {
 		if err, isErr := r.(error); isErr {
 			return nil, err
 		}
+		if len(results) == jqMaxResults {
+			return nil, fmt.Errorf("jqFilter: more than %d results", jqMaxResults)
+		}
 		results = append(results, r)
 	}
+	var out any = results
 	if len(results) == 1 {
-		return results[0], nil
+		out = results[0]
 	}
-	return results, nil
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("jqFilter: result: %w", err)
+	}
+	if len(b) > jqMaxOutput {
+		return nil, fmt.Errorf("jqFilter: result of %d bytes, more than %d", len(b), jqMaxOutput)
+	}
+	return out, nil
 }

@@ -27,13 +27,19 @@ import (
 
 var (
 	restCfg *rest.Config
-	client  kubernetes.Interface
-	nsSeq   atomic.Int64
+	// kubeconfigPath is restCfg as a file, for child processes
+	kubeconfigPath string
+	client         kubernetes.Interface
+	nsSeq          atomic.Int64
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fenceChildEnv) != "" {
+		os.Exit(fenceChild())
+	}
 	os.Exit(testenv.Main(m, func(cp *testenv.ControlPlane) {
 		restCfg = cp.Config
+		kubeconfigPath = cp.KubeconfigPath
 		client = kubernetes.NewForConfigOrDie(restCfg)
 	}))
 }

@@ -67,11 +67,14 @@ func NewLeader(client kubernetes.Interface, opts LeaderOptions) (*Leader, error)
 }
 
 // Run waits for the Lease, then calls run with a context that ends when
-// ctx does or the Lease is lost. The Lease is released only after run has
-// returned, so a successor never acts while this process still does (hooks
-// being killed, a Helm call finishing). It returns nil when ctx ended
-// before this process led, ErrLeadershipLost when the Lease was lost while
-// run ran, and run's own error otherwise.
+// ctx does or the Lease is lost. When ctx ends, the Lease is released only
+// after run has returned, so a successor never acts while this process
+// still does (hooks being killed, a Helm call finishing). When the Lease
+// is lost, a successor may already act: Run returns ErrLeadershipLost
+// after a short grace (lostGrace) whether run returned or not, and the
+// caller must end the process at once, which stops what run still does
+// (a Helm install or upgrade does not stop on its context). It returns nil
+// when ctx ended before this process led, and run's own error otherwise.
 func (l *Leader) Run(ctx context.Context, run func(context.Context) error) error {
 	// the election outlives ctx until run has stopped: cancelling it is
 	// what releases the Lease
@@ -123,9 +126,37 @@ func (l *Leader) Run(ctx context.Context, run func(context.Context) error) error
 	}
 	runCtx, cancel := context.WithCancel(leadCtx)
 	stopOnCtx := context.AfterFunc(ctx, cancel)
-	err = run(runCtx)
-	stopOnCtx()
-	cancel()
+	defer stopOnCtx()
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- run(runCtx) }()
+	select {
+	case err = <-runDone:
+	case <-leadCtx.Done():
+		if ctx.Err() != nil {
+			err = <-runDone // stopping: see ctx.Done below
+			break
+		}
+		// Lost: a successor may act from now on. Work that stops on its
+		// context (hooks are killed) has a moment to; a Helm write does
+		// not stop, so the caller must end the process, which is the fence
+		// (docs/operator.md, "Leader election").
+		timer := time.NewTimer(l.lostGrace())
+		select {
+		case <-runDone:
+		case <-timer.C:
+			l.opts.Logger.Error("work still running after the lease was lost; the process must end now", "lease", l.opts.Name)
+		}
+		timer.Stop()
+		stopElection()
+		<-electionDone
+		l.opts.Logger.Error("leader lease lost; stopping, so that only its holder acts on the cluster", "lease", l.opts.Name)
+		return ErrLeadershipLost
+	case <-ctx.Done():
+		// stopping: the work ends first (a Helm write finishes), then the
+		// Lease is released
+		err = <-runDone
+	}
 	lost := leadCtx.Err() != nil && ctx.Err() == nil
 	stopElection()
 	<-electionDone
@@ -135,6 +166,11 @@ func (l *Leader) Run(ctx context.Context, run func(context.Context) error) error
 	}
 	return err
 }
+
+// lostGrace is how long Run waits for the work once the Lease is lost:
+// 1/15 of the lease duration (1 s by default), half a retry period, well
+// before a successor that saw the Lease expire acts.
+func (l *Leader) lostGrace() time.Duration { return l.opts.LeaseDuration / 15 }
 
 // Leading says whether this process holds the Lease now.
 func (l *Leader) Leading() bool { return l.leading.Load() }

@@ -43,8 +43,10 @@ type sharedWatch struct {
 
 	// deliver is held while the store changes and the members are told,
 	// so a member that joins sees the store once and then every later
-	// change, in order. mu guards the store itself and is not held while
-	// members are told, so a handler may read snapshots.
+	// change, in order; only its holder writes the store, and may read it
+	// without mu. mu guards the store against readers: it is held only to
+	// write, never while filters run or members are told, so a handler
+	// may read snapshots and a slow jqFilter stalls no reader.
 	deliver sync.Mutex
 	mu      sync.Mutex
 	records map[string]*record // by namespace/name
@@ -177,8 +179,12 @@ func (sw *sharedWatch) join(mb *member) {
 		sw.mu.Unlock()
 		return
 	}
+	recs := sw.sorted()
+	sw.mu.Unlock()
+	// the filters run without mu (as in put): only deliver's holder writes
+	// the store
 	var notes []note
-	for _, rec := range sw.sorted() {
+	for _, rec := range recs {
 		if !mb.sees(rec.name) {
 			continue
 		}
@@ -186,11 +192,13 @@ func (sw *sharedWatch) join(mb *member) {
 		if mb.jq != nil {
 			in = sw.inputOf(rec.body)
 		}
-		res := mb.filter(in)
-		rec.set(mb.slot, res)
-		mb.count++
-		notes = append(notes, note{mb, change{typ: loader.EventAdded, rec: rec, result: res}})
+		notes = append(notes, note{mb, change{typ: loader.EventAdded, rec: rec, result: mb.filter(in)}})
 	}
+	sw.mu.Lock()
+	for _, n := range notes {
+		n.c.rec.set(mb.slot, n.c.result)
+	}
+	mb.count += len(notes)
 	sw.mu.Unlock()
 	tell(notes)
 	trySend(mb.ready, nil)

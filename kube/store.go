@@ -25,14 +25,12 @@ func (sw *sharedWatch) observe(typ string, obj any) error {
 	}
 	sw.deliver.Lock()
 	defer sw.deliver.Unlock()
-	sw.mu.Lock()
 	var notes []note
 	if typ == loader.EventDeleted {
 		notes = sw.remove(notes, u)
 	} else {
 		notes = sw.put(notes, typ, u)
 	}
-	sw.mu.Unlock()
 	tell(notes)
 	return nil
 }
@@ -49,9 +47,7 @@ func (sw *sharedWatch) Replace(list []any, _ string) error {
 	for _, obj := range list {
 		if u := unwrap(obj); u != nil {
 			listed[u.GetNamespace()+"/"+u.GetName()] = true
-			sw.mu.Lock()
 			notes = sw.put(notes[:0], loader.EventAdded, u)
-			sw.mu.Unlock()
 			tell(notes)
 		}
 	}
@@ -89,7 +85,10 @@ func (sw *sharedWatch) Replace(list []any, _ string) error {
 
 // put records an added or modified object and notes it for the members
 // that see it, unless its resource version did not change (a re-list). An
-// update whose filter result did not change is not noted.
+// update whose filter result did not change is not noted. Under deliver;
+// the filters run before mu is taken (only deliver's holder writes the
+// store, so it reads it unlocked), so a slow jqFilter does not hold up
+// snapshots, counts or /status (docs/operator.md, "Kubernetes bindings").
 func (sw *sharedWatch) put(notes []note, typ string, u *unstructured.Unstructured) []note {
 	key := u.GetNamespace() + "/" + u.GetName()
 	prev := sw.records[key]
@@ -98,12 +97,20 @@ func (sw *sharedWatch) put(notes []note, typ string, u *unstructured.Unstructure
 	}
 	body, in := sw.encode(u.Object)
 	rec := newRecord(key, u.GetResourceVersion(), body, len(sw.members))
+	results := make([]any, len(sw.members))
+	for _, mb := range sw.members {
+		if mb != nil && mb.sees(rec.name) {
+			results[mb.slot] = mb.filter(in)
+		}
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
 	sw.records[key] = rec
 	for _, mb := range sw.members {
 		if mb == nil || !mb.sees(rec.name) {
 			continue
 		}
-		res := mb.filter(in)
+		res := results[mb.slot]
 		rec.set(mb.slot, res)
 		var old any
 		seen := false
@@ -126,24 +133,36 @@ func (sw *sharedWatch) put(notes []note, typ string, u *unstructured.Unstructure
 }
 
 // remove drops a deleted object and notes it for the members that saw it.
+// Under deliver; the filters run before mu is taken, as in put.
 func (sw *sharedWatch) remove(notes []note, u *unstructured.Unstructured) []note {
 	key := u.GetNamespace() + "/" + u.GetName()
 	prev := sw.records[key]
 	if prev == nil {
 		return notes
 	}
-	delete(sw.records, key)
 	var in jqInput
 	if sw.filters > 0 {
 		_, in = sw.encode(u.Object)
 	}
+	results := make([]any, len(sw.members))
+	for _, mb := range sw.members {
+		if mb == nil {
+			continue
+		}
+		if _, ok := prev.get(mb.slot); ok {
+			results[mb.slot] = mb.filter(in)
+		}
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	delete(sw.records, key)
 	for _, mb := range sw.members {
 		if mb == nil {
 			continue
 		}
 		if _, ok := prev.get(mb.slot); ok {
 			mb.count--
-			notes = append(notes, note{mb, change{typ: loader.EventDeleted, rec: prev, object: u.Object, result: mb.filter(in)}})
+			notes = append(notes, note{mb, change{typ: loader.EventDeleted, rec: prev, object: u.Object, result: results[mb.slot]}})
 		}
 	}
 	return notes

@@ -51,7 +51,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	last, exists, err := h.last(r.Name)
+	last, exists, err := h.claimable(r.Name)
 	if err != nil {
 		return Result{}, err
 	}
@@ -61,9 +61,12 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		}
 	}
 	inMaintenance := exists && last.Labels[LabelMaintenance] == "true"
+	// a release of ours from before instances were labelled is claimed in
+	// place by the instance whose module it is (docs/operator.md)
+	legacy := exists && h.ownerOf(last) == ownedLegacy
 	if r.Maintenance && exists {
-		if !inMaintenance {
-			if err := h.label(last, LabelMaintenance, "true"); err != nil {
+		if !inMaintenance || legacy {
+			if err := h.label(last, map[string]string{LabelMaintenance: "true"}); err != nil {
 				return Result{}, err
 			}
 		}
@@ -75,6 +78,12 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 			return Result{}, err
 		}
 		if len(absent) == 0 {
+			if legacy {
+				if err := h.label(last, nil); err != nil {
+					return Result{}, err
+				}
+				h.logger.Info("release claimed for this instance", "module", r.Name, "instance", h.instance, "revision", last.Version)
+			}
 			return Result{Reason: "unchanged", Revision: last.Version}, nil
 		}
 		h.logger.Info("release resources missing; upgrading", "module", r.Name, "absent", absent)
@@ -87,7 +96,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelChecksum: sum}
+	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelInstance: h.instance, LabelChecksum: sum}
 	if r.Commit != "" {
 		labels[LabelCommit] = r.Commit
 	}
@@ -96,21 +105,27 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	}
 	var rel *release.Release
 	reason := "changed"
-	if exists && last.Labels[LabelManagedBy] != ManagedByValue {
-		// the original addon-operator's: upgraded in place, ours from now on
+	if exists && (legacy || last.Labels[LabelManagedBy] != ManagedByValue) {
+		// the original addon-operator's, or ours from before instances were
+		// labelled: upgraded in place, this instance's from now on
 		reason = "adopted"
-		h.logger.Info("adopting the original addon-operator's release", "module", r.Name, "revision", last.Version)
+		h.logger.Info("adopting a release", "module", r.Name, "revision", last.Version, "original", !legacy, "instance", h.instance)
 	}
 	// An install or upgrade that started finishes even when ctx is
-	// cancelled (shutdown, a lost Lease): Helm's own cancellation path
-	// writes the release from a second goroutine while the upgrade still
-	// does (a data race in helm v3.22), and an interrupted upgrade leaves a
-	// pending revision behind. helmTimeout bounds it instead.
+	// cancelled (shutdown): Helm's own cancellation path writes the release
+	// from a second goroutine while the upgrade still does (a data race in
+	// helm v3.22), and an interrupted upgrade leaves a pending revision
+	// behind. helmTimeout bounds it instead. A lost Lease does not wait for
+	// it: Leader.Run returns and the process ends (docs/operator.md,
+	// "Leader election").
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
 	defer cancel()
 	if !exists {
 		inst := action.NewInstall(cfg)
 		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
+		// chart hooks' waits too (without it a hook Job that never
+		// completes keeps the install's goroutine for good)
+		inst.Timeout = helmTimeout
 		// Helm's client-side validation fetches and parses the API server's
 		// whole OpenAPI document on every install and upgrade (most of the
 		// operator's CPU in a converge); the API server validates anyway.
@@ -129,7 +144,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 			}
 		}
 		up := action.NewUpgrade(cfg)
-		up.Namespace, up.Labels, up.MaxHistory = h.namespace, labels, maxHistory
+		up.Namespace, up.Labels, up.MaxHistory, up.Timeout = h.namespace, labels, maxHistory, helmTimeout
 		up.DisableOpenAPIValidation = true // as for install
 		rel, err = up.RunWithContext(ctx, r.Name, c, r.Values)
 	}
@@ -144,14 +159,16 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
 }
 
-// label sets a label on a release's stored record, without a new revision.
-func (h *Helm) label(rel *release.Release, key, value string) error {
+// label sets labels on a release's stored record, without a new revision,
+// and this instance's label with them.
+func (h *Helm) label(rel *release.Release, set map[string]string) error {
 	next := *rel
 	next.Labels = maps.Clone(rel.Labels)
 	if next.Labels == nil {
 		next.Labels = map[string]string{}
 	}
-	next.Labels[key] = value
+	maps.Copy(next.Labels, set)
+	next.Labels[LabelInstance] = h.instance
 	if err := h.cfg.Releases.Update(&next); err != nil {
 		h.invalidate()
 		return fmt.Errorf("label release %s: %w", rel.Name, err)

@@ -407,11 +407,18 @@ func (bs *bindings) syncMonitors() {
 	}
 }
 
-// watchStatus lists the running monitors, by module, hook and binding.
+// watchStatus lists the running monitors, by module, hook and binding. It
+// reads the monitors after bs.kube.mu is released: a hook run needs that
+// lock, and a monitor's count waits on its watch (docs/operator.md).
 func (bs *bindings) watchStatus() []WatchStatus {
 	bs.kube.mu.Lock()
-	out := []WatchStatus{}
+	hooks := make([]*hookMonitors, 0, len(bs.kube.hooks))
 	for _, hm := range bs.kube.hooks {
+		hooks = append(hooks, hm)
+	}
+	bs.kube.mu.Unlock()
+	out := []WatchStatus{}
+	for _, hm := range hooks {
 		for _, bm := range hm.bindings {
 			out = append(out, WatchStatus{
 				Hook: hm.hook.Name, Module: hm.hook.Module, Binding: bm.binding.Name, Kind: bm.monitor.Kind(),
@@ -419,7 +426,6 @@ func (bs *bindings) watchStatus() []WatchStatus {
 			})
 		}
 	}
-	bs.kube.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Module != b.Module {

@@ -43,7 +43,7 @@ type Helm interface {
 // CRDInstaller applies the CustomResourceDefinitions of a module's crds/
 // directory, reporting how many it created or updated.
 type CRDInstaller interface {
-	Ensure(ctx context.Context, moduleDir string) (int, error)
+	Ensure(ctx context.Context, module, moduleDir string) (int, error)
 }
 
 var (

@@ -458,7 +458,7 @@ func (s *steps) ensureCRDs(ctx context.Context, m *loader.Module) error {
 	if done {
 		return nil
 	}
-	n, err := s.cfg.CRDs.Ensure(ctx, m.Dir)
+	n, err := s.cfg.CRDs.Ensure(ctx, m.Name, m.Dir)
 	if err != nil {
 		return fmt.Errorf("module %s: apply CRDs: %w", m.Name, err)
 	}

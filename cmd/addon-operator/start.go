@@ -150,7 +150,10 @@ func start(o *startOptions) error {
 		}
 	}
 
-	helm, err := kube.NewHelm(restConfig, op.Namespace, logger)
+	// releases and CRDs are this instance's: its namespace and ConfigMap
+	// (docs/security.md, "Ownership")
+	instance := kube.InstanceID(op.Namespace, op.ConfigMap)
+	helm, err := kube.NewHelm(restConfig, op.Namespace, logger, kube.WithInstance(instance), kube.WithLeaseDuration(o.le.LeaseDuration))
 	if err != nil {
 		return err
 	}
@@ -158,7 +161,7 @@ func start(o *startOptions) error {
 	if err != nil {
 		return err
 	}
-	crds, err := kube.NewCRDs(restConfig)
+	crds, err := kube.NewCRDs(restConfig, kube.WithInstance(instance))
 	if err != nil {
 		return err
 	}
