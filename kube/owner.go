@@ -65,6 +65,10 @@ func WithLeaseDuration(d time.Duration) Option {
 	return func(o *options) { o.pendingGrace = helmTimeout + d }
 }
 
+// WithoutFencing lets a pending revision be cleared at once: without
+// leader election no other process of this instance may be writing it.
+func WithoutFencing() Option { return func(o *options) { o.pendingGrace = 0 } }
+
 func newOptions(namespace string, opts []Option) options {
 	o := options{instance: "addon-operator", pendingGrace: helmTimeout + 15*time.Second}
 	if namespace != "" {

@@ -153,7 +153,11 @@ func start(o *startOptions) error {
 	// releases and CRDs are this instance's: its namespace and ConfigMap
 	// (docs/security.md, "Ownership")
 	instance := kube.InstanceID(op.Namespace, op.ConfigMap)
-	helm, err := kube.NewHelm(restConfig, op.Namespace, logger, kube.WithInstance(instance), kube.WithLeaseDuration(o.le.LeaseDuration))
+	fencing := kube.WithoutFencing()
+	if o.le.Enabled {
+		fencing = kube.WithLeaseDuration(o.le.LeaseDuration)
+	}
+	helm, err := kube.NewHelm(restConfig, op.Namespace, logger, kube.WithInstance(instance), fencing)
 	if err != nil {
 		return err
 	}
