@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 
 	"github.com/addonops/addon-operator/internal/executor"
@@ -36,7 +37,10 @@ func newHookError(what string, err error) *hookError {
 	case errors.Is(err, executor.ErrTimeout), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		he.summary = firstLine(err.Error())
 	case errors.As(err, &exit):
-		he.summary = "exited " + strings.TrimPrefix(exit.Error(), "exit status ")
+		he.summary = exit.Error() // "signal: killed"
+		if code := exit.ExitCode(); code >= 0 {
+			he.summary = "exited " + strconv.Itoa(code)
+		}
 		msg := err.Error()
 		if i := strings.Index(msg, exit.Error()+": "); i >= 0 {
 			he.output = msg[i+len(exit.Error())+2:]
