@@ -7,12 +7,12 @@ import (
 	"github.com/addonops/addon-operator/loader"
 )
 
-// waitingEvents coalesces a binding's events per object while they wait in
-// a queue (docs/operator.md, "Kubernetes bindings"): a newer event of an
-// object whose event has not started running yet replaces it instead of
-// queueing another run, so behind a task that keeps failing a queue holds
-// at most one event per object and binding, however often the objects
-// change.
+// waitingEvents coalesces a binding's events per object while they wait
+// behind a failing task (docs/operator.md, "Kubernetes bindings"): a newer
+// event of an object whose event has not started running yet replaces it
+// instead of queueing another run, so such a queue holds at most one
+// event per object and binding, however often the objects change. While
+// nothing fails, every event runs.
 type waitingEvents struct {
 	mu sync.Mutex
 	m  map[string]*waitingEvent
@@ -29,13 +29,14 @@ func eventKey(queueName string, h *loader.Hook, binding, kind string, ev kube.Ob
 }
 
 // offer records ev under key. It returns the new waiting event to queue a
-// run for, or nil when an event of that object was waiting already and ev
-// took its place. An Added followed by a Modified stays an Added (of the
-// newest object), so the hook still learns that the object is new.
-func (w *waitingEvents) offer(key string, ev kube.ObjectEvent) *waitingEvent {
+// run for, or nil when coalesce is set, an event of that object was
+// waiting already and ev took its place. An Added followed by a Modified
+// stays an Added (of the newest object), so the hook still learns that the
+// object is new.
+func (w *waitingEvents) offer(key string, ev kube.ObjectEvent, coalesce bool) *waitingEvent {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if old := w.m[key]; old != nil {
+	if old := w.m[key]; old != nil && coalesce {
 		if old.ev.Type == loader.EventAdded && ev.Type == loader.EventModified {
 			ev.Type = loader.EventAdded
 		}

@@ -326,6 +326,7 @@ type activation struct {
 // which the original never combines, gets one run per activation.
 func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName string, allowFailure bool, a activation) *queue.Task {
 	acts := []activation{a}
+	retry := false // Do ran before: this run is a retry
 	var t *queue.Task
 	t = &queue.Task{
 		Kind:         kind,
@@ -345,7 +346,10 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 					a.take()
 				}
 			}
-			acts = latestPerObject(acts)
+			if retry {
+				acts = latestPerObject(acts)
+			}
+			retry = true
 			s := &snapshotter{hm: bs.runningMonitors(h)}
 			contexts := make([]map[string]any, 0, len(acts))
 			for i, a := range acts {
@@ -378,7 +382,8 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 	bs.metrics.kubeEvents.WithLabelValues(h.Name, b.Name).Inc()
 	kind := bm.monitor.Kind()
 	key := eventKey(b.Queue, h, b.Name, kind, ev)
-	we := bs.waiting.offer(key, ev)
+	q := queues.Queue(b.Queue)
+	we := bs.waiting.offer(key, ev, q.Failing())
 	if we == nil {
 		return // it replaced the object's event that waits
 	}
@@ -390,7 +395,7 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 			}
 			return eventContext(b, kind, taken, s)
 		}}
-	queues.Queue(b.Queue).Add(bs.hookRunTask(h, kindKubeEvent, b.Queue, b.AllowFailure, a))
+	q.Add(bs.hookRunTask(h, kindKubeEvent, b.Queue, b.AllowFailure, a))
 }
 
 // syncMonitors stops the monitors of hooks that are gone from the tree,
