@@ -55,7 +55,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if exists {
+	// maintenance leaves the release as it is, a pending or failed one
+	// too: no repair (docs/operator.md, "Maintenance mode")
+	if exists && !r.Maintenance {
 		if last, exists, err = h.repair(ctx, last); err != nil {
 			return Result{}, err
 		}

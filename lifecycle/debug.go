@@ -29,6 +29,9 @@ type DebugModule struct {
 	State     ModuleState `json:"state"`
 	Path      string      `json:"path"`
 	LastError string      `json:"lastError,omitempty"`
+	// LastErrorOutput is the end of the failed hook's stderr, which
+	// /status leaves out (docs/security.md, "Who sees what").
+	LastErrorOutput string `json:"lastErrorOutput,omitempty"`
 }
 
 // DebugHook is one hook in /debug/hooks.
@@ -36,6 +39,10 @@ type DebugHook struct {
 	Name     string         `json:"name"`
 	Module   string         `json:"module,omitempty"`
 	Bindings []DebugBinding `json:"bindings"`
+	// LastError and LastErrorOutput are the hook's last failed run, until
+	// it runs without failing.
+	LastError       string `json:"lastError,omitempty"`
+	LastErrorOutput string `json:"lastErrorOutput,omitempty"`
 }
 
 // DebugBinding is one binding of a hook: an ordered one with its order, a
@@ -214,7 +221,7 @@ func (d *debugAPI) debugModules() ([]DebugModule, error) {
 	for _, m := range model.Modules {
 		dm := DebugModule{Name: m.Name, Order: m.Order, State: StateDisabled, Path: m.Dir}
 		if s := d.modules[m.Name]; s != nil {
-			dm.Enabled, dm.State, dm.LastError = s.enabled, s.state, s.lastError
+			dm.Enabled, dm.State, dm.LastError, dm.LastErrorOutput = s.enabled, s.state, s.lastError, s.lastOutput
 		}
 		out = append(out, dm)
 	}
@@ -272,6 +279,10 @@ func (d *debugAPI) debugHooks() ([]DebugHook, error) {
 	out := make([]DebugHook, 0, len(hooks))
 	for _, h := range hooks {
 		dh := DebugHook{Name: h.Name, Module: h.Module, Bindings: []DebugBinding{}}
+		d.mu.Lock()
+		f := d.hookFailures[h.Name]
+		d.mu.Unlock()
+		dh.LastError, dh.LastErrorOutput = f.err, f.output
 		if c := h.Config; c != nil {
 			for _, b := range orderedBindings {
 				if order, ok := c.Order(b); ok {

@@ -154,6 +154,8 @@ type env struct {
 	beforeRun func(*Operator)
 	// parallel is Config.ParallelModules
 	parallel int
+	// purgeLimit is Config.PurgeLimit
+	purgeLimit int
 }
 
 func newNamespace(t testing.TB) string {
@@ -240,6 +242,7 @@ func (e *env) start() {
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: e.hookTimeout,
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Monitors: KubeMonitors(watcher),
 		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName), CRDs: crds,
+		SourceEvents: kube.NewConfigMap(client, e.ns, e.cmName+"-source"), PurgeLimit: e.purgeLimit,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
 		e.op.TreeChanged(Revision{Commit: e.commit})

@@ -143,8 +143,9 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 		Logger:  logger,
 	})
 	if err != nil {
-		return res, fmt.Errorf("hook %s (%s): %w", hook.Name, binding, err)
+		return res, r.hookFailed(hook.Name, binding, err)
 	}
+	r.hookSucceeded(hook.Name)
 	return r.applyPatches(ctx, hook.Name, moduleKey, files)
 }
 
@@ -241,7 +242,7 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 	})
 	r.metrics.hookSeconds.WithLabelValues(m.DirName+"/enabled", "enabled").Observe(r.cfg.Now().Sub(start).Seconds())
 	if err != nil {
-		return false, fmt.Errorf("module %s: enabled script: %w", m.Name, err)
+		return false, newHookError("module "+m.Name+": enabled script", err)
 	}
 	result, err := readResultFile(m.Name+" enabled script", "MODULE_ENABLED_RESULT", files.enabledResult)
 	if err != nil {
@@ -258,7 +259,7 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 	case "false":
 		return false, nil
 	}
-	return false, fmt.Errorf("module %s: enabled script: MODULE_ENABLED_RESULT: want true or false, got %q", m.Name, answer)
+	return false, &hookError{what: "module " + m.Name + ": enabled script", summary: "MODULE_ENABLED_RESULT: want true or false", output: fmt.Sprintf("got %q", answer)}
 }
 
 // readResultFile reads a file a hook hands back (what names the variable

@@ -37,8 +37,8 @@ type Status struct {
 	Revision string `json:"revision,omitempty"`
 	// TreeError says why the last changed tree was refused.
 	TreeError string `json:"treeError,omitempty"`
-	// PurgeError says why the last discovery left releases of removed
-	// modules in place (the purge guard).
+	// PurgeError says why the last discovery left releases in place that
+	// it would have uninstalled (the purge guard), and what confirms them.
 	PurgeError string            `json:"purgeError,omitempty"`
 	Modules    []ModuleStatus    `json:"modules"`
 	Queues     []queue.QueueInfo `json:"queues"`

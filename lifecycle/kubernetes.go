@@ -89,6 +89,7 @@ type bindings struct {
 	kube      kubeMonitors
 	schedules *schedules
 	limits    hookLimits
+	waiting   waitingEvents // coalesce.go
 	// schedMu makes each syncSchedules' read of the state and its set one
 	// step: modules of one weight finish at once
 	schedMu sync.Mutex
@@ -311,6 +312,10 @@ func (bs *bindings) orderedContext(h *loader.Hook, binding string) []map[string]
 type activation struct {
 	binding, group string
 	context        func(s *snapshotter) map[string]any
+	// object names a kubernetes event's object (coalesce.go); take, when
+	// the run starts, fixes the event the context is made from
+	object string
+	take   func()
 }
 
 // hookRunTask is a run of h for an activation. For a v1 hook, a later
@@ -321,6 +326,7 @@ type activation struct {
 // which the original never combines, gets one run per activation.
 func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName string, allowFailure bool, a activation) *queue.Task {
 	acts := []activation{a}
+	retry := false // Do ran before: this run is a retry
 	var t *queue.Task
 	t = &queue.Task{
 		Kind:         kind,
@@ -335,6 +341,15 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 					return err
 				}
 			}
+			for _, a := range acts {
+				if a.take != nil {
+					a.take()
+				}
+			}
+			if retry {
+				acts = latestPerObject(acts)
+			}
+			retry = true
 			s := &snapshotter{hm: bs.runningMonitors(h)}
 			contexts := make([]map[string]any, 0, len(acts))
 			for i, a := range acts {
@@ -366,13 +381,21 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 	b := bm.binding
 	bs.metrics.kubeEvents.WithLabelValues(h.Name, b.Name).Inc()
 	kind := bm.monitor.Kind()
-	a := activation{binding: b.Name, group: b.Group, context: func(s *snapshotter) map[string]any {
-		if b.Group != "" {
-			return groupContext(h, b.Name, b.Group, b.IncludeSnapshotsFrom, s)
-		}
-		return eventContext(b, kind, ev, s)
-	}}
-	queues.Queue(b.Queue).Add(bs.hookRunTask(h, kindKubeEvent, b.Queue, b.AllowFailure, a))
+	key := eventKey(b.Queue, h, b.Name, kind, ev)
+	q := queues.Queue(b.Queue)
+	we := bs.waiting.offer(key, ev, q.Failing())
+	if we == nil {
+		return // it replaced the object's event that waits
+	}
+	var taken kube.ObjectEvent
+	a := activation{binding: b.Name, group: b.Group, object: key, take: func() { taken = bs.waiting.take(key, we) },
+		context: func(s *snapshotter) map[string]any {
+			if b.Group != "" {
+				return groupContext(h, b.Name, b.Group, b.IncludeSnapshotsFrom, s)
+			}
+			return eventContext(b, kind, taken, s)
+		}}
+	q.Add(bs.hookRunTask(h, kindKubeEvent, b.Queue, b.AllowFailure, a))
 }
 
 // syncMonitors stops the monitors of hooks that are gone from the tree,

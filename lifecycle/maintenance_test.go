@@ -75,3 +75,48 @@ func TestMaintenanceMode(t *testing.T) {
 	e.idle()
 	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
 }
+
+// A module in maintenance whose release is stuck pending (a crash
+// mid-upgrade) keeps it as it is: no repair, which would delete that
+// revision, until maintenance ends.
+func TestMaintenanceLeavesPendingRelease(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"},
+		withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
+	e := setup(t, files, nil)
+	e.start()
+	e.waitReady()
+	e.stop()
+	cfg, err := helmtest.Config(restCfg, e.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := cfg.Releases.Last("alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := *last
+	pending.Version, pending.Info = last.Version+1, &release.Info{Status: release.StatusPendingUpgrade}
+	if err := cfg.Releases.Create(&pending); err != nil {
+		t.Fatal(err)
+	}
+
+	// a new operator (nothing cached) finds it in maintenance
+	e.setConfigMap(map[string]string{"alphaMaintenance": "NoResourceReconciliation"})
+	h, err := kube.NewHelm(restCfg, e.ns, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := &env{t: t, ns: e.ns, dir: e.dir, cmName: e.cmName, helm: h, records: e.records}
+	restarted.start()
+	restarted.waitReady()
+	rel, err := helmtest.Last(restCfg, e.ns, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.Version != pending.Version || rel.Info.Status != release.StatusPendingUpgrade {
+		t.Fatalf("in maintenance: revision %d %s; want the pending revision %d left as it is", rel.Version, rel.Info.Status, pending.Version)
+	}
+	if st := restarted.op.Status().Modules[0]; st.State != StateReady {
+		t.Fatalf("alpha: %+v", st)
+	}
+}

@@ -77,8 +77,11 @@ type Config struct {
 	// CRDs applies modules' crds/ directories (nil: not applied; Helm's
 	// chart install still skips them).
 	CRDs CRDInstaller
-	// Events records Kubernetes Events (nil: none).
+	// Events records Kubernetes Events on the values ConfigMap (nil: none).
 	Events EventRecorder
+	// SourceEvents records the purge guard's refusals on the source
+	// ConfigMap, where they are confirmed (nil: none).
+	SourceEvents EventRecorder
 	// ParallelModules bounds how many modules of one weight run at once
 	// (0: the number of CPUs; 1: one by one).
 	ParallelModules int

@@ -43,8 +43,15 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	if execHooks {
 		// the hook runner alone, with no cluster: enabled scripts only
 		r := &runner{core: newCore(Config{Logger: logger}.withDefaults())}
-		if p.Enabled, err = r.resolveEnabled(ctx, model, store); err != nil {
+		var failed map[string]error
+		if p.Enabled, failed, err = r.resolveEnabled(ctx, model, store, func(string) bool { return false }); err != nil {
 			return nil, err
+		}
+		// a preview has no previous state to keep: a failed script fails it
+		for _, m := range model.Modules {
+			if err := failed[m.Name]; err != nil {
+				return nil, err
+			}
 		}
 	} else {
 		for _, m := range model.Modules {

@@ -146,7 +146,7 @@ func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 		model, err = s.load(ctx)
 	}
 	if err == nil {
-		err = s.adopt(rev, model)
+		err = s.adopt(ctx, rev, model)
 	}
 	s.mu.Lock()
 	if s.incoming != nil && *s.incoming == rev {
@@ -170,7 +170,7 @@ func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 // it was copied (docs/operator.md, "One state transition at a time").
 // Removed modules alone are purged; changes inside modules alone run those
 // modules; any other change reloads all modules.
-func (s *steps) adopt(rev Revision, model *loader.Model) error {
+func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) error {
 	store, _, err := values.NewStore(model.Values)
 	if err != nil {
 		return err
@@ -181,10 +181,11 @@ func (s *steps) adopt(rev Revision, model *loader.Model) error {
 	s.mu.Unlock()
 	diff := loader.Compare(old, model)
 	purged := slices.DeleteFunc(slices.Clone(diff.Removed), func(m string) bool { return !slices.Contains(enabled, m) })
-	if err := s.checkPurge(rev.Commit, purged, len(enabled)); err != nil {
+	if err := s.checkPurge(rev.Commit, rev.Commit, purged, len(enabled)); err != nil {
 		s.mu.Lock()
 		s.purgeRefused = &rev
 		s.mu.Unlock()
+		s.purgeRefusedEvent(ctx, rev.Commit, err)
 		return err
 	}
 	// only adopt changes the model, and it runs in "main", one at a time
@@ -270,13 +271,15 @@ func (s *steps) changedModulesTask(old, model *loader.Model, changed []string) *
 			// the model current when it runs: a newer tree's own task
 			// covers what changed since
 			model, store := s.current()
-			enabled, err := s.run.resolveEnabled(ctx, model, store)
+			current := s.enabledList()
+			enabled, failed, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
 			if err != nil {
 				return err
 			}
 			main := s.queues.Main()
 			s.mu.Lock()
-			if !slices.Equal(enabled, s.enabledModules) {
+			// a failed enabled script is discovery's to handle
+			if len(failed) > 0 || !slices.Equal(enabled, s.enabledModules) {
 				s.mu.Unlock()
 				s.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
 				main.AddAfterCurrent(s.reloadAllTask())

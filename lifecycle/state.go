@@ -46,13 +46,16 @@ type state struct {
 	enabledModules []string
 	ready          bool
 	reloadStart    time.Time
-	globalChanged  bool              // an afterAll hook changed global values in this reload
-	configData     map[string]string // the ConfigMap data the store holds
-	configVersion  string            // its resourceVersion
-	treeError      string            // why the last changed tree was refused
-	purgeConfirmed string            // the commit allowed past the purge guard
-	purgeRefused   *Revision         // the revision the purge guard refused
-	purgeError     string            // why the last discovery purged nothing
+	globalChanged  bool                   // an afterAll hook changed global values in this reload
+	configData     map[string]string      // the ConfigMap data the store holds
+	configVersion  string                 // its resourceVersion
+	treeError      string                 // why the last changed tree was refused
+	purgeConfirmed string                 // the commit allowed past the purge guard
+	purgeRefused   *Revision              // the revision the purge guard refused
+	purgeError     string                 // why the last discovery purged nothing
+	purgeToken     string                 // what confirms the uninstalls it refused
+	purgeWarned    string                 // the refusal last recorded as an Event
+	hookFailures   map[string]hookFailure // by hook name, for /debug/hooks
 }
 
 // ModuleState is where a module is in the lifecycle, as /status shows it.
@@ -71,9 +74,13 @@ type moduleState struct {
 	enabled     bool // enabled by the last discovery
 	startupDone bool // onStartup hooks ran since it was enabled
 	state       ModuleState
-	lastError   string
+	lastError   string // one line (hookError), for /status
+	lastOutput  string // the failed hook's output, for /debug only
 	conflict    string // the release conflict last reported
 	crdsHash    string // the module's hash when its CRDs were last applied
+	// scriptFailed: its enabled script failed in the last discovery, which
+	// left the module as it was
+	scriptFailed bool
 }
 
 // revisionInfo is the adopted revision for addon_operator_git_revision_info.
@@ -98,9 +105,9 @@ func (c *core) setState(name string, state ModuleState, err error) {
 		c.modules[name] = st
 	}
 	st.state = state
-	st.lastError = ""
+	st.lastError, st.lastOutput = "", ""
 	if err != nil && !errors.Is(err, context.Canceled) {
-		st.lastError = err.Error()
+		st.lastError, st.lastOutput = err.Error(), hookOutput(err)
 	}
 }
 

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
-	"github.com/addonops/addon-operator/values"
 )
 
 // Task kinds, as /queue shows them.
@@ -112,115 +109,6 @@ func (s *steps) reloadAllTask() *queue.Task {
 			return nil
 		},
 	}
-}
-
-// discoverTask is 'discover modules' (step 4): it resolves every module's
-// enabled state and queues module runs, deletes and purges, afterAll hooks
-// and the end of the reload, right after itself.
-func (s *steps) discoverTask() *queue.Task {
-	return &queue.Task{
-		Kind:        kindDiscover,
-		Description: "discover modules",
-		Do: func(ctx context.Context) error {
-			model, store := s.current()
-			releases, err := s.helm.Releases(ctx)
-			if err != nil {
-				return err
-			}
-			enabled, err := s.run.resolveEnabled(ctx, model, store)
-			if err != nil {
-				return err
-			}
-			s.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
-
-			// runs of enabled modules, then deletes of disabled ones, then
-			// purges (docs/lifecycle.md, steps 5–7)
-			var runs []moduleRun
-			var deletes []*queue.Task
-			// disabled modules with a release Releases does not list (the
-			// original addon-operator's), asked before taking the lock
-			held := map[string]bool{}
-			for _, m := range model.Modules {
-				if !slices.Contains(enabled, m.Name) && !slices.Contains(releases, m.Name) {
-					held[m.Name] = s.hasRelease(ctx, m.Name)
-				}
-			}
-			s.mu.Lock()
-			s.enabledModules = enabled
-			for _, m := range model.Modules {
-				st := s.modules[m.Name]
-				if st == nil {
-					st = &moduleState{state: StateDisabled}
-					s.modules[m.Name] = st
-				}
-				if slices.Contains(enabled, m.Name) {
-					if !st.enabled {
-						st.startupDone, st.crdsHash = false, ""
-					}
-					st.enabled = true
-					st.state = StatePending
-					runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
-					continue
-				}
-				if st.enabled || slices.Contains(releases, m.Name) || held[m.Name] {
-					deletes = append(deletes, s.moduleDeleteTask(m.Name))
-				}
-				st.enabled = false
-			}
-			for name := range s.modules {
-				if model.Module(name) == nil {
-					delete(s.modules, name)
-				}
-			}
-			s.mu.Unlock()
-			tasks := append(s.moduleRunTasks(runs), deletes...)
-			var purged []string
-			for _, r := range releases {
-				if model.Module(r) == nil {
-					purged = append(purged, r)
-				}
-			}
-			_, commit := s.revisionInfo()
-			err = s.checkPurge(commit, purged, len(enabled)+len(purged))
-			s.mu.Lock()
-			s.purgeError = ""
-			if err != nil {
-				s.purgeError = err.Error()
-			}
-			s.mu.Unlock()
-			if err != nil {
-				// the releases stay; everything else converges
-				s.logger.Error("purge refused", "revision", commit, "err", err)
-				purged = nil
-			}
-			for _, r := range purged {
-				tasks = append(tasks, s.modulePurgeTask(r))
-			}
-			tasks = append(tasks, s.globalHookTasks(loader.AfterAll)...)
-			tasks = append(tasks, s.convergedTask())
-			s.queues.Main().AddAfterCurrent(tasks...)
-			return nil
-		},
-	}
-}
-
-// resolveEnabled is step 4's decision: the merged enabled flag, then the
-// enabled script, which sees the modules enabled before it.
-func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store) ([]string, error) {
-	var enabled []string
-	for _, m := range model.Modules {
-		on := store.Enabled(m.Key)
-		if on && m.EnabledScript != "" {
-			var err error
-			if on, err = r.runEnabledScript(ctx, store, m, slices.Clone(enabled)); err != nil {
-				return nil, err
-			}
-		}
-		if on {
-			enabled = append(enabled, m.Name)
-		}
-	}
-	return enabled, nil
 }
 
 // convergedTask ends a reload: the operator is ready after the first one,

@@ -113,3 +113,51 @@ func TestStepsConfigMapSection(t *testing.T) {
 	u.config.set(map[string]string{"alpha": "x: 1\n", "betaEnabled": "false"})
 	u.until("beta deleted", func() bool { return slices.Contains(helm.called(), "uninstall beta") })
 }
+
+// The purge guard on fakes: which uninstalls of one discovery count
+// together, and what passes.
+func TestStepsPurgeGuardCountsDisables(t *testing.T) {
+	all := map[string]string{"alphaEnabled": "true", "betaEnabled": "true", "gammaEnabled": "true", "deltaEnabled": "true"}
+	tests := []struct {
+		name       string
+		config     map[string]string
+		uninstalls []string // nil: refused
+	}{
+		{"the ConfigMap emptied: 4 of 4", map[string]string{}, nil},
+		{"three of four disabled", map[string]string{"alphaEnabled": "true"}, nil},
+		{"two of four disabled: half", map[string]string{"alphaEnabled": "true", "betaEnabled": "true"}, []string{"uninstall delta", "uninstall gamma"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := merged(map[string]string{"modules/values.yaml": "{}\n"},
+				chartOnly("001-alpha"), chartOnly("002-beta"), chartOnly("003-gamma"), chartOnly("004-delta"))
+			helm := newFakeHelm(nil)
+			u := startUnit(t, files, all, helm)
+			before := len(helm.called())
+			u.config.set(tt.config)
+			if tt.uninstalls == nil {
+				u.until("the refusal", func() bool { return u.op.Status().PurgeError != "" })
+				u.idle()
+				for _, c := range helm.called()[before:] {
+					if strings.HasPrefix(c, "uninstall") {
+						t.Fatalf("refused, yet %s", c)
+					}
+				}
+				return
+			}
+			u.until("the uninstalls", func() bool {
+				var got []string
+				for _, c := range helm.called()[before:] {
+					if strings.HasPrefix(c, "uninstall") {
+						got = append(got, c)
+					}
+				}
+				slices.Sort(got)
+				return slices.Equal(got, tt.uninstalls)
+			})
+			if e := u.op.Status().PurgeError; e != "" {
+				t.Fatalf("purge error %q", e)
+			}
+		})
+	}
+}

@@ -215,6 +215,14 @@ func (q *Queue) HasQueued(kind Kind) bool {
 	return false
 }
 
+// Failing reports whether a task in the queue has failed and waits for,
+// or runs, its retry: what comes behind it waits for as long as it fails.
+func (q *Queue) Failing() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.ContainsFunc(q.tasks, func(t *Task) bool { return t.attempts > 0 })
+}
+
 // Len is the number of tasks, the running one included.
 func (q *Queue) Len() int {
 	q.mu.Lock()

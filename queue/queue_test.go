@@ -384,3 +384,36 @@ func TestPreemptingTaskKeepsItsFollowUps(t *testing.T) {
 		t.Fatalf("order = %s", got)
 	}
 }
+
+// Failing: a task of the queue failed and is retried; not before its first
+// failure, and not once it succeeded.
+func TestFailing(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Queue("q")
+	var mu sync.Mutex
+	fail := true
+	failing := func() bool { mu.Lock(); defer mu.Unlock(); return fail }
+	if q.Failing() {
+		t.Fatal("an empty queue is failing")
+	}
+	q.Add(&Task{Kind: "flaky", Do: func(context.Context) error {
+		if failing() {
+			return errors.New("boom")
+		}
+		return nil
+	}})
+	deadline := time.Now().Add(10 * time.Second)
+	for !q.Failing() {
+		if time.Now().After(deadline) {
+			t.Fatal("a failed task does not make its queue failing")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	waitIdle(t, q)
+	if q.Failing() {
+		t.Fatal("failing after the task succeeded")
+	}
+}

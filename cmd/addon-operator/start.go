@@ -179,7 +179,7 @@ func start(o *startOptions) error {
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
-		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM,
+		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {

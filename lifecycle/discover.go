@@ -1,0 +1,197 @@
+package lifecycle
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/queue"
+	"github.com/addonops/addon-operator/values"
+)
+
+const kindEnabledRetry queue.Kind = "EnabledScriptRetry"
+
+// discoverTask is 'discover modules' (step 4): it resolves every module's
+// enabled state and queues module runs, deletes and purges, afterAll hooks
+// and the end of the reload, right after itself.
+func (s *steps) discoverTask() *queue.Task {
+	return &queue.Task{Kind: kindDiscover, Description: "discover modules", Do: s.discover}
+}
+
+func (s *steps) discover(ctx context.Context) error {
+	model, store := s.current()
+	releases, err := s.helm.Releases(ctx)
+	if err != nil {
+		return err
+	}
+	// a module whose enabled script fails keeps the state it had: enabled
+	// by the last discovery or, before the first one, while it has a release
+	s.mu.Lock()
+	was := map[string]bool{}
+	for name, st := range s.modules {
+		was[name] = st.enabled
+	}
+	s.mu.Unlock()
+	enabled, failed, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool {
+		return was[name] || slices.Contains(releases, name)
+	})
+	if err != nil {
+		return err
+	}
+	s.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
+
+	// disabled modules with a release Releases does not list (the
+	// original addon-operator's), asked before taking the lock
+	held := map[string]bool{}
+	for _, m := range model.Modules {
+		if !slices.Contains(enabled, m.Name) && !slices.Contains(releases, m.Name) && failed[m.Name] == nil {
+			held[m.Name] = s.hasRelease(ctx, m.Name)
+		}
+	}
+	// runs of enabled modules, then deletes of disabled ones, then purges
+	// (docs/lifecycle.md, steps 5–7)
+	var runs []moduleRun
+	var deletes, uninstalls []string // uninstalls: the deletes that remove a release
+	s.mu.Lock()
+	s.enabledModules = enabled
+	for _, m := range model.Modules {
+		st := s.modules[m.Name]
+		if st == nil {
+			st = &moduleState{state: StateDisabled}
+			s.modules[m.Name] = st
+		}
+		st.scriptFailed = failed[m.Name] != nil
+		switch {
+		case st.scriptFailed:
+			// neither run nor deleted while its enabled state is unknown
+		case slices.Contains(enabled, m.Name):
+			if !st.enabled {
+				st.startupDone, st.crdsHash = false, ""
+			}
+			st.enabled = true
+			st.state = StatePending
+			runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
+		case st.enabled || slices.Contains(releases, m.Name) || held[m.Name]:
+			deletes = append(deletes, m.Name)
+			if slices.Contains(releases, m.Name) || held[m.Name] {
+				uninstalls = append(uninstalls, m.Name)
+			}
+		}
+	}
+	for name := range s.modules {
+		if model.Module(name) == nil {
+			delete(s.modules, name)
+		}
+	}
+	s.mu.Unlock()
+	for name, err := range failed {
+		s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
+		s.moduleFailed(name, err)
+	}
+	var purged []string
+	for _, r := range releases {
+		if model.Module(r) == nil {
+			purged = append(purged, r)
+		}
+	}
+
+	// every uninstall of this change passes the purge guard together
+	_, commit := s.revisionInfo()
+	token := commit
+	if len(uninstalls) > 0 {
+		token = planToken(commit, append(slices.Clone(uninstalls), purged...))
+	}
+	all := append(slices.Clone(uninstalls), purged...)
+	err = s.checkPurge(commit, token, all, len(enabled)+len(all))
+	s.purgeChecked(ctx, token, err)
+	if err != nil {
+		// the releases stay, and their modules as they were; everything
+		// else converges
+		deletes = slices.DeleteFunc(deletes, func(m string) bool { return slices.Contains(uninstalls, m) })
+		purged = nil
+	}
+	s.mu.Lock()
+	for _, name := range deletes {
+		s.modules[name].enabled = false
+	}
+	s.mu.Unlock()
+
+	tasks := s.moduleRunTasks(runs)
+	for _, name := range deletes {
+		tasks = append(tasks, s.moduleDeleteTask(name))
+	}
+	for _, r := range purged {
+		tasks = append(tasks, s.modulePurgeTask(r))
+	}
+	tasks = append(tasks, s.globalHookTasks(loader.AfterAll)...)
+	tasks = append(tasks, s.convergedTask())
+	if len(failed) > 0 {
+		tasks = append(tasks, s.enabledRetryTask())
+	}
+	s.queues.Main().AddAfterCurrent(tasks...)
+	return nil
+}
+
+// resolveEnabled is step 4's decision: the merged enabled flag, then the
+// enabled script, which sees the modules enabled before it. A script that
+// fails (an exit status, a timeout, an answer that is neither true nor
+// false) decides nothing: the module counts as enabled when was says it
+// was, and is in failed with the error; only a cancel is an error.
+func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store, was func(string) bool) ([]string, map[string]error, error) {
+	var enabled []string
+	failed := map[string]error{}
+	for _, m := range model.Modules {
+		on := store.Enabled(m.Key)
+		if on && m.EnabledScript != "" {
+			res, err := r.runEnabledScript(ctx, store, m, slices.Clone(enabled))
+			switch {
+			case ctx.Err() != nil:
+				return nil, nil, ctx.Err()
+			case err != nil:
+				failed[m.Name] = err
+				on = was(m.Name)
+			default:
+				on = res
+			}
+		}
+		if on {
+			enabled = append(enabled, m.Name)
+		}
+	}
+	return enabled, failed, nil
+}
+
+// enabledRetryTask runs the enabled scripts again after a discovery in
+// which some failed: it fails, and is retried with backoff, while one
+// still fails; once they all answer, everything reloads, so the answers
+// take effect through discovery and the purge guard.
+func (s *steps) enabledRetryTask() *queue.Task {
+	return &queue.Task{
+		Kind:        kindEnabledRetry,
+		Description: "enabled scripts that failed",
+		Do: func(ctx context.Context) error {
+			model, store := s.current()
+			current := s.enabledList()
+			var before []string // the modules enabled before each, as in discovery
+			for _, m := range model.Modules {
+				s.mu.Lock()
+				st := s.modules[m.Name]
+				check := st != nil && st.scriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
+				s.mu.Unlock()
+				if check {
+					if _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
+						s.moduleFailed(m.Name, err)
+						return err
+					}
+				}
+				if slices.Contains(current, m.Name) {
+					before = append(before, m.Name)
+				}
+			}
+			s.logger.Info("enabled scripts answer again; reloading all modules")
+			s.queues.Main().AddAfterCurrent(s.reloadAllTask())
+			return nil
+		},
+	}
+}

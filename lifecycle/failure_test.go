@@ -1,0 +1,110 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/addonops/addon-operator/internal/executor"
+)
+
+// newHookError: one line that says how a script failed, its output apart.
+func TestHookErrorSummary(t *testing.T) {
+	tests := []struct {
+		name, script, summary, output string
+	}{
+		{"exit status", "#!/bin/sh\necho 'user=admin password=x' >&2\nexit 3\n", "exited 3", "user=admin password=x"},
+		{"signal", "#!/bin/sh\necho bye >&2\nkill -9 $$\n", "signal: killed", "bye"},
+		{"timeout", "#!/bin/sh\necho slow >&2\nsleep 5\n", "timed out after 200ms (process group killed)", ""},
+		{"not executable", "echo no shebang, no mode\n", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tree(t, map[string]string{"s": tt.script})
+			_, err := executor.Run(t.Context(), executor.Command{Path: filepath.Join(dir, "s"), Timeout: 200 * time.Millisecond, Logger: quiet()})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			he := newHookError("hook s (beforeHelm)", err)
+			if strings.Contains(he.Error(), "\n") || (tt.output != "" && strings.Contains(he.Error(), tt.output)) {
+				t.Fatalf("message %q carries the output", he.Error())
+			}
+			if tt.summary != "" && he.Error() != "hook s (beforeHelm): "+tt.summary {
+				t.Fatalf("message %q, want the summary %q", he.Error(), tt.summary)
+			}
+			if he.output != tt.output {
+				t.Fatalf("output %q, want %q", he.output, tt.output)
+			}
+		})
+	}
+}
+
+// A failing hook's output may hold secrets: /status (and /queue) carry a
+// one-line summary of its error, and only /debug, which answers on the
+// operator's own host, has what it printed.
+func TestStatusLeavesOutHookOutput(t *testing.T) {
+	const secret = "password=hunter2"
+	files := merged(map[string]string{
+		"modules/values.yaml": "alphaEnabled: true\n",
+		"modules/001-alpha/hooks/fail.sh": "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"beforeHelm\": 1}'; exit 0; fi\n" +
+			"echo 'connecting with " + secret + "' >&2\nexit 3\n",
+	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
+	e := setup(t, files, nil)
+	e.start()
+	srv := httptest.NewServer(e.op.Handler(HTTPOptions{Namespace: e.ns}))
+	t.Cleanup(srv.Close)
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	e.eventually("alpha failed", func() bool {
+		for _, m := range e.op.Status().Modules {
+			if m.Name == "alpha" && m.State == StateFailed && m.LastError != "" {
+				return true
+			}
+		}
+		return false
+	})
+	status := get("/status")
+	if strings.Contains(status, "hunter2") {
+		t.Fatalf("/status serves the hook's output:\n%s", status)
+	}
+	if want := "hook 001-alpha/hooks/fail.sh (beforeHelm): exited 3"; !strings.Contains(status, want) {
+		t.Fatalf("/status lacks %q:\n%s", want, status)
+	}
+	if q := get("/queue"); strings.Contains(q, "hunter2") {
+		t.Fatalf("/queue serves the hook's output:\n%s", q)
+	}
+	var mods struct {
+		Modules []DebugModule `json:"modules"`
+	}
+	if err := json.Unmarshal([]byte(get("/debug/modules")), &mods); err != nil {
+		t.Fatal(err)
+	}
+	if len(mods.Modules) != 1 || !strings.Contains(mods.Modules[0].LastErrorOutput, secret) {
+		t.Fatalf("/debug/modules: %+v; want the hook's output", mods.Modules)
+	}
+	var hooks struct {
+		Hooks []DebugHook `json:"hooks"`
+	}
+	if err := json.Unmarshal([]byte(get("/debug/hooks")), &hooks); err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks.Hooks) != 1 || !strings.Contains(hooks.Hooks[0].LastErrorOutput, secret) || hooks.Hooks[0].LastError == "" {
+		t.Fatalf("/debug/hooks: %+v; want the hook's last error and output", hooks.Hooks)
+	}
+}
