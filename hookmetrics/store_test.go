@@ -12,7 +12,7 @@ import (
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, wantErr string
-		want             int
+		want              int
 	}{
 		{name: "empty", in: "", want: 0},
 		{name: "blank lines", in: "\n\n", want: 0},
