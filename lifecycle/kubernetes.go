@@ -155,11 +155,18 @@ func (bs *bindings) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 	hm = &hookMonitors{hook: h}
 	for _, b := range h.Config.Kubernetes {
 		bm := &bindingMonitor{binding: b}
-		m, err := bs.cfg.Monitors.NewMonitor(monitorSpec(h, b), func(ev kube.ObjectEvent) {
+		spec := monitorSpec(h, b)
+		labels := kubeLabels(h, b)
+		jq := bs.metrics.kubeJqSeconds.WithLabelValues(labels...)
+		spec.OnFilter = func(d time.Duration) { jq.Observe(d.Seconds()) }
+		handled := bs.metrics.kubeEventSeconds.WithLabelValues(labels...)
+		m, err := bs.cfg.Monitors.NewMonitor(spec, func(ev kube.ObjectEvent) {
 			// an empty executeHookOnEvent wants no events, which the
 			// monitor reads as all of them
 			if bm.live.Load() && slices.Contains(b.ExecuteHookOnEvent, ev.Type) {
+				start := bs.cfg.Now()
 				bs.queueKubeEvent(h, bm, ev)
+				handled.Observe(bs.cfg.Now().Sub(start).Seconds())
 			}
 		})
 		if err == nil {
@@ -364,7 +371,7 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 		return
 	}
 	b := bm.binding
-	bs.metrics.kubeEvents.WithLabelValues(h.Name, b.Name).Inc()
+	bs.metrics.kubeEvent(h, b.Name)
 	kind := bm.monitor.Kind()
 	a := activation{binding: b.Name, group: b.Group, context: func(s *snapshotter) map[string]any {
 		if b.Group != "" {

@@ -124,6 +124,9 @@ func start(args []string) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := lifecycle.RegisterClientMetrics(reg); err != nil {
+		return err
+	}
 	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
