@@ -334,6 +334,7 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 		Description:  h.Name + ": " + a.binding,
 		AllowFailure: allowFailure,
 		Payload:      acts,
+		Module:       h.Module, Hook: hookLabel(h), Binding: a.binding,
 		Do: func(ctx context.Context) error {
 			// a rate-limited hook waits in its own queue; one in "main"
 			// does not, since a change must not wait behind it there

@@ -67,6 +67,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 			Kind:        kindGlobalHook,
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			Payload:     binding,
+			Hook:        hookLabel(h), Binding: binding,
 			Do: func(ctx context.Context) error {
 				h := s.currentHook(h)
 				if h == nil {
@@ -259,6 +260,7 @@ func (s *steps) moduleRunTask(name string, startup bool) *queue.Task {
 		Kind:        kindModuleRun,
 		Description: desc,
 		Payload:     name,
+		Module:      name,
 		OnFailure:   func(err error, _ int) { s.moduleFailed(name, err) },
 		Do:          func(ctx context.Context) error { return s.runModule(ctx, name, startup) },
 	}
