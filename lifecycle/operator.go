@@ -137,7 +137,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
 	st := &steps{core: c, run: run, bind: bind, helm: helm, loader: ld}
 	bind.steps = st
-	cfg.Registry.MustRegister(snapshotCollector{bind})
+	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{c})
 	return &Operator{c: c, run: run, bind: bind, steps: st, backend: backend}
 }
 

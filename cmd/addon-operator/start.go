@@ -138,6 +138,7 @@ func start(args []string) error {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
 			return err
 		}
+		registerGitMetrics(reg, s.src.syncer.Status)
 	}
 
 	// HTTP first: /healthz answers while git is retried, /readyz says what
