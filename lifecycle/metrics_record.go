@@ -117,10 +117,12 @@ func (m *metrics) moduleFailed(name string, deleting bool) {
 	m.old.moduleRunErrors.WithLabelValues(name).Inc()
 }
 
-// moduleSeen creates a module's error series at 0, for rate() and alerts.
+// moduleSeen creates a module's error and conflict series at 0, for rate()
+// and alerts.
 func (m *metrics) moduleSeen(name string) {
 	m.moduleRunErrs.WithLabelValues(name)
 	m.moduleDeleteErrs.WithLabelValues(name)
+	m.releaseConflicts.WithLabelValues(name)
 }
 
 func (m *metrics) helmUpgraded(module string, activation string, took time.Duration, upgraded bool) {
