@@ -89,16 +89,17 @@ func (m *metrics) hookRan(r hookRun, binding string, took time.Duration, usage *
 	// every outcome's series exists from the first run, so rate() and
 	// alerts see a 0 before the first failure
 	errs, allowed, ok := family.errors.WithLabelValues(labels...), family.allowedErrors.WithLabelValues(labels...), family.successes.WithLabelValues(labels...)
+	oldErrs, oldAllowed := m.old.hookErrors.WithLabelValues(oldName, binding, r.module), m.old.hookAllowedErrors.WithLabelValues(oldName, binding, r.module)
 	switch {
 	case err == nil:
 		ok.Inc()
 	case errors.Is(err, context.Canceled):
 	case allowFailure:
 		allowed.Inc()
-		m.old.hookAllowedErrors.WithLabelValues(oldName, binding, r.module).Inc()
+		oldAllowed.Inc()
 	default:
 		errs.Inc()
-		m.old.hookErrors.WithLabelValues(oldName, binding, r.module).Inc()
+		oldErrs.Inc()
 	}
 	if usage != nil && (usage.User > 0 || usage.Sys > 0 || usage.MaxRSSBytes > 0) {
 		family.sysCPU.WithLabelValues(labels...).Observe(usage.Sys.Seconds())
@@ -123,6 +124,7 @@ func (m *metrics) moduleSeen(name string) {
 	m.moduleRunErrs.WithLabelValues(name)
 	m.moduleDeleteErrs.WithLabelValues(name)
 	m.releaseConflicts.WithLabelValues(name)
+	m.old.moduleRunErrors.WithLabelValues(name)
 }
 
 func (m *metrics) helmUpgraded(module string, activation string, took time.Duration, upgraded bool) {
