@@ -172,6 +172,7 @@ func (m *metrics) bindingsOf(model *loader.Model) {
 			n = len(c.Schedules) + len(c.Kubernetes) + len(c.Orders)
 		}
 		m.bindingCount.WithLabelValues(h.Module, hookLabel(h)).Set(float64(n))
+		m.hookDroppedSeries.WithLabelValues(h.Module, hookLabel(h))
 	}
 	for _, h := range model.Global.Hooks {
 		count(h)

@@ -81,7 +81,7 @@ func TestMonitoring(t *testing.T) {
 	repo := newRepo(t, t.TempDir())
 	commitFiles(t, repo, "tree", monitoringTree(ns))
 	addr, _ := operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL=file://"+repo.Bare, "GIT_REF=main",
-		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))
+		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"), "ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL=1s")
 	eventually(t, "alpha installed", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
 	// an event for the kubernetes binding
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(),
