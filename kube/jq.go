@@ -17,7 +17,12 @@ func (mb *member) filter(in jqInput) any {
 	err := in.err
 	if err == nil {
 		var r any
-		if r, err = runJq(mb.jq, in.v); err == nil {
+		start := time.Now()
+		r, err = runJq(mb.jq, in.v)
+		if mb.onFilter != nil {
+			mb.onFilter(time.Since(start))
+		}
+		if err == nil {
 			return r
 		}
 	}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"slices"
+	"time"
 
 	"github.com/itchyny/gojq"
 )
@@ -9,10 +10,12 @@ import (
 // member is one binding's part of a shared watch (or one namespace label
 // selector's part of a watch of namespaces).
 type member struct {
-	name  string
-	jq    *gojq.Code
-	keep  bool     // keeps whole objects: its snapshot has them
-	names []string // only objects of these names (empty: all)
+	name string
+	jq   *gojq.Code
+	// onFilter is told how long each filter run took (nil: not measured)
+	onFilter func(time.Duration)
+	keep     bool     // keeps whole objects: its snapshot has them
+	names    []string // only objects of these names (empty: all)
 	// on is told each change of what the member sees, in order; objects
 	// it starts seeing come as Added, objects it stops seeing as Deleted.
 	on      func(change)

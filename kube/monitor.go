@@ -39,6 +39,9 @@ type MonitorSpec struct {
 	// JqFilter, when set, is applied to every object; an update whose
 	// filter result did not change is not reported.
 	JqFilter *gojq.Code
+	// OnFilter, when set, is told how long each jqFilter run took (the
+	// operator's kube_jq_filter_duration_seconds).
+	OnFilter func(time.Duration)
 	// KeepFullObjects keeps whole objects in the snapshot; false keeps
 	// only filter results (and the object's coordinates).
 	KeepFullObjects bool

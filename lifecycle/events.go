@@ -16,7 +16,7 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 	s.mu.Unlock()
 	ch, ok, err := s.setConfig(data, version)
 	if err != nil {
-		s.metrics.configErrors.Inc()
+		s.metrics.configRefused()
 		s.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
 		return
 	}

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,6 +37,7 @@ type hookFiles struct {
 	dir                                     string
 	bindingContext, configValues, values    string
 	configPatch, valuesPatch, enabledResult string
+	metrics                                 string // METRICS_PATH
 }
 
 func (r *runner) newHookFiles() (*hookFiles, error) {
@@ -53,6 +53,7 @@ func (r *runner) newHookFiles() (*hookFiles, error) {
 		configPatch:    filepath.Join(dir, "config-values-patch.json"),
 		valuesPatch:    filepath.Join(dir, "values-patch.json"),
 		enabledResult:  filepath.Join(dir, "enabled-result"),
+		metrics:        filepath.Join(dir, "metrics.json"),
 	}
 	return f, nil
 }
@@ -80,8 +81,9 @@ func (r *runner) hookInputs(store *values.Store, moduleKey string, enabledModule
 // runHook runs one hook for one binding with the documented files and
 // environment, then applies its config patch (written to the ConfigMap at
 // once) and its values patch (kept in memory). A failure counts in
-// addon_operator_hook_errors, or with allowFailure in
-// addon_operator_hook_allowed_errors.
+// addon_operator_{global,module}_hook_run_errors_total, or with allowFailure
+// in ..._allowed_errors_total; the metrics it wrote to METRICS_PATH are
+// applied only when the whole run succeeded (metricsfile.go).
 func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
 	model, store := r.current()
 	moduleKey := ""
@@ -97,15 +99,9 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 		logger = logger.With("module", hook.Module)
 	}
 	start := r.cfg.Now()
+	var usage executor.Usage
 	defer func() {
-		r.metrics.hookSeconds.WithLabelValues(hook.Name, binding).Observe(r.cfg.Now().Sub(start).Seconds())
-		switch {
-		case err == nil || errors.Is(err, context.Canceled):
-		case allowFailure:
-			r.metrics.hookAllowedErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
-		default:
-			r.metrics.hookErrors.WithLabelValues(hook.Name, binding, hook.Module).Inc()
-		}
+		r.metrics.hookRan(hookRunOf(hook, binding), binding, r.cfg.Now().Sub(start), &usage, err, allowFailure)
 	}()
 
 	files, err := r.newHookFiles()
@@ -122,7 +118,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 			return res, err
 		}
 	}
-	for _, p := range []string{files.configPatch, files.valuesPatch} {
+	for _, p := range []string{files.configPatch, files.valuesPatch, files.metrics} {
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			return res, err
 		}
@@ -138,15 +134,24 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 			"VALUES_PATH=" + files.values,
 			"CONFIG_VALUES_JSON_PATCH_PATH=" + files.configPatch,
 			"VALUES_JSON_PATCH_PATH=" + files.valuesPatch,
+			"METRICS_PATH=" + files.metrics,
 		},
 		Timeout: r.cfg.HookTimeout,
 		Logger:  logger,
+		Usage:   &usage,
 	})
 	if err != nil {
 		return res, r.hookFailed(hook.Name, binding, err)
 	}
 	r.hookSucceeded(hook.Name)
-	return r.applyPatches(ctx, hook.Name, moduleKey, files)
+	ops, err := readHookMetrics(hook.Name, files.metrics)
+	if err != nil {
+		return res, err
+	}
+	if res, err = r.applyPatches(ctx, hook.Name, moduleKey, files); err != nil {
+		return res, err
+	}
+	return res, r.applyHookMetrics(hook, ops, logger)
 }
 
 func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, files *hookFiles) (hookResult, error) {
@@ -228,6 +233,7 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 		return false, err
 	}
 	start := r.cfg.Now()
+	var usage executor.Usage
 	out, err := executor.Run(ctx, executor.Command{
 		Path: m.EnabledScript,
 		Dir:  m.Dir,
@@ -239,8 +245,9 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 		Timeout:       r.cfg.HookTimeout,
 		CaptureStdout: true,
 		Logger:        r.logger.With("module", m.Name, "hook", "enabled"),
+		Usage:         &usage,
 	})
-	r.metrics.hookSeconds.WithLabelValues(m.DirName+"/enabled", "enabled").Observe(r.cfg.Now().Sub(start).Seconds())
+	r.metrics.enabledRan(m, r.cfg.Now().Sub(start), &usage, err)
 	if err != nil {
 		return false, newHookError("module "+m.Name+": enabled script", err)
 	}

@@ -83,13 +83,15 @@ type HTTPOptions struct {
 	Namespace string
 }
 
-// Handler serves /metrics, /healthz, /readyz, /queue, /status and the
+// Handler serves /metrics, /metrics/hooks, /healthz, /readyz, /queue, /status and the
 // debug endpoints under /debug/ (debug.go).
 func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	extra := opts.Extra
 	mux := http.NewServeMux()
 	(&debugAPI{core: o.c}).debugRoutes(mux, opts.Namespace)
 	mux.Handle("/metrics", promhttp.HandlerFor(o.c.cfg.Registry, promhttp.HandlerOpts{}))
+	// what hooks wrote to METRICS_PATH, apart from the operator's own
+	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.c.metrics.hookRegistry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !o.Ready() {

@@ -156,11 +156,18 @@ func (bs *bindings) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 	hm = &hookMonitors{hook: h}
 	for _, b := range h.Config.Kubernetes {
 		bm := &bindingMonitor{binding: b}
-		m, err := bs.cfg.Monitors.NewMonitor(monitorSpec(h, b), func(ev kube.ObjectEvent) {
+		spec := monitorSpec(h, b)
+		labels := kubeLabels(h, b)
+		jq := bs.metrics.kubeJqSeconds.WithLabelValues(labels...)
+		spec.OnFilter = func(d time.Duration) { jq.Observe(d.Seconds()) }
+		handled := bs.metrics.kubeEventSeconds.WithLabelValues(labels...)
+		m, err := bs.cfg.Monitors.NewMonitor(spec, func(ev kube.ObjectEvent) {
 			// an empty executeHookOnEvent wants no events, which the
 			// monitor reads as all of them
 			if bm.live.Load() && slices.Contains(b.ExecuteHookOnEvent, ev.Type) {
+				start := bs.cfg.Now()
 				bs.queueKubeEvent(h, bm, ev)
+				handled.Observe(bs.cfg.Now().Sub(start).Seconds())
 			}
 		})
 		if err == nil {
@@ -333,6 +340,7 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 		Description:  h.Name + ": " + a.binding,
 		AllowFailure: allowFailure,
 		Payload:      acts,
+		Module:       h.Module, Hook: hookLabel(h), Binding: a.binding,
 		Do: func(ctx context.Context) error {
 			// a rate-limited hook waits in its own queue; one in "main"
 			// does not, since a change must not wait behind it there
@@ -379,7 +387,7 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 		return
 	}
 	b := bm.binding
-	bs.metrics.kubeEvents.WithLabelValues(h.Name, b.Name).Inc()
+	bs.metrics.kubeEvent(h, b.Name)
 	kind := bm.monitor.Kind()
 	key := eventKey(b.Queue, h, b.Name, kind, ev)
 	q := queues.Queue(b.Queue)

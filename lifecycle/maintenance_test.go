@@ -69,9 +69,9 @@ func TestMaintenanceMode(t *testing.T) {
 	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
 
 	// a value that is neither mode is refused like values a schema refuses
-	refused := testutil.ToFloat64(e.op.c.metrics.configErrors)
+	refused := testutil.ToFloat64(e.op.c.metrics.configValuesErrors)
 	e.setConfigMap(map[string]string{"alpha": "x: 2\n", "alphaMaintenance": "Sometimes"})
-	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.c.metrics.configErrors) > refused })
+	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.c.metrics.configValuesErrors) > refused })
 	e.idle()
 	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
 }

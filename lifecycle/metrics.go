@@ -1,22 +1,63 @@
 package lifecycle
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/addonops/addon-operator/hookmetrics"
+)
+
+// metrics are the operator's own metrics on /metrics (docs/operator.md,
+// "Metrics"): the original addon-operator's names with their labels and
+// types, ours where it has none, and, for one release, our former names
+// marked DEPRECATED in their help. hookStore holds what hooks write to
+// METRICS_PATH, served apart on /metrics/hooks.
 type metrics struct {
-	moduleRunErrors   *prometheus.CounterVec
-	hookErrors        *prometheus.CounterVec
-	hookAllowedErrors *prometheus.CounterVec
-	queueLength       *prometheus.GaugeVec
-	hookSeconds       *prometheus.HistogramVec
-	helmSeconds       *prometheus.HistogramVec
-	helmUpgrades      *prometheus.CounterVec
+	// the original's names
+	bindingCount       *prometheus.GaugeVec
+	configValuesErrors prometheus.Counter
+	globalHook, module hookRunMetrics
+	moduleDiscoverErrs prometheus.Counter
+	moduleRunErrs      *prometheus.CounterVec
+	moduleDeleteErrs   *prometheus.CounterVec
+	moduleRunSeconds   *prometheus.HistogramVec
+	moduleHelmSeconds  *prometheus.HistogramVec
+	helmOpSeconds      *prometheus.HistogramVec
+	convergenceSeconds *prometheus.CounterVec
+	convergenceTotal   *prometheus.CounterVec
+	queueLength        *prometheus.GaugeVec
+	taskWait           *prometheus.CounterVec
+	liveTicks          prometheus.Counter
+	kubeJqSeconds      *prometheus.HistogramVec
+	kubeEventSeconds   *prometheus.HistogramVec
+	queueActionSeconds *prometheus.HistogramVec
+
+	// ours
 	convergence       prometheus.Histogram
-	configErrors      prometheus.Counter
+	helmUpgrades      *prometheus.CounterVec
 	treeErrors        prometheus.Counter
-	absentResources   *prometheus.GaugeVec
 	kubeEvents        *prometheus.CounterVec
+	absentResources   *prometheus.GaugeVec
 	releaseConflicts  *prometheus.GaugeVec
 	maintenance       *prometheus.GaugeVec
+	hookDroppedSeries *prometheus.CounterVec
+
+	// deprecated: our former names, served for one release
+	old struct {
+		moduleRunErrors, hookErrors, hookAllowedErrors, helmUpgrades, kubeEvents *prometheus.CounterVec
+		hookSeconds, helmSeconds                                                 *prometheus.HistogramVec
+		configErrors, treeErrors                                                 prometheus.Counter
+	}
+
+	hookStore    *hookmetrics.Store
+	hookRegistry *prometheus.Registry
+}
+
+// hookRunMetrics are one family of the original's hook run metrics
+// (global_hook_run_* or module_hook_run_*).
+type hookRunMetrics struct {
+	seconds, sysCPU, userCPU         *prometheus.HistogramVec
+	errors, allowedErrors, successes *prometheus.CounterVec
+	maxRSS                           *prometheus.GaugeVec
 }
 
 var revisionInfo = prometheus.NewDesc("addon_operator_git_revision_info",
@@ -34,53 +75,102 @@ func (c revisionCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics {
-	buckets := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
-	m := &metrics{
-		moduleRunErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "addon_operator_module_run_errors", Help: "Failed module runs and deletes.",
-		}, []string{"module"}),
-		hookErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "addon_operator_hook_errors", Help: "Failed hook runs.",
-		}, []string{"hook", "binding", "module"}),
-		hookAllowedErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "addon_operator_hook_allowed_errors", Help: "Failed hook runs dropped by allowFailure.",
-		}, []string{"hook", "binding", "module"}),
-		queueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "addon_operator_tasks_queue_length", Help: "Tasks in each queue, the running one included.",
-		}, []string{"queue"}),
-		hookSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "addon_operator_hook_run_seconds", Help: "Duration of hook runs.", Buckets: buckets,
-		}, []string{"hook", "binding"}),
-		helmSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "addon_operator_helm_seconds", Help: "Duration of the Helm step of module runs.", Buckets: buckets,
-		}, []string{"module"}),
-		helmUpgrades: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "addon_operator_helm_upgrades", Help: "Helm installs and upgrades (skipped unchanged releases not counted).",
-		}, []string{"module"}),
-		convergence: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "addon_operator_convergence_seconds", Help: "Duration of 'reload all modules' to convergence.", Buckets: buckets,
-		}),
-		configErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "addon_operator_config_errors", Help: "ConfigMap changes refused as invalid.",
-		}),
-		treeErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "addon_operator_tree_errors", Help: "Changed trees refused (failed to load or to validate).",
-		}),
-		absentResources: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "addon_operator_modules_absent_resources", Help: "Resources of a module's release missing from the cluster at the last check.",
-		}, []string{"module"}),
-		kubeEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "addon_operator_kube_events", Help: "Kubernetes events queued for hooks (before compaction).",
-		}, []string{"hook", "binding"}),
-		releaseConflicts: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "addon_operator_release_conflicts", Help: "1 while a module's release name is taken by a Helm release another tool owns.",
-		}, []string{"module"}),
-		maintenance: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "addon_operator_module_maintenance", Help: "1 while a module is in maintenance mode (NoResourceReconciliation): its release is left as it is.",
-		}, []string{"module"}),
+var buckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
+const deprecated = "DEPRECATED, removed in the next release: use "
+
+// builder makes metrics and remembers them for registration.
+type builder struct{ all []prometheus.Collector }
+
+func (b *builder) add(c prometheus.Collector) { b.all = append(b.all, c) }
+
+func (b *builder) counter(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	b.add(c)
+	return c
+}
+
+func (b *builder) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	b.add(g)
+	return g
+}
+
+func (b *builder) histogram(name, help string, bk []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: bk}, labels)
+	b.add(h)
+	return h
+}
+
+func (b *builder) counter0(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	b.add(c)
+	return c
+}
+
+func (b *builder) hookRun(prefix, what string, labels []string) hookRunMetrics {
+	return hookRunMetrics{
+		seconds:       b.histogram(prefix+"_seconds", "Duration of "+what+" runs.", buckets, labels...),
+		errors:        b.counter(prefix+"_errors_total", "Failed "+what+" runs (without allowFailure).", labels...),
+		allowedErrors: b.counter(prefix+"_allowed_errors_total", "Failed "+what+" runs that allowFailure let pass.", labels...),
+		successes:     b.counter(prefix+"_success_total", "Successful "+what+" runs.", labels...),
+		sysCPU:        b.histogram(prefix+"_sys_cpu_seconds", "System CPU time of "+what+" runs (the hook's process).", buckets, labels...),
+		userCPU:       b.histogram(prefix+"_user_cpu_seconds", "User CPU time of "+what+" runs (the hook's process).", buckets, labels...),
+		maxRSS:        b.gauge(prefix+"_max_rss_bytes", "Peak resident memory of the last "+what+" run (the hook's process).", labels...),
 	}
-	reg.MustRegister(revision, m.maintenance, m.releaseConflicts, m.kubeEvents, m.moduleRunErrors, m.hookErrors, m.hookAllowedErrors, m.queueLength, m.hookSeconds,
-		m.helmSeconds, m.helmUpgrades, m.convergence, m.configErrors, m.treeErrors, m.absentResources)
+}
+
+func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics {
+	b := &builder{}
+	m := &metrics{}
+	hookLabels := []string{"hook", "binding", "activation", "queue"}
+	m.bindingCount = b.gauge("addon_operator_binding_count", "Bindings of each hook (module is empty for a global hook).", "module", "hook")
+	m.configValuesErrors = b.counter0("addon_operator_config_values_errors_total", "ConfigMap changes refused as invalid.")
+	m.globalHook = b.hookRun("addon_operator_global_hook_run", "global hook", hookLabels)
+	m.module = b.hookRun("addon_operator_module_hook_run", "module hook", append([]string{"module"}, hookLabels...))
+	m.moduleDiscoverErrs = b.counter0("addon_operator_module_discover_errors_total", "Failed module discoveries: an enabled script failed, or a changed tree was refused.")
+	m.moduleRunErrs = b.counter("addon_operator_module_run_errors_total", "Failed module runs.", "module")
+	m.moduleDeleteErrs = b.counter("addon_operator_module_delete_errors_total", "Failed module deletes.", "module")
+	m.moduleRunSeconds = b.histogram("addon_operator_module_run_seconds", "Duration of module runs (hooks and Helm).", buckets, "module")
+	m.moduleHelmSeconds = b.histogram("addon_operator_module_helm_seconds", "Duration of the Helm upgrade of module runs.", buckets, "module", "activation")
+	m.helmOpSeconds = b.histogram("addon_operator_helm_operation_seconds", "Duration of Helm operations.", buckets, "module", "activation", "operation")
+	m.convergenceSeconds = b.counter("addon_operator_convergence_seconds", "Seconds spent in 'reload all modules' until convergence; activation=OperatorStartup is the first.", "activation")
+	m.convergenceTotal = b.counter("addon_operator_convergence_total", "Completed 'reload all modules' convergences.", "activation")
+	m.queueLength = b.gauge("addon_operator_tasks_queue_length", "Tasks in each queue, the running one included.", "queue")
+	m.taskWait = b.counter("addon_operator_task_wait_in_queue_seconds_total", "Seconds tasks waited in their queue before their first attempt.", "module", "hook", "binding", "queue")
+	m.liveTicks = b.counter0("addon_operator_live_ticks", "Increases every 10 seconds while the operator's loop runs.")
+	kubeLabels := []string{"module", "hook", "binding", "queue", "kind"}
+	m.kubeJqSeconds = b.histogram("addon_operator_kube_jq_filter_duration_seconds", "Duration of jqFilter runs.", buckets, kubeLabels...)
+	m.kubeEventSeconds = b.histogram("addon_operator_kube_event_duration_seconds", "Duration of handling a kubernetes event (queueing the hook run).", buckets, kubeLabels...)
+	m.queueActionSeconds = b.histogram("addon_operator_tasks_queue_action_duration_seconds", "Duration of queue operations.",
+		[]float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1}, "queue_name", "queue_action")
+
+	m.convergence = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "addon_operator_convergence_duration_seconds", Help: "Duration of 'reload all modules' to convergence.", Buckets: buckets,
+	})
+	b.add(m.convergence)
+	m.helmUpgrades = b.counter("addon_operator_helm_upgrades_total", "Helm installs and upgrades (skipped unchanged releases not counted).", "module")
+	m.treeErrors = b.counter0("addon_operator_tree_errors_total", "Changed trees refused (failed to load or to validate).")
+	m.kubeEvents = b.counter("addon_operator_kube_events_total", "Kubernetes events queued for hooks (before compaction).", "hook", "binding")
+	m.absentResources = b.gauge("addon_operator_modules_absent_resources", "Resources of a module's release missing from the cluster at the last check.", "module")
+	m.releaseConflicts = b.gauge("addon_operator_release_conflicts", "1 while a module's release name is taken by a Helm release another tool owns.", "module")
+	m.maintenance = b.gauge("addon_operator_module_maintenance", "1 while a module is in maintenance mode (NoResourceReconciliation): its release is left as it is.", "module")
+	m.hookDroppedSeries = b.counter("addon_operator_hook_metrics_dropped_series_total",
+		"New series a hook wrote to METRICS_PATH beyond its limit, dropped (module is empty for a global hook).", "module", "hook")
+
+	m.old.moduleRunErrors = b.counter("addon_operator_module_run_errors", deprecated+"addon_operator_module_run_errors_total and addon_operator_module_delete_errors_total.", "module")
+	m.old.hookErrors = b.counter("addon_operator_hook_errors", deprecated+"addon_operator_{global,module}_hook_run_errors_total.", "hook", "binding", "module")
+	m.old.hookAllowedErrors = b.counter("addon_operator_hook_allowed_errors", deprecated+"addon_operator_{global,module}_hook_run_allowed_errors_total.", "hook", "binding", "module")
+	m.old.hookSeconds = b.histogram("addon_operator_hook_run_seconds", deprecated+"addon_operator_{global,module}_hook_run_seconds.", buckets, "hook", "binding")
+	m.old.helmSeconds = b.histogram("addon_operator_helm_seconds", deprecated+"addon_operator_module_helm_seconds.", buckets, "module")
+	m.old.helmUpgrades = b.counter("addon_operator_helm_upgrades", deprecated+"addon_operator_helm_upgrades_total.", "module")
+	m.old.kubeEvents = b.counter("addon_operator_kube_events", deprecated+"addon_operator_kube_events_total.", "hook", "binding")
+	m.old.configErrors = b.counter0("addon_operator_config_errors", deprecated+"addon_operator_config_values_errors_total.")
+	m.old.treeErrors = b.counter0("addon_operator_tree_errors", deprecated+"addon_operator_tree_errors_total.")
+
+	reg.MustRegister(append(b.all, revision)...)
+	m.hookStore = hookmetrics.New(hookmetrics.DefaultLimit)
+	m.hookRegistry = prometheus.NewRegistry()
+	m.hookRegistry.MustRegister(m.hookStore)
 	return m
 }

@@ -140,6 +140,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
 	st := &steps{core: c, run: run, bind: bind, helm: helm, loader: ld}
 	bind.steps = st
+	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{c})
 	return &Operator{c: c, run: run, bind: bind, steps: st, backend: backend}
 }
 
@@ -178,6 +179,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	o.c.mu.Lock()
 	o.c.model, o.c.store, o.c.configData, o.c.rev = model, store, data, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
+	o.c.metrics.bindingsOf(model)
 	for _, m := range model.Modules {
 		o.c.modules[m.Name] = &moduleState{state: StateDisabled}
 	}
@@ -191,7 +193,14 @@ func (o *Operator) Run(ctx context.Context) error {
 	queues := queue.NewSet(ctx, queue.Options{
 		RetryMin: o.c.cfg.RetryMin, RetryMax: o.c.cfg.RetryMax, Logger: o.c.logger, After: o.c.cfg.After, Now: o.c.cfg.Now,
 		OnLength: func(q string, n int) { o.c.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
+		OnStart: func(q string, t *queue.Task, waited time.Duration) {
+			o.c.metrics.taskWait.WithLabelValues(t.Module, t.Hook, t.Binding, q).Add(waited.Seconds())
+		},
+		OnAction: func(q, action string, took time.Duration) {
+			o.c.metrics.queueActionSeconds.WithLabelValues(q, action).Observe(took.Seconds())
+		},
 	})
+	go o.c.metrics.tick(ctx, o.c.cfg.After)
 	o.c.mu.Lock()
 	o.c.queues = queues
 	// a revision reported while the first one was loading

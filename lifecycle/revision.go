@@ -158,7 +158,7 @@ func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		s.metrics.treeErrors.Inc()
+		s.metrics.treeRefused()
 		s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "err", err)
 	}
 	return nil // a bad tree waits for the next change, not for a retry
@@ -205,6 +205,7 @@ func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) er
 	dropped := store.RestorePatches(oldStore.Patches())
 	s.prevCommit = s.rev.Commit
 	s.model, s.store, s.rev = model, store, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
+	s.metrics.bindingsOf(model)
 	var purges []*queue.Task
 	if diff.OnlyRemoved() {
 		for _, name := range diff.Removed {

@@ -64,6 +64,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 			Kind:        kindGlobalHook,
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			Payload:     binding,
+			Hook:        hookLabel(h), Binding: binding,
 			Do: func(ctx context.Context) error {
 				h := s.currentHook(h)
 				if h == nil {
@@ -124,7 +125,7 @@ func (s *steps) convergedTask() *queue.Task {
 			s.ready = true
 			again := s.globalChanged
 			s.mu.Unlock()
-			s.metrics.convergence.Observe(took.Seconds())
+			s.metrics.converged(first, took)
 			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
 			s.bind.syncSchedules()
 			if again {
@@ -147,6 +148,7 @@ func (s *steps) moduleRunTask(name string, startup bool) *queue.Task {
 		Kind:        kindModuleRun,
 		Description: desc,
 		Payload:     name,
+		Module:      name,
 		OnFailure:   func(err error, _ int) { s.moduleFailed(name, err) },
 		Do:          func(ctx context.Context) error { return s.runModule(ctx, name, startup) },
 	}
@@ -164,6 +166,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 		return nil // removed from the tree since the task was queued
 	}
 	s.setState(name, StateRunning, nil)
+	defer s.metrics.moduleRan(name, s.cfg.Now, s.cfg.Now())
 	logger := s.logger.With("module", name)
 	run := func(binding string) (bool, error) {
 		changed := false
@@ -208,7 +211,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 		start := s.cfg.Now()
 		_, commit := s.revisionInfo()
 		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit, Maintenance: inMaintenance})
-		s.metrics.helmSeconds.WithLabelValues(name).Observe(s.cfg.Now().Sub(start).Seconds())
+		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
 			s.setState(name, StateFailed, err)
 			return nil
@@ -218,7 +221,6 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 		}
 		s.resolved(name)
 		if res.Upgraded {
-			s.metrics.helmUpgrades.WithLabelValues(name).Inc()
 			logger.Info("helm release applied", "reason", res.Reason, "revision", res.Revision)
 		} else if inMaintenance {
 			logger.Info("maintenance mode: helm release left as it is", "revision", res.Revision)
@@ -250,7 +252,7 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 	return &queue.Task{
 		Kind:        kindModuleDelete,
 		Description: name,
-		OnFailure:   func(err error, _ int) { s.moduleFailed(name, err) },
+		OnFailure:   func(err error, _ int) { s.moduleDeleteFailed(name, err) },
 		Do: func(ctx context.Context) error {
 			model, _ := s.current()
 			m := model.Module(name)
@@ -361,12 +363,19 @@ func (s *steps) ensureCRDs(ctx context.Context, m *loader.Module) error {
 	return nil
 }
 
-// moduleFailed records a failed module run or delete: the module's state
-// and addon_operator_module_run_errors (not for a run cut short by
-// shutdown).
+// moduleFailed records a failed module run: the module's state and
+// addon_operator_module_run_errors_total (not for a run cut short by
+// shutdown); moduleDeleteFailed, a failed delete.
 func (s *steps) moduleFailed(name string, err error) {
 	if !errors.Is(err, context.Canceled) {
-		s.metrics.moduleRunErrors.WithLabelValues(name).Inc()
+		s.metrics.moduleFailed(name, false)
+	}
+	s.setState(name, StateFailed, err)
+}
+
+func (s *steps) moduleDeleteFailed(name string, err error) {
+	if !errors.Is(err, context.Canceled) {
+		s.metrics.moduleFailed(name, true)
 	}
 	s.setState(name, StateFailed, err)
 }

@@ -33,6 +33,9 @@ type Task struct {
 	Merge func(later *Task)
 	// Payload is the task's data for Merge to take from a later task.
 	Payload any
+	// Module, Hook and Binding label the task in the operator's metrics
+	// ("" when it has none).
+	Module, Hook, Binding string
 
 	id        uint64
 	attempts  int
@@ -57,6 +60,11 @@ type Options struct {
 	Now   func() time.Time
 	// OnLength is told the length of a queue whenever it changes.
 	OnLength func(queue string, length int)
+	// OnStart is told how long a task waited from being queued to its
+	// first attempt; OnAction how long an Add, AddAfterCurrent or Preempt
+	// held its queue (the operator's metrics, docs/operator.md "Metrics").
+	OnStart  func(queue string, t *Task, waited time.Duration)
+	OnAction func(queue, action string, took time.Duration)
 }
 
 // Set is the named queues, each with one worker.
@@ -144,6 +152,7 @@ func (q *Queue) prepare(t *Task) {
 // Add appends tasks. A task whose MergeKey equals the last queued (not
 // running) task's is merged into it.
 func (q *Queue) Add(tasks ...*Task) {
+	defer q.action("add", q.set.opts.Now())
 	q.mu.Lock()
 	for _, t := range tasks {
 		if n := len(q.tasks); n > 0 && t.MergeKey != "" {
@@ -166,6 +175,7 @@ func (q *Queue) Add(tasks ...*Task) {
 // Changes that pre-empted the running task (Preempt) still go first: the
 // tasks go after them, and those they supersede are not added.
 func (q *Queue) AddAfterCurrent(tasks ...*Task) {
+	defer q.action("add_after_current", q.set.opts.Now())
 	q.mu.Lock()
 	pos := 0
 	for pos < len(q.tasks) && (q.tasks[pos].running || q.tasks[pos].urgent) {
@@ -188,6 +198,7 @@ func (q *Queue) AddAfterCurrent(tasks ...*Task) {
 // preempting ones. Waiting tasks for which supersedes is true are dropped,
 // and so is a running task that fails afterwards: t replaces that work.
 func (q *Queue) Preempt(t *Task, supersedes func(*Task) bool) {
+	defer q.action("preempt", q.set.opts.Now())
 	q.mu.Lock()
 	if supersedes != nil {
 		q.tasks = slices.DeleteFunc(q.tasks, func(x *Task) bool { return !x.running && supersedes(x) })
@@ -201,6 +212,12 @@ func (q *Queue) Preempt(t *Task, supersedes func(*Task) bool) {
 	q.tasks = slices.Insert(q.tasks, pos, t)
 	q.changed()
 	q.mu.Unlock()
+}
+
+func (q *Queue) action(name string, start time.Time) {
+	if f := q.set.opts.OnAction; f != nil {
+		f(q.name, name, q.set.opts.Now().Sub(start))
+	}
 }
 
 // HasQueued reports whether a task of this kind waits (not running).
@@ -246,13 +263,18 @@ func (q *Queue) work(ctx context.Context) {
 		q.mu.Lock()
 		var t *Task
 		var retry <-chan time.Time
+		var waited time.Duration
 		if len(q.tasks) > 0 {
 			t = q.tasks[0]
 			if retry = t.retry; retry == nil {
 				t.running = true
+				waited = q.set.opts.Now().Sub(t.queuedAt)
 			}
 		}
 		q.mu.Unlock()
+		if t != nil && retry == nil && t.attempts == 0 && q.set.opts.OnStart != nil {
+			q.set.opts.OnStart(q.name, t, waited)
+		}
 		if t == nil || retry != nil {
 			select {
 			case <-ctx.Done():

@@ -174,6 +174,9 @@ func start(o *startOptions) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := lifecycle.RegisterClientMetrics(reg); err != nil {
+		return err
+	}
 	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
@@ -185,6 +188,7 @@ func start(o *startOptions) error {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
 			return err
 		}
+		registerGitMetrics(reg, s.src.syncer.Status)
 	}
 
 	// HTTP first: /healthz answers while git is retried, /readyz says what

@@ -44,6 +44,15 @@ type Command struct {
 	// LineLimit bounds how many lines of each stream one run logs; the
 	// rest are counted in one last record. Zero means DefaultLineLimit.
 	LineLimit int
+	// Usage, when set, receives the process's CPU times and peak RSS once
+	// it has exited (for the hook run metrics, docs/operator.md "Metrics").
+	Usage *Usage
+}
+
+// Usage is what the kernel accounted to one run's process.
+type Usage struct {
+	User, Sys   time.Duration
+	MaxRSSBytes int64
 }
 
 // stderrTail is how much of the end of stderr an error carries.
@@ -103,6 +112,12 @@ func Run(ctx context.Context, c Command) ([]byte, error) {
 	out.read()
 	waitErr := waitGroupLeader(ctx, cmd)
 	out.finish()
+	if ps := cmd.ProcessState; c.Usage != nil && ps != nil {
+		*c.Usage = Usage{User: ps.UserTime(), Sys: ps.SystemTime()}
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			c.Usage.MaxRSSBytes = ru.Maxrss * 1024 // KiB on Linux
+		}
+	}
 	if waitErr != nil {
 		return nil, runError(ctx, c.Timeout, waitErr, out.stderrTail())
 	}

@@ -1,0 +1,228 @@
+package hookmetrics
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultLimit is the number of series one hook may own.
+const DefaultLimit = 1000
+
+// Owner is the hook an operation came from; its Hook and Module become
+// the series' hook and module labels (Module is "" for a global hook and
+// then no module label is added).
+type Owner struct{ Module, Hook string }
+
+// group is the owner's own group: operations written without one belong
+// to it, as in shell-operator, where the hook's name is the default group.
+// Module and hook both key it, so same-named hooks of two modules do not
+// expire each other's series; it cannot clash with a written group name.
+func (o Owner) group() string { return "\x00" + o.Module + "\x00" + o.Hook }
+
+// Store keeps the series hooks wrote. The zero value is not usable; use New.
+type Store struct {
+	limit int
+
+	mu       sync.Mutex
+	families map[string]*family
+	owned    map[Owner]int
+}
+
+type family struct {
+	kind    string // ActionAdd (counter), ActionSet (gauge) or ActionObserve (histogram)
+	buckets []float64
+	series  map[string]*series
+}
+
+type series struct {
+	names, values []string // sorted label names and their values
+	owner         Owner
+	group         string
+	value         float64  // counter and gauge
+	counts        []uint64 // histogram: per bucket, not cumulative
+	count         uint64
+	sum           float64
+}
+
+// New returns a Store where each hook owns at most limit series (<= 0:
+// DefaultLimit).
+func New(limit int) *Store {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	return &Store{limit: limit, families: map[string]*family{}, owned: map[Owner]int{}}
+}
+
+var kindNames = map[string]string{ActionAdd: "counter", ActionSet: "gauge", ActionObserve: "histogram"}
+
+// Apply applies one successful run's operations, as shell-operator does:
+// operations are taken group by group (an operation without a group is in
+// the hook's own group); each group named in the batch first loses every
+// series it had, from any hook, then gets the batch's values, so a group
+// holds what its last writer reported. A metric's type is fixed by its first
+// operation; a later one of another type is an error naming its line and
+// nothing of the batch is applied. dropped counts new series refused
+// because the hook already owns its limit.
+func (s *Store) Apply(o Owner, ops []Op) (dropped int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kinds := map[string]string{}
+	byGroup := map[string][]Op{}
+	var groups []string
+	for _, op := range ops {
+		if op.Action != ActionExpire {
+			kind := kinds[op.Name]
+			if f := s.families[op.Name]; kind == "" && f != nil {
+				kind = f.kind
+			}
+			if kind != "" && kind != op.Action {
+				return 0, fmt.Errorf("line %d: %s is a %s, %q makes a %s", op.Line, op.Name, kindNames[kind], op.Action, kindNames[op.Action])
+			}
+			kinds[op.Name] = op.Action
+		}
+		g := op.Group
+		if g == "" {
+			g = o.group()
+		}
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], op)
+	}
+	for _, g := range groups {
+		s.expire(g)
+		for _, op := range byGroup[g] {
+			if op.Action == ActionExpire {
+				s.expire(g)
+				continue
+			}
+			if !s.apply(o, g, op) {
+				dropped++
+			}
+		}
+	}
+	return dropped, nil
+}
+
+// apply records one operation; false when its new series is over the
+// owner's limit.
+func (s *Store) apply(o Owner, group string, op Op) bool {
+	f := s.families[op.Name]
+	if f == nil {
+		f = &family{kind: op.Action, buckets: op.Buckets, series: map[string]*series{}}
+		s.families[op.Name] = f
+	}
+	labels := maps.Clone(op.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	// ours win over the hook's, as in the original
+	labels["hook"] = o.Hook
+	delete(labels, "module")
+	if o.Module != "" {
+		labels["module"] = o.Module
+	}
+	// an empty value is an absent label to Prometheus
+	maps.DeleteFunc(labels, func(_, v string) bool { return v == "" })
+	names := slices.Sorted(maps.Keys(labels))
+	values := make([]string, len(names))
+	var key strings.Builder
+	for i, n := range names {
+		values[i] = labels[n]
+		fmt.Fprintf(&key, "%q=%q,", n, values[i])
+	}
+	sr := f.series[key.String()]
+	if sr == nil {
+		if s.owned[o] >= s.limit {
+			if len(f.series) == 0 {
+				delete(s.families, op.Name)
+			}
+			return false
+		}
+		sr = &series{names: names, values: values, owner: o}
+		if f.kind == ActionObserve {
+			sr.counts = make([]uint64, len(f.buckets))
+		}
+		f.series[key.String()] = sr
+		s.owned[o]++
+	}
+	sr.group = group
+	switch f.kind {
+	case ActionAdd:
+		sr.value += op.Value
+	case ActionSet:
+		sr.value = op.Value
+	case ActionObserve:
+		// the family's first buckets count; later ones are ignored
+		if i := sort.SearchFloat64s(f.buckets, op.Value); i < len(f.buckets) {
+			sr.counts[i]++
+		}
+		sr.count++
+		sr.sum += op.Value
+	}
+	return true
+}
+
+// expire drops every series of group g.
+func (s *Store) expire(g string) {
+	for name, f := range s.families {
+		for k, sr := range f.series {
+			if sr.group == g {
+				delete(f.series, k)
+				if s.owned[sr.owner]--; s.owned[sr.owner] == 0 {
+					delete(s.owned, sr.owner)
+				}
+			}
+		}
+		if len(f.series) == 0 {
+			delete(s.families, name)
+		}
+	}
+}
+
+// Series is how many series the store holds.
+func (s *Store) Series() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.owned {
+		n += c
+	}
+	return n
+}
+
+// Describe sends nothing: the store is an unchecked collector, its metrics
+// are whatever hooks wrote.
+func (s *Store) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends every series; the help text is the metric's name, as in
+// shell-operator.
+func (s *Store) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, f := range s.families {
+		for _, sr := range f.series {
+			desc := prometheus.NewDesc(name, name, sr.names, nil)
+			switch f.kind {
+			case ActionAdd:
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, sr.value, sr.values...)
+			case ActionSet:
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, sr.value, sr.values...)
+			case ActionObserve:
+				cum := make(map[float64]uint64, len(f.buckets))
+				var n uint64
+				for i, b := range f.buckets {
+					n += sr.counts[i]
+					cum[b] = n
+				}
+				ch <- prometheus.MustNewConstHistogram(desc, sr.count, sr.sum, cum, sr.values...)
+			}
+		}
+	}
+}
