@@ -52,7 +52,9 @@ func (s *steps) discover(ctx context.Context) error {
 	// runs of enabled modules, then deletes of disabled ones, then purges
 	// (docs/lifecycle.md, steps 5–7)
 	var runs []moduleRun
-	var deletes, uninstalls []string // uninstalls: the deletes that remove a release
+	// uninstalls: the deletes that remove a release, but those the
+	// ConfigMap asks for by name, which the purge guard does not hold
+	var deletes, uninstalls []string
 	s.mu.Lock()
 	s.enabledModules = enabled
 	for _, m := range model.Modules {
@@ -74,7 +76,7 @@ func (s *steps) discover(ctx context.Context) error {
 			runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
 		case st.enabled || slices.Contains(releases, m.Name) || held[m.Name]:
 			deletes = append(deletes, m.Name)
-			if slices.Contains(releases, m.Name) || held[m.Name] {
+			if (slices.Contains(releases, m.Name) || held[m.Name]) && !store.DisabledByConfig(m.Key) {
 				uninstalls = append(uninstalls, m.Name)
 			}
 		}

@@ -126,6 +126,9 @@ func TestStepsPurgeGuardCountsDisables(t *testing.T) {
 		{"the ConfigMap emptied: 4 of 4", map[string]string{}, nil},
 		{"three of four disabled", map[string]string{"alphaEnabled": "true"}, nil},
 		{"two of four disabled: half", map[string]string{"alphaEnabled": "true", "betaEnabled": "true"}, []string{"uninstall delta", "uninstall gamma"}},
+		// a flag set to false is the user's word for that module, not an accident
+		{"three of four disabled by name", map[string]string{"alphaEnabled": "true", "betaEnabled": "false", "gammaEnabled": "false", "deltaEnabled": "false"},
+			[]string{"uninstall beta", "uninstall delta", "uninstall gamma"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

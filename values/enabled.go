@@ -27,6 +27,17 @@ func (s *Store) Enabled(key string) bool {
 	return enabled
 }
 
+// DisabledByConfig: the ConfigMap itself asks for the module to be off,
+// with its *Enabled flag set to false or its section the literal false. The
+// purge guard takes that as the user's word for that module
+// (docs/operator.md, "Purge guard"); a flag that is merely missing is not.
+func (s *Store) DisabledByConfig(key string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	b, ok := s.config.flags[key]
+	return (ok && !b) || s.config.disabled[key]
+}
+
 // isFlag: a key that is a known module's key plus "Enabled", or any
 // *Enabled key that is not itself a module's key.
 func (s *Store) isFlag(k string) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
 )
 
 // Exit codes (docs/operator.md, "Command line").
@@ -227,4 +229,22 @@ func checkOutput(output *string, formats ...string) error {
 	}
 	last := len(want) - 1
 	return usageError{fmt.Errorf("-o %s: want %s or %s", *output, strings.Join(want[:last], ", "), want[last])}
+}
+
+// writeData prints v as JSON or YAML for -o; it reports false for any other
+// format, which the command prints its own way.
+func writeData(w io.Writer, output string, v any) (bool, error) {
+	switch output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(v)
+	case "yaml":
+		y, err := yaml.Marshal(v)
+		if err == nil {
+			_, err = w.Write(y)
+		}
+		return true, err
+	}
+	return false, nil
 }

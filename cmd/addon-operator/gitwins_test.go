@@ -132,21 +132,7 @@ func TestGitWinsOverFailingHook(t *testing.T) {
 // operator answers /healthz at once, runs the revision on disk and keeps
 // retrying git; once the server is back, a new commit is picked up.
 func TestRestartWithGitDown(t *testing.T) {
-	ns := namespace(t, "git-down")
-	root := t.TempDir()
-	repo := newRepo(t, root)
-	c1 := commitFiles(t, repo, "alpha 1", alphaOn("1"))
-	srv, err := gitserver.StartHTTP(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	checkout := filepath.Join(t.TempDir(), "checkout")
-	env := []string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main",
-		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + checkout}
-	first := startOperator(t, env...)
-	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
-	first.stop(15 * time.Second)
+	ns, repo, c1, srv, env := convergedOnDisk(t, "git-down")
 
 	srv.Stop()
 	start := time.Now()
@@ -237,21 +223,7 @@ func TestRestartSkipsRefusedRevision(t *testing.T) {
 // without waiting on the remote at all (docs/git.md), and the hung sync is
 // reported once it times out.
 func TestRestartWithGitHanging(t *testing.T) {
-	ns := namespace(t, "git-hang")
-	root := t.TempDir()
-	repo := newRepo(t, root)
-	c1 := commitFiles(t, repo, "alpha 1", alphaOn("1"))
-	srv, err := gitserver.StartHTTP(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	checkout := filepath.Join(t.TempDir(), "checkout")
-	env := []string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main",
-		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + checkout, "GIT_TIMEOUT=3s"}
-	first := startOperator(t, env...)
-	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
-	first.stop(15 * time.Second)
+	_, _, c1, srv, env := convergedOnDisk(t, "git-hang", "GIT_TIMEOUT=3s")
 
 	// the same address now accepts and holds every connection silently
 	u, _ := url.Parse(srv.URL("addons"))
@@ -292,4 +264,27 @@ func TestRestartWithGitHanging(t *testing.T) {
 		e, _ := src["lastError"].(string)
 		return e != ""
 	})
+}
+
+// convergedOnDisk runs an operator on a repository served over HTTP until
+// alpha 1 is applied, then stops it, leaving that revision on disk; it
+// returns the environment to start the next one with.
+func convergedOnDisk(t *testing.T, name string, extraEnv ...string) (string, *gitserver.Repo, string, *gitserver.HTTPServer, []string) {
+	t.Helper()
+	ns := namespace(t, name)
+	root := t.TempDir()
+	repo := newRepo(t, root)
+	c1 := commitFiles(t, repo, "alpha 1", alphaOn("1"))
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	checkout := filepath.Join(t.TempDir(), "checkout")
+	env := append([]string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main",
+		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + checkout}, extraEnv...)
+	first := startOperator(t, env...)
+	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
+	first.stop(15 * time.Second)
+	return ns, repo, c1, srv, env
 }

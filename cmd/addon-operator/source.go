@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/kube"
@@ -185,17 +184,7 @@ func showSource(out io.Writer, ask askOptions, output string) error {
 	if st.Source == nil {
 		return errors.New("the operator runs without git (no GIT_URL)")
 	}
-	switch output {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st.Source)
-	case "yaml":
-		y, err := yaml.Marshal(st.Source)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(y)
+	if done, err := writeData(out, output, st.Source); done {
 		return err
 	}
 	s := st.Source

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 )
 
 // version is set at build time (make build: -ldflags -X main.version=…);
@@ -68,18 +66,7 @@ func newVersionCmd() *cobra.Command {
 			if err := checkOutput(&output, "table", "json", "yaml"); err != nil {
 				return err
 			}
-			b := readBuildInfo()
-			switch output {
-			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(b)
-			case "yaml":
-				y, err := yaml.Marshal(b)
-				if err != nil {
-					return err
-				}
-				_, err = cmd.OutOrStdout().Write(y)
+			if done, err := writeData(cmd.OutOrStdout(), output, readBuildInfo()); done {
 				return err
 			}
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionString())
