@@ -52,17 +52,19 @@ func New(cfg *rest.Config, logger *slog.Logger) (*Applier, error) {
 		logger: logger, DeleteWait: 20 * time.Second, DeletePoll: time.Second}, nil
 }
 
-// Apply applies ops in order and stops at the first error, which names the
-// operation.
+// Apply applies ops in order. As in the original, a failed operation does
+// not stop the ones after it; the error names every failed operation.
 func (a *Applier) Apply(ctx context.Context, ops []Op) error {
+	var errs []error
 	for _, op := range ops {
 		if err := a.apply(ctx, op); err != nil {
-			return fmt.Errorf("KUBERNETES_PATCH_PATH: %s: %w", op, err)
+			errs = append(errs, fmt.Errorf("KUBERNETES_PATCH_PATH: %s: %w", op, err))
+			continue
 		}
 		a.logger.Debug("object patch applied", "index", op.Index, "operation", op.Operation,
 			"kind", op.Kind, "namespace", op.Namespace, "name", op.Name)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (a *Applier) apply(ctx context.Context, op Op) error {
