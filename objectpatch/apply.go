@@ -25,6 +25,9 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
+// JQTimeout bounds one JQPatch filter run (a variable for tests).
+var JQTimeout = 5 * time.Second
+
 // Applier applies operations with the operator's credentials.
 type Applier struct {
 	dyn    dynamic.Interface
@@ -206,7 +209,10 @@ func (a *Applier) jqPatch(ctx context.Context, ri dynamic.ResourceInterface, op 
 		if err != nil {
 			return err
 		}
-		iter := op.JQ.RunWithContext(ctx, in)
+		// bounded like a binding's jqFilter (docs/security.md, "Limits")
+		jqCtx, cancel := context.WithTimeout(ctx, JQTimeout)
+		defer cancel()
+		iter := op.JQ.RunWithContext(jqCtx, in)
 		v, ok := iter.Next()
 		if !ok {
 			return errors.New("jqFilter: no output")

@@ -34,7 +34,8 @@ func mustParse(t *testing.T, s string) []Op {
 // The Applier against a real API server: a kind without apiVersion, a CRD
 // created after the RESTMapper first looked (a miss refreshes discovery),
 // a JQPatch and a MergePatch of the status subresource, and an error that
-// names the operation without stopping the ones after it.
+// names the operation without stopping the ones after it, and a JQPatch
+// filter cut at JQTimeout.
 func TestApplier(t *testing.T) {
 	cp := shared.Get(t)
 	ctx := t.Context()
@@ -101,10 +102,22 @@ kind: ConfigMap
 namespace: op
 name: c
 jsonPatch: '[{"op":"add","path":"/data","value":{"after":"error"}}]'
+---
+operation: JQPatch
+kind: ConfigMap
+namespace: op
+name: c
+jqFilter: 'last(repeat(.))'
 `)
+	JQTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { JQTimeout = 5 * time.Second })
 	err = a.Apply(ctx, ops)
 	if err == nil || !strings.Contains(err.Error(), `KUBERNETES_PATCH_PATH: operation 3 (MergePatch Thing op/absent): things.ex.addonops.io "absent" not found`) {
 		t.Fatalf("error %v, want operation 3 named", err)
+	}
+	// a filter that never ends is cut at JQTimeout
+	if !strings.Contains(err.Error(), "operation 5 (JQPatch ConfigMap op/c): jqFilter: context deadline exceeded") {
+		t.Fatalf("error %v, want operation 5 cut at the timeout", err)
 	}
 	th, err := dyn.Resource(gvr).Namespace("op").Get(ctx, "t", metav1.GetOptions{})
 	if err != nil {
