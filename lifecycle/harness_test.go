@@ -25,6 +25,7 @@ import (
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/objectpatch"
 )
 
 var (
@@ -233,6 +234,10 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	patcher, err := objectpatch.New(restCfg, quiet())
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	var backend ConfigBackend = kube.NewConfigMap(client, e.ns, e.cmName)
 	if e.backend != nil {
 		backend = e.backend(kube.NewConfigMap(client, e.ns, e.cmName))
@@ -243,6 +248,7 @@ func (e *env) start() {
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Monitors: KubeMonitors(watcher),
 		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName), CRDs: crds,
 		SourceEvents: kube.NewConfigMap(client, e.ns, e.cmName+"-source"), PurgeLimit: e.purgeLimit,
+		ObjectPatcher: patcher,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
 		e.op.TreeChanged(Revision{Commit: e.commit})

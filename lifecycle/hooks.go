@@ -38,6 +38,7 @@ type hookFiles struct {
 	bindingContext, configValues, values    string
 	configPatch, valuesPatch, enabledResult string
 	metrics                                 string // METRICS_PATH
+	kubePatch                               string // KUBERNETES_PATCH_PATH
 }
 
 func (r *runner) newHookFiles() (*hookFiles, error) {
@@ -54,6 +55,7 @@ func (r *runner) newHookFiles() (*hookFiles, error) {
 		valuesPatch:    filepath.Join(dir, "values-patch.json"),
 		enabledResult:  filepath.Join(dir, "enabled-result"),
 		metrics:        filepath.Join(dir, "metrics.json"),
+		kubePatch:      filepath.Join(dir, "kubernetes-patch"),
 	}
 	return f, nil
 }
@@ -83,7 +85,8 @@ func (r *runner) hookInputs(store *values.Store, moduleKey string, enabledModule
 // once) and its values patch (kept in memory). A failure counts in
 // addon_operator_{global,module}_hook_run_errors_total, or with allowFailure
 // in ..._allowed_errors_total; the metrics it wrote to METRICS_PATH are
-// applied only when the whole run succeeded (metricsfile.go).
+// applied only when the whole run succeeded (metricsfile.go), its object
+// patches after its values patches (objectpatches.go).
 func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
 	model, store := r.current()
 	moduleKey := ""
@@ -118,7 +121,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 			return res, err
 		}
 	}
-	for _, p := range []string{files.configPatch, files.valuesPatch, files.metrics} {
+	for _, p := range []string{files.configPatch, files.valuesPatch, files.metrics, files.kubePatch} {
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			return res, err
 		}
@@ -135,20 +138,28 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 			"CONFIG_VALUES_JSON_PATCH_PATH=" + files.configPatch,
 			"VALUES_JSON_PATCH_PATH=" + files.valuesPatch,
 			"METRICS_PATH=" + files.metrics,
+			"KUBERNETES_PATCH_PATH=" + files.kubePatch,
 		},
 		Timeout: r.cfg.HookTimeout,
 		Logger:  logger,
 		Usage:   &usage,
 	})
 	if err != nil {
-		return res, r.hookFailed(hook.Name, binding, err)
+		return res, r.objectPatchesOnFailure(ctx, hook.Name, files.kubePatch, r.hookFailed(hook.Name, binding, err))
 	}
 	r.hookSucceeded(hook.Name)
 	ops, err := readHookMetrics(hook.Name, files.metrics)
 	if err != nil {
 		return res, err
 	}
+	objOps, err := readObjectPatches(hook.Name, files.kubePatch)
+	if err != nil {
+		return res, err
+	}
 	if res, err = r.applyPatches(ctx, hook.Name, moduleKey, files); err != nil {
+		return res, err
+	}
+	if err := r.applyObjectPatches(ctx, hook.Name, objOps); err != nil {
 		return res, err
 	}
 	return res, r.applyHookMetrics(hook, ops, logger)

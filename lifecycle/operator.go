@@ -82,6 +82,9 @@ type Config struct {
 	// SourceEvents records the purge guard's refusals on the source
 	// ConfigMap, where they are confirmed (nil: none).
 	SourceEvents EventRecorder
+	// ObjectPatcher applies hooks' KUBERNETES_PATCH_PATH operations (nil:
+	// a hook that writes any fails).
+	ObjectPatcher ObjectPatcher
 	// ParallelModules bounds how many modules of one weight run at once
 	// (0: the number of CPUs; 1: one by one).
 	ParallelModules int

@@ -30,6 +30,8 @@ func TestHookResultFilesBounded(t *testing.T) {
 		// sparse: no disk, and the operator must not read it into memory
 		{name: "300 MiB values patch", fault: `truncate -s 300M "$VALUES_JSON_PATCH_PATH"`,
 			wantErr: "VALUES_JSON_PATCH_PATH: 314572800 bytes, over the limit of 1048576 bytes"},
+		{name: "link as KUBERNETES_PATCH_PATH", fault: `ln -sf /etc/passwd "$KUBERNETES_PATCH_PATH"`,
+			wantErr: "hook 001-alpha/hooks/h.sh: KUBERNETES_PATCH_PATH: is a symbolic link"},
 		{name: "FIFO as MODULE_ENABLED_RESULT", enabled: true, fault: `rm -f "$MODULE_ENABLED_RESULT"; mkfifo "$MODULE_ENABLED_RESULT"`,
 			wantErr: "hook alpha enabled script: MODULE_ENABLED_RESULT: is not a regular file"},
 	}

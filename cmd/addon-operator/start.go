@@ -25,6 +25,7 @@ import (
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle"
 	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/objectpatch"
 )
 
 // startOptions are start's settings, and its notes about the original
@@ -169,6 +170,10 @@ func start(o *startOptions) error {
 	if err != nil {
 		return err
 	}
+	patcher, err := objectpatch.New(restConfig, logger)
+	if err != nil {
+		return err
+	}
 	if op.ParallelModules < 1 {
 		return fmt.Errorf("--parallel-modules=%d: want at least 1", op.ParallelModules)
 	}
@@ -183,6 +188,7 @@ func start(o *startOptions) error {
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
+		ObjectPatcher: patcher,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
