@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // The actions of an operation.
@@ -85,6 +86,11 @@ func Parse(data []byte) ([]Op, error) {
 // op checks a line and resolves the shortcuts.
 func (l line) op() (Op, error) {
 	op := Op{Name: l.Name, Action: l.Action, Buckets: l.Buckets, Labels: l.Labels, Group: l.Group}
+	if strings.ContainsFunc(l.Group, unicode.IsControl) {
+		// a hook's own group is named with NULs (Owner.group): a written
+		// group may not take its name
+		return op, fmt.Errorf("group %q: control characters are not allowed", l.Group)
+	}
 	value := l.Value
 	switch {
 	case l.Add != nil && l.Set != nil:

@@ -61,6 +61,49 @@ func New(limit int) *Store {
 
 var kindNames = map[string]string{ActionAdd: "counter", ActionSet: "gauge", ActionObserve: "histogram"}
 
+// Check reports the first operation Apply would refuse, so that a run can
+// fail before any of its patches is applied: a metric given another type
+// than it has, or a name that collides with a histogram's _count, _sum or
+// _bucket series (which would fail every scrape of /metrics/hooks).
+func (s *Store) Check(ops []Op) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check(ops)
+}
+
+var histogramSuffixes = []string{"_count", "_sum", "_bucket"}
+
+func (s *Store) check(ops []Op) error {
+	kinds := map[string]string{}
+	kindOf := func(name string) string {
+		if k := kinds[name]; k != "" {
+			return k
+		}
+		if f := s.families[name]; f != nil {
+			return f.kind
+		}
+		return ""
+	}
+	for _, op := range ops {
+		if op.Action == ActionExpire {
+			continue
+		}
+		if kind := kindOf(op.Name); kind != "" && kind != op.Action {
+			return fmt.Errorf("line %d: %s is a %s, %q makes a %s", op.Line, op.Name, kindNames[kind], op.Action, kindNames[op.Action])
+		}
+		kinds[op.Name] = op.Action
+		for _, sfx := range histogramSuffixes {
+			if op.Action == ActionObserve && kindOf(op.Name+sfx) != "" {
+				return fmt.Errorf("line %d: histogram %s would have the series %s%s, which is a metric of its own", op.Line, op.Name, op.Name, sfx)
+			}
+			if base, ok := strings.CutSuffix(op.Name, sfx); ok && kindOf(base) == ActionObserve {
+				return fmt.Errorf("line %d: %s is a series of histogram %s", op.Line, op.Name, base)
+			}
+		}
+	}
+	return nil
+}
+
 // Apply applies one successful run's operations, as shell-operator does:
 // operations are taken group by group (an operation without a group is in
 // the hook's own group); each group named in the batch first loses every
@@ -72,20 +115,12 @@ var kindNames = map[string]string{ActionAdd: "counter", ActionSet: "gauge", Acti
 func (s *Store) Apply(o Owner, ops []Op) (dropped int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	kinds := map[string]string{}
+	if err := s.check(ops); err != nil {
+		return 0, err
+	}
 	byGroup := map[string][]Op{}
 	var groups []string
 	for _, op := range ops {
-		if op.Action != ActionExpire {
-			kind := kinds[op.Name]
-			if f := s.families[op.Name]; kind == "" && f != nil {
-				kind = f.kind
-			}
-			if kind != "" && kind != op.Action {
-				return 0, fmt.Errorf("line %d: %s is a %s, %q makes a %s", op.Line, op.Name, kindNames[kind], op.Action, kindNames[op.Action])
-			}
-			kinds[op.Name] = op.Action
-		}
 		g := op.Group
 		if g == "" {
 			g = o.group()

@@ -144,6 +144,38 @@ func TestStoreTypeConflict(t *testing.T) {
 	}
 }
 
+// Check refuses what Apply would, before a run applies anything: a type
+// change, and names that collide with a histogram's series (which would
+// fail every gather of the registry).
+func TestStoreCheck(t *testing.T) {
+	s := New(0)
+	apply(t, s, Owner{Hook: "a.sh"}, `{"name":"lat","action":"observe","value":1,"buckets":[1,2]}`+"\n"+`{"name":"g","set":1}`)
+	for _, tc := range []struct{ in, want string }{
+		{`{"name":"g","add":1}`, "line 1: g is a gauge"},
+		{`{"name":"lat_count","set":1}`, "line 1: lat_count is a series of histogram lat"},
+		{`{"name":"g_sum","set":1}` + "\n" + `{"name":"g2","action":"observe","value":1,"buckets":[1]}` + "\n" + `{"name":"g2_bucket","set":1}`, "line 3: g2_bucket is a series of histogram g2"},
+		{`{"name":"h","action":"observe","value":1,"buckets":[1]}`, ""},
+	} {
+		ops, err := Parse([]byte(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Check(ops)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: err = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	apply(t, s, Owner{Hook: "b.sh"}, `{"name":"x_sum","set":1}`)
+	ops, _ := Parse([]byte(`{"name":"x","action":"observe","value":1,"buckets":[1]}`))
+	if err := s.Check(ops); err == nil || !strings.Contains(err.Error(), "histogram x would have the series x_sum") {
+		t.Fatalf("err = %v", err)
+	}
+	// a written group may not take a hook's own group's name
+	if _, err := Parse([]byte(`{"group":"\u0000alpha\u0000hooks/a.sh","action":"expire"}`)); err == nil || !strings.Contains(err.Error(), "control characters") {
+		t.Fatalf("NUL group: err = %v", err)
+	}
+}
+
 func TestStoreLimit(t *testing.T) {
 	s := New(3)
 	o := Owner{Module: "m", Hook: "hooks/h.sh"}

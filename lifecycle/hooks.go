@@ -147,8 +147,12 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 	if err != nil {
 		return res, r.objectPatchesOnFailure(ctx, hook.Name, files.kubePatch, r.hookFailed(hook.Name, binding, err))
 	}
-	r.hookSucceeded(hook.Name)
+	// everything the hook handed back is read and checked before any of it
+	// is applied, so a bad file changes nothing
 	ops, err := readHookMetrics(hook.Name, files.metrics)
+	if err == nil {
+		err = r.checkHookMetrics(hook.Name, ops)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -162,7 +166,11 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 	if err := r.applyObjectPatches(ctx, hook.Name, objOps); err != nil {
 		return res, err
 	}
-	return res, r.applyHookMetrics(hook, ops, logger)
+	if err := r.applyHookMetrics(hook, ops, logger); err != nil {
+		return res, err
+	}
+	r.hookSucceeded(hook.Name)
+	return res, nil
 }
 
 func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, files *hookFiles) (hookResult, error) {

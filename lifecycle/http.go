@@ -89,9 +89,9 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	extra := opts.Extra
 	mux := http.NewServeMux()
 	(&debugAPI{core: o.c}).debugRoutes(mux, opts.Namespace)
-	mux.Handle("/metrics", promhttp.HandlerFor(o.c.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(o.c.cfg.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	// what hooks wrote to METRICS_PATH, apart from the operator's own
-	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.c.metrics.hookRegistry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.c.metrics.hookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !o.Ready() {

@@ -23,6 +23,16 @@ func readHookMetrics(hookName, path string) ([]hookmetrics.Op, error) {
 	return ops, nil
 }
 
+// checkHookMetrics refuses, before anything of the run is applied, the
+// operations the hook metrics store would refuse (a changed type, a name
+// that collides with a histogram's series).
+func (r *runner) checkHookMetrics(hookName string, ops []hookmetrics.Op) error {
+	if err := r.metrics.hookStore.Check(ops); err != nil {
+		return fmt.Errorf("hook %s: METRICS_PATH: %w", hookName, err)
+	}
+	return nil
+}
+
 // applyHookMetrics applies a successful run's operations with the hook's
 // hook and module labels; series beyond the hook's limit are dropped,
 // logged and counted.

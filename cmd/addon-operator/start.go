@@ -296,7 +296,16 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 			return s.operator.Run(ctx)
 		}
 		// a standby keeps its checkout current (above) but runs no task
-		return s.leader.Run(ctx, s.operator.Run)
+		err := s.leader.Run(ctx, s.operator.Run)
+		if errors.Is(err, kube.ErrLeadershipLost) {
+			// fencing (docs/operator.md, "Leader election"): end the
+			// process now, which ends a Helm write in flight, rather than
+			// wait for the rest of the group (the HTTP shutdown alone takes
+			// up to 5 s, about what a successor waits)
+			s.logger.Error("leadership lost; exiting so that no write outlives it", "err", err)
+			os.Exit(1)
+		}
+		return err
 	})
 	return g.Wait()
 }
