@@ -40,10 +40,45 @@ func (r *runner) applyObjectPatches(ctx context.Context, hookName string, ops []
 	if r.cfg.ObjectPatcher == nil {
 		return fmt.Errorf("hook %s: %w", hookName, errNoObjectPatcher)
 	}
+	if r.cfg.HookTimeout > 0 {
+		// the run's operations together are bounded like the hook itself
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.HookTimeout)
+		defer cancel()
+	}
 	if err := r.cfg.ObjectPatcher.Apply(ctx, ops); err != nil {
-		return fmt.Errorf("hook %s: %w", hookName, err)
+		return r.objectPatchesFailed(hookName, len(ops), err)
 	}
 	return nil
+}
+
+// objectPatchesFailed makes the one-line error /status and /queue show; the
+// operations' errors (API messages, which may quote object values) go to
+// the log and to /debug/hooks only (docs/security.md, "Who sees what").
+func (r *runner) objectPatchesFailed(hookName string, total int, err error) error {
+	failed := 1
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		failed = len(j.Unwrap())
+	}
+	first := "an operation"
+	var oe *objectpatch.OpError
+	if errors.As(err, &oe) {
+		first = oe.Op.String() // what the hook wrote: its index, kind and name
+	}
+	he := &hookError{what: "hook " + hookName, err: err,
+		summary: fmt.Sprintf("KUBERNETES_PATCH_PATH: %s failed (%d of %d operations failed; their errors are in the log and /debug/hooks)", first, failed, total)}
+	he.output = err.Error()
+	if len(he.output) > 64<<10 {
+		he.output = he.output[:64<<10] + "\n…"
+	}
+	r.logger.Error("object patches failed", "hook", hookName, "failed", failed, "of", total, "err", err)
+	r.mu.Lock()
+	if r.hookFailures == nil {
+		r.hookFailures = map[string]hookFailure{}
+	}
+	r.hookFailures[hookName] = hookFailure{err: he.Error(), output: he.output}
+	r.mu.Unlock()
+	return he
 }
 
 // objectPatchesOnFailure applies, after a failed run, only the status

@@ -178,22 +178,21 @@ func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding st
 		return nil // its module was disabled or removed, or the hook is gone from the tree
 	}
 	res, err := bs.run.runHook(ctx, current, binding, bindingContext, allowFailure)
-	if err != nil {
+	if !res.ValuesChanged && !res.ConfigChanged {
 		return err
 	}
-	if !res.ValuesChanged && !res.ConfigChanged {
-		return nil
-	}
+	// patches applied before a later part of the run failed (its object
+	// patches) still count: the retry would find the values unchanged
 	// a hook's own changes queue at the tail, as the lifecycle says; only
 	// changes from outside (git, the ConfigMap) pre-empt
 	if current.Module == "" {
 		bs.logger.Info("global values changed by a hook; reloading all modules", "hook", current.Name, "binding", binding)
 		bs.steps.queueReloadAll()
-		return nil
+		return err
 	}
 	bs.logger.Info("module values changed by a hook; running module", "hook", current.Name, "module", current.Module)
 	bs.queueSet().Main().Add(bs.steps.moduleRunTask(current.Module, false))
-	return nil
+	return err
 }
 
 // currentHook finds the hook of that name in the current model (nil when

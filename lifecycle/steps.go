@@ -71,15 +71,13 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 					return nil // gone from the tree
 				}
 				res, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false)
-				if err != nil {
-					return err
-				}
+				// patches applied before a later part of the run failed count
 				if binding == loader.AfterAll && (res.ValuesChanged || res.ConfigChanged) {
 					s.mu.Lock()
 					s.globalChanged = true
 					s.mu.Unlock()
 				}
-				return nil
+				return err
 			},
 		})
 	}

@@ -55,13 +55,32 @@ func New(cfg *rest.Config, logger *slog.Logger) (*Applier, error) {
 		logger: logger, DeleteWait: 20 * time.Second, DeletePoll: time.Second}, nil
 }
 
+// OpError is one failed operation of Apply.
+type OpError struct {
+	Op  Op
+	Err error
+}
+
+func (e *OpError) Error() string { return fmt.Sprintf("KUBERNETES_PATCH_PATH: %s: %v", e.Op, e.Err) }
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// MaxJQOutput bounds a JQPatch's result, as a binding's jqFilter is bounded
+// (docs/security.md, "Limits").
+const MaxJQOutput = 1 << 20
+
 // Apply applies ops in order. As in the original, a failed operation does
 // not stop the ones after it; the error names every failed operation.
 func (a *Applier) Apply(ctx context.Context, ops []Op) error {
 	var errs []error
+	reset := false // discovery is read again at most once per Apply
 	for _, op := range ops {
-		if err := a.apply(ctx, op); err != nil {
-			errs = append(errs, fmt.Errorf("KUBERNETES_PATCH_PATH: %s: %w", op, err))
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("KUBERNETES_PATCH_PATH: %s and later: %w", op, ctx.Err()))
+			break
+		}
+		if err := a.apply(ctx, op, &reset); err != nil {
+			errs = append(errs, &OpError{Op: op, Err: err})
 			continue
 		}
 		a.logger.Debug("object patch applied", "index", op.Index, "operation", op.Operation,
@@ -70,8 +89,8 @@ func (a *Applier) Apply(ctx context.Context, ops []Op) error {
 	return errors.Join(errs...)
 }
 
-func (a *Applier) apply(ctx context.Context, op Op) error {
-	ri, err := a.resource(op)
+func (a *Applier) apply(ctx context.Context, op Op, reset *bool) error {
+	ri, err := a.resource(ctx, op, reset)
 	if err != nil {
 		return err
 	}
@@ -106,11 +125,12 @@ func subresources(s string) []string {
 
 // resource maps the operation's kind to its resource; a miss resets the
 // discovery cache once, for kinds (CRDs) that appeared since.
-func (a *Applier) resource(op Op) (dynamic.ResourceInterface, error) {
-	m, err := a.mapping(op)
-	if meta.IsNoMatchError(err) {
-		a.mapper.Reset()
-		m, err = a.mapping(op)
+func (a *Applier) resource(ctx context.Context, op Op, reset *bool) (dynamic.ResourceInterface, error) {
+	m, err := a.mapping(ctx, op)
+	if meta.IsNoMatchError(err) && !*reset {
+		*reset = true
+		a.mapper.ResetWithContext(ctx)
+		m, err = a.mapping(ctx, op)
 	}
 	if err != nil {
 		return nil, err
@@ -125,24 +145,24 @@ func (a *Applier) resource(op Op) (dynamic.ResourceInterface, error) {
 	return a.dyn.Resource(m.Resource), nil
 }
 
-func (a *Applier) mapping(op Op) (*meta.RESTMapping, error) {
+func (a *Applier) mapping(ctx context.Context, op Op) (*meta.RESTMapping, error) {
 	if op.APIVersion == "" {
 		// no apiVersion: the kind's preferred version in any group
-		gvr, err := a.mapper.ResourceFor(schema.GroupVersionResource{Resource: strings.ToLower(op.Kind)})
+		gvr, err := a.mapper.ResourceForWithContext(ctx, schema.GroupVersionResource{Resource: strings.ToLower(op.Kind)})
 		if err != nil {
 			return nil, err
 		}
-		gvk, err := a.mapper.KindFor(gvr)
+		gvk, err := a.mapper.KindForWithContext(ctx, gvr)
 		if err != nil {
 			return nil, err
 		}
-		return a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return a.mapper.RESTMappingWithContext(ctx, gvk.GroupKind(), gvk.Version)
 	}
 	gv, err := schema.ParseGroupVersion(op.APIVersion)
 	if err != nil {
 		return nil, err
 	}
-	return a.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: op.Kind}, gv.Version)
+	return a.mapper.RESTMappingWithContext(ctx, schema.GroupKind{Group: gv.Group, Kind: op.Kind}, gv.Version)
 }
 
 func (a *Applier) create(ctx context.Context, ri dynamic.ResourceInterface, op Op, sub []string) error {
@@ -223,6 +243,9 @@ func (a *Applier) jqPatch(ctx context.Context, ri dynamic.ResourceInterface, op 
 		b, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("jqFilter: %w", err)
+		}
+		if len(b) > MaxJQOutput {
+			return fmt.Errorf("jqFilter: result of %d bytes, more than %d", len(b), MaxJQOutput)
 		}
 		next := &unstructured.Unstructured{}
 		if err := next.UnmarshalJSON(b); err != nil {

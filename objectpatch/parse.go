@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/itchyny/gojq"
+	yamlv3 "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -142,7 +143,7 @@ func yamlDocs(b []byte, max int) ([]json.RawMessage, error) {
 		if len(bytes.TrimSpace(doc)) == 0 || isComment(doc) {
 			continue
 		}
-		j, err := yaml.YAMLToJSON(doc)
+		j, err := yamlToJSON(doc)
 		if err != nil {
 			return nil, fmt.Errorf("document %d: neither JSON nor YAML: %w", n, err)
 		}
@@ -208,6 +209,11 @@ func parseOp(i int, raw json.RawMessage) (Op, error) {
 		}
 		op.Patch = p
 	case JQPatch:
+		if len(s.JQFilter) > MaxJQFilter {
+			// gojq compiles nesting recursively: a deep filter would
+			// overflow the stack, which no recover catches
+			return fail("%s %s/%s: jqFilter: %d bytes, more than %d", s.Operation, s.Kind, s.Name, len(s.JQFilter), MaxJQFilter)
+		}
 		q, err := gojq.Parse(s.JQFilter)
 		if err == nil && strings.TrimSpace(s.JQFilter) == "" {
 			err = errors.New("empty")
@@ -238,7 +244,7 @@ func unquote(raw json.RawMessage) ([]byte, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, err
 	}
-	j, err := yaml.YAMLToJSON([]byte(s))
+	j, err := yamlToJSON([]byte(s))
 	if err != nil {
 		return nil, fmt.Errorf("string is neither JSON nor YAML: %w", err)
 	}
@@ -257,7 +263,8 @@ func object(raw json.RawMessage) (*unstructured.Unstructured, error) {
 	if err := u.UnmarshalJSON(b); err != nil {
 		return nil, err
 	}
-	if u.GetName() == "" && u.GetGenerateName() == "" {
+	if u.GetName() == "" {
+		// generateName alone would make a new object on every retry
 		return nil, errors.New("metadata.name is required")
 	}
 	return u, nil
@@ -304,4 +311,33 @@ func OnHookFailure(ops []Op) []Op {
 		}
 	}
 	return out
+}
+
+// MaxJQFilter bounds a JQPatch's filter text (docs/security.md, "Limits").
+const MaxJQFilter = 16 << 10
+
+// yamlToJSON converts YAML without anchors or aliases: the YAML library
+// bounds aliases by node count, not size, so a small document of aliases
+// to a long string would expand without bound when written as JSON.
+func yamlToJSON(doc []byte) ([]byte, error) {
+	var n yamlv3.Node
+	if err := yamlv3.Unmarshal(doc, &n); err != nil {
+		return nil, err
+	}
+	if hasAnchors(&n) {
+		return nil, errors.New("YAML anchors and aliases are not allowed")
+	}
+	return yaml.YAMLToJSON(doc)
+}
+
+func hasAnchors(n *yamlv3.Node) bool {
+	if n.Kind == yamlv3.AliasNode || n.Anchor != "" {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasAnchors(c) {
+			return true
+		}
+	}
+	return false
 }

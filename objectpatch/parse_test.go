@@ -115,3 +115,24 @@ func TestOnHookFailure(t *testing.T) {
 		t.Fatalf("String: %q", s)
 	}
 }
+
+// What a hostile file could use to exhaust the operator is refused while
+// parsing: a filter deep enough to overflow gojq's compiler, YAML aliases
+// that expand a small document without bound, and an object without a name,
+// which a retry would create again.
+func TestParseBounds(t *testing.T) {
+	deep := strings.Repeat(".[", 20000) + "." + strings.Repeat("]", 20000)
+	bomb := "operation: Create\nobject:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n  data:\n    a: &a \"" + strings.Repeat("x", 1000) + "\"\n    b: *a\n"
+	for _, tc := range []struct{ name, in, want string }{
+		{"deep jqFilter", `{"operation":"JQPatch","kind":"ConfigMap","name":"x","jqFilter":"` + deep + `"}`, "jqFilter: 60001 bytes, more than 16384"},
+		{"YAML alias", bomb, "YAML anchors and aliases are not allowed"},
+		{"YAML alias in a string", `{"operation":"Create","object":"a: &a [1]\nb: *a\n"}`, "YAML anchors and aliases are not allowed"},
+		{"generateName only", `{"operation":"Create","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"x-"}}}`, "metadata.name is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse([]byte(tc.in), MaxOps); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
