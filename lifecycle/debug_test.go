@@ -28,19 +28,7 @@ func TestDebugEndpoints(t *testing.T) {
 	), map[string]string{"echo": "size: 3\n", "global": "tier: prod\n"})
 	e.start()
 	e.waitReady()
-	srv := httptest.NewServer(e.op.Handler(HTTPOptions{Namespace: e.ns}))
-	t.Cleanup(srv.Close)
-
-	get := func(path string) (int, string) {
-		t.Helper()
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := serveHandler(t, e.op.Handler(HTTPOptions{Namespace: e.ns}))
 	tests := []struct {
 		path string
 		code int
@@ -130,5 +118,22 @@ func TestDebugOnlyForOwnHost(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", w.Code, tt.code, w.Body)
 			}
 		})
+	}
+}
+
+// serveHandler serves h on loopback until the test ends and returns a GET
+// of a path: its status code and body.
+func serveHandler(t *testing.T, h http.Handler) func(path string) (int, string) {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
 }

@@ -74,13 +74,18 @@ type hookFailure struct {
 // hookFailed records a hook's failed run and returns its error.
 func (c *core) hookFailed(hook, binding string, err error) error {
 	he := newHookError("hook "+hook+" ("+binding+")", err)
+	c.recordHookFailure(hook, he)
+	return he
+}
+
+// recordHookFailure keeps a hook's failed run for /debug/hooks.
+func (c *core) recordHookFailure(hook string, he *hookError) {
 	c.mu.Lock()
 	if c.hookFailures == nil {
 		c.hookFailures = map[string]hookFailure{}
 	}
 	c.hookFailures[hook] = hookFailure{err: he.Error(), output: he.output}
 	c.mu.Unlock()
-	return he
 }
 
 // hookSucceeded forgets a hook's last failure.

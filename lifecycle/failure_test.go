@@ -2,9 +2,7 @@ package lifecycle
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,46 +54,40 @@ func TestStatusLeavesOutHookOutput(t *testing.T) {
 	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
 	e := setup(t, files, nil)
 	e.start()
-	srv := httptest.NewServer(e.op.Handler(HTTPOptions{Namespace: e.ns}))
-	t.Cleanup(srv.Close)
+	serve := serveHandler(t, e.op.Handler(HTTPOptions{Namespace: e.ns}))
 	get := func(path string) string {
 		t.Helper()
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
+		code, body := serve(path)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, code, body)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
-		}
-		return string(b)
+		return body
 	}
-	e.eventually("alpha failed", func() bool {
-		for _, m := range e.op.Status().Modules {
-			if m.Name == "alpha" && m.State == StateFailed && m.LastError != "" {
-				return true
-			}
+	// the module is retried, and a retry in progress shows no error: read
+	// the endpoints while it is Failed
+	const want = "hook 001-alpha/hooks/fail.sh (beforeHelm): exited 3" // on /status
+	var status string
+	var mods struct {
+		Modules []DebugModule `json:"modules"`
+	}
+	e.eventually("alpha failed, on /status and /debug/modules", func() bool {
+		var code int
+		if code, status = serve("/status"); code != http.StatusOK {
+			return false
 		}
-		return false
+		code, body := serve("/debug/modules")
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &mods) != nil {
+			return false
+		}
+		return strings.Contains(status, want) && len(mods.Modules) == 1 && mods.Modules[0].State == StateFailed
 	})
-	status := get("/status")
 	if strings.Contains(status, "hunter2") {
 		t.Fatalf("/status serves the hook's output:\n%s", status)
-	}
-	if want := "hook 001-alpha/hooks/fail.sh (beforeHelm): exited 3"; !strings.Contains(status, want) {
-		t.Fatalf("/status lacks %q:\n%s", want, status)
 	}
 	if q := get("/queue"); strings.Contains(q, "hunter2") {
 		t.Fatalf("/queue serves the hook's output:\n%s", q)
 	}
-	var mods struct {
-		Modules []DebugModule `json:"modules"`
-	}
-	if err := json.Unmarshal([]byte(get("/debug/modules")), &mods); err != nil {
-		t.Fatal(err)
-	}
-	if len(mods.Modules) != 1 || !strings.Contains(mods.Modules[0].LastErrorOutput, secret) {
+	if !strings.Contains(mods.Modules[0].LastErrorOutput, secret) {
 		t.Fatalf("/debug/modules: %+v; want the hook's output", mods.Modules)
 	}
 	var hooks struct {

@@ -72,12 +72,7 @@ func (r *runner) objectPatchesFailed(hookName string, total int, err error) erro
 		he.output = he.output[:64<<10] + "\n…"
 	}
 	r.logger.Error("object patches failed", "hook", hookName, "failed", failed, "of", total, "err", err)
-	r.mu.Lock()
-	if r.hookFailures == nil {
-		r.hookFailures = map[string]hookFailure{}
-	}
-	r.hookFailures[hookName] = hookFailure{err: he.Error(), output: he.output}
-	r.mu.Unlock()
+	r.recordHookFailure(hookName, he)
 	return he
 }
 
