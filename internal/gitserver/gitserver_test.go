@@ -4,10 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -197,7 +199,9 @@ func TestPushOverHTTP(t *testing.T) {
 	if _, err := wt.Add("new.txt"); err != nil {
 		t.Fatal(err)
 	}
-	sha, err := wt.Commit("pushed", &git.CommitOptions{})
+	// an explicit author: a machine without a git identity (CI with an
+	// empty HOME) has none to default to
+	sha, err := wt.Commit("pushed", &git.CommitOptions{Author: &object.Signature{Name: "test", Email: "test@example.com", When: time.Now()}})
 	if err != nil {
 		t.Fatal(err)
 	}
