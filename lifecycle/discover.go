@@ -16,7 +16,7 @@ const kindEnabledRetry queue.Kind = "EnabledScriptRetry"
 // enabled state and queues module runs, deletes and purges, afterAll hooks
 // and the end of the reload, right after itself.
 func (s *steps) discoverTask() *queue.Task {
-	return &queue.Task{Kind: kindDiscover, Description: "discover modules", Do: s.discover}
+	return &queue.Task{Key: queue.Key{Kind: kindDiscover}, Description: "discover modules", Do: s.discover}
 }
 
 func (s *steps) discover(ctx context.Context) error {
@@ -170,7 +170,7 @@ func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store 
 // take effect through discovery and the purge guard.
 func (s *steps) enabledRetryTask() *queue.Task {
 	return &queue.Task{
-		Kind:        kindEnabledRetry,
+		Key:         queue.Key{Kind: kindEnabledRetry},
 		Description: "enabled scripts that failed",
 		Do: func(ctx context.Context) error {
 			model, store := s.current()

@@ -47,9 +47,8 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 		s.mu.Unlock()
 		if enabled {
 			s.logger.Info("module values changed; running module", "module", name)
-			main.Preempt(s.moduleRunTask(name, startup), func(t *queue.Task) bool {
-				return t.Kind == kindModuleRun && t.Payload == name
-			})
+			// its run replaces one waiting alone or in a weight group
+			main.Preempt(s.moduleRunTask(name, startup), func(k queue.Key) bool { return k == moduleRunKey(name) })
 		}
 	}
 }
@@ -57,12 +56,12 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 // supersededByReload: the work a 'reload all modules' replaces when it
 // pre-empts: an earlier reload's steps and module runs still waiting. Module
 // deletes and purges stay; discovery would not queue them again.
-func supersededByReload(t *queue.Task) bool {
-	switch t.Kind {
+func supersededByReload(k queue.Key) bool {
+	switch k.Kind {
 	case kindReloadAll, kindReloadChanged, kindDiscover, kindModuleRun, kindParallelRun, kindConverged, kindEnabledRetry:
 		return true
 	case kindGlobalHook:
-		return t.Payload == loader.BeforeAll || t.Payload == loader.AfterAll
+		return k.Binding == loader.BeforeAll || k.Binding == loader.AfterAll
 	}
 	return false
 }

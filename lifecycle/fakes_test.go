@@ -76,6 +76,9 @@ type fakeHelm struct {
 	mu       sync.Mutex
 	releases map[string]fakeRelease
 	calls    []string
+	// hold, when set, is called at the start of each Upgrade (a test
+	// holds a module's run there)
+	hold func(name string)
 }
 
 type fakeRelease struct {
@@ -91,6 +94,12 @@ func newFakeHelm(releases map[string]fakeRelease) *fakeHelm {
 }
 
 func (f *fakeHelm) Upgrade(_ context.Context, r kube.Release) (kube.Result, error) {
+	f.mu.Lock()
+	hold := f.hold
+	f.mu.Unlock()
+	if hold != nil {
+		hold(r.Name)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if rel, ok := f.releases[r.Name]; ok && !rel.ours {
@@ -171,11 +180,19 @@ type unit struct {
 
 func startUnit(t *testing.T, files map[string]string, config map[string]string, helm *fakeHelm) *unit {
 	t.Helper()
+	return startUnitWith(t, files, config, helm, func(*Config) {})
+}
+
+// startUnitWith is startUnit with a change to the operator's Config.
+func startUnitWith(t *testing.T, files map[string]string, config map[string]string, helm *fakeHelm, configure func(*Config)) *unit {
+	t.Helper()
 	u := &unit{t: t, dir: tree(t, files), helm: helm, config: newFakeConfig(config)}
-	u.op = New(Config{
+	cfg := Config{
 		ModulesDir: u.dir + "/modules", GlobalHooksDir: u.dir + "/global-hooks",
 		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, Logger: quiet(), ParallelModules: 1,
-	}, u.config, helm, loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false)))
+	}
+	configure(&cfg)
+	u.op = New(cfg, u.config, helm, loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = u.op.Run(ctx); close(done) }()

@@ -258,7 +258,7 @@ func markSynced(group []*bindingMonitor, bm *bindingMonitor) {
 // (waitForSynchronization: false): it runs in the binding's queue.
 func (bs *bindings) kubeSyncTask(h *loader.Hook, hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) *queue.Task {
 	return &queue.Task{
-		Kind:         kindKubeSync,
+		Key:          queue.Key{Kind: kindKubeSync, Module: h.Module, Hook: hookLabel(h), Binding: bm.binding.Name},
 		Description:  h.Name + ": " + bm.binding.Name,
 		AllowFailure: bm.binding.AllowFailure,
 		Do: func(ctx context.Context) error {
@@ -332,15 +332,14 @@ type activation struct {
 // where contexts of one group in a row compact into the last. A v0 hook,
 // which the original never combines, gets one run per activation.
 func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName string, allowFailure bool, a activation) *queue.Task {
-	acts := []activation{a}
+	run := &hookRunPayload{kind: kind, hook: h.Key(), acts: []activation{a}}
 	retry := false // Do ran before: this run is a retry
 	var t *queue.Task
 	t = &queue.Task{
-		Kind:         kind,
+		Key:          queue.Key{Kind: kind, Module: h.Module, Hook: hookLabel(h), Binding: a.binding},
 		Description:  h.Name + ": " + a.binding,
 		AllowFailure: allowFailure,
-		Payload:      acts,
-		Module:       h.Module, Hook: hookLabel(h), Binding: a.binding,
+		Payload:      run,
 		Do: func(ctx context.Context) error {
 			// a rate-limited hook waits in its own queue; one in "main"
 			// does not, since a change must not wait behind it there
@@ -349,14 +348,15 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 					return err
 				}
 			}
-			for _, a := range acts {
+			for _, a := range run.acts {
 				if a.take != nil {
 					a.take()
 				}
 			}
 			if retry {
-				acts = latestPerObject(acts)
+				run.acts = latestPerObject(run.acts)
 			}
+			acts := run.acts
 			retry = true
 			s := &snapshotter{hm: bs.runningMonitors(h)}
 			contexts := make([]map[string]any, 0, len(acts))
@@ -370,15 +370,30 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 		},
 	}
 	if !isV0(h) {
-		t.MergeKey = "HookRun/" + h.Key()
-		t.Merge = func(later *queue.Task) {
-			acts = append(acts, later.Payload.([]activation)...)
+		// any binding's activation of the same hook (the same files) joins
+		t.Merge = func(later *queue.Task) bool {
+			lr, ok := later.Payload.(*hookRunPayload)
+			if !ok || lr.hook != run.hook {
+				return false
+			}
+			run.acts = append(run.acts, lr.acts...)
 			// a failure may be dropped only when every activation allows it
 			t.AllowFailure = t.AllowFailure && later.AllowFailure
+			return true
 		}
 	}
 	return t
 }
+
+// hookRunPayload is an event hook run's data: the hook's identity in the
+// tree (loader.Hook.Key: its files) and the activations it runs for.
+type hookRunPayload struct {
+	kind queue.Kind
+	hook string
+	acts []activation
+}
+
+func (p *hookRunPayload) TaskKind() queue.Kind { return p.kind }
 
 // queueKubeEvent queues an Event run in the binding's queue.
 func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.ObjectEvent) {
@@ -486,7 +501,7 @@ func (bs *bindings) stopMonitors() {
 // hooks that a new tree added or changed.
 func (bs *bindings) globalSyncTask() *queue.Task {
 	return &queue.Task{
-		Kind:        kindKubeSync,
+		Key:         queue.Key{Kind: kindKubeSync},
 		Description: "global hooks: kubernetes Synchronization",
 		Do: func(ctx context.Context) error {
 			model, _ := bs.current()

@@ -197,7 +197,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		RetryMin: o.c.cfg.RetryMin, RetryMax: o.c.cfg.RetryMax, Logger: o.c.logger, After: o.c.cfg.After, Now: o.c.cfg.Now,
 		OnLength: func(q string, n int) { o.c.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
 		OnStart: func(q string, t *queue.Task, waited time.Duration) {
-			o.c.metrics.taskWait.WithLabelValues(t.Module, t.Hook, t.Binding, q).Add(waited.Seconds())
+			o.c.metrics.taskWait.WithLabelValues(t.Key.Module, t.Key.Hook, t.Key.Binding, q).Add(waited.Seconds())
 		},
 		OnAction: func(q, action string, took time.Duration) {
 			o.c.metrics.queueActionSeconds.WithLabelValues(q, action).Observe(took.Seconds())

@@ -98,7 +98,7 @@ func TestModuleRunTasks(t *testing.T) {
 		o := New(Config{ParallelModules: tc.parallel, Logger: quiet()}, nil, nil, nil)
 		var got []string
 		for _, task := range o.steps.moduleRunTasks(runs) {
-			got = append(got, string(task.Kind)+" "+task.Description)
+			got = append(got, string(task.Key.Kind)+" "+task.Description)
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("parallel %d: %v, want %v", tc.parallel, got, tc.want)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -55,18 +56,26 @@ func (s *steps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 // parallelModules() at a time. Each module's run is step 5 as when it runs
 // alone; a retry of the task runs again only the modules that failed, each
 // with onStartup if its failed run had it.
+//
+// Each module is a member of the task (queue.Task.Members): a change that
+// supersedes one module's run (a ConfigMap edit to it) drops that module
+// from the group while the group waits, so it does not run twice.
 func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
-	names := make([]string, len(runs))
-	for i, r := range runs {
-		names[i] = r.module.Name
-	}
+	runs = slices.Clone(runs)
 	// done[i]: runs[i] succeeded in an earlier attempt (attempts do not
 	// overlap; each goroutine writes only its own entry)
 	done := make([]bool, len(runs))
-	return &queue.Task{
-		Kind:        kindParallelRun,
-		Description: fmt.Sprintf("weight %d: %s", runs[0].module.Order, strings.Join(names, ", ")),
-		Payload:     strings.Join(names, ","),
+	weight := runs[0].module.Order
+	describe := func() string {
+		names := make([]string, len(runs))
+		for i, r := range runs {
+			names[i] = r.module.Name
+		}
+		return fmt.Sprintf("weight %d: %s", weight, strings.Join(names, ", "))
+	}
+	t := &queue.Task{
+		Key:         queue.Key{Kind: kindParallelRun},
+		Description: describe(),
 		Do: func(ctx context.Context) error {
 			sem := make(chan struct{}, s.parallelModules())
 			errs := make([]error, len(runs))
@@ -92,6 +101,17 @@ func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
 			return errors.Join(errs...)
 		},
 	}
+	for _, r := range runs {
+		t.Members = append(t.Members, moduleRunKey(r.module.Name))
+	}
+	// the queue calls Drop under its lock while the task does not run
+	t.Drop = func(k queue.Key) {
+		if i := slices.IndexFunc(runs, func(r moduleRun) bool { return moduleRunKey(r.module.Name) == k }); i >= 0 {
+			runs, done = slices.Delete(runs, i, i+1), slices.Delete(done, i, i+1)
+			t.Description = describe()
+		}
+	}
+	return t
 }
 
 // runModuleRecovered is runModule in a goroutine of its own, where the

@@ -67,10 +67,10 @@ func (o *Operator) TreeChanged(rev Revision) {
 		return
 	}
 	queues.Main().Preempt(&queue.Task{
-		Kind:        kindReloadTree,
+		Key:         queue.Key{Kind: kindReloadTree},
 		Description: "load the changed tree " + rev.Commit,
 		Do:          func(ctx context.Context) error { return o.steps.reloadTree(ctx, rev) },
-	}, func(t *queue.Task) bool { return t.Kind == kindReloadTree })
+	}, func(k queue.Key) bool { return k.Kind == kindReloadTree })
 }
 
 // InUse lists the commits whose checkouts the operator may still read:
@@ -229,9 +229,8 @@ func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) er
 		s.logger.Info("tree changed: the same files; nothing to run", "revision", rev.Commit)
 	case s.moduleScoped(diff):
 		s.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
-		main.Preempt(s.changedModulesTask(old, model, diff.Changed), func(t *queue.Task) bool {
-			name, _ := t.Payload.(string)
-			return t.Kind == kindModuleRun && slices.Contains(diff.Changed, name)
+		main.Preempt(s.changedModulesTask(old, model, diff.Changed), func(k queue.Key) bool {
+			return k.Kind == kindModuleRun && slices.Contains(diff.Changed, k.Module)
 		})
 	default:
 		s.logger.Info("tree changed: reloading all modules", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global, "reordered", diff.Reordered)
@@ -266,7 +265,7 @@ func (s *steps) changedModulesTask(old, model *loader.Model, changed []string) *
 		hooksChanged[name] = !sameHooks(old.Module(name), model.Module(name))
 	}
 	return &queue.Task{
-		Kind:        kindReloadChanged,
+		Key:         queue.Key{Kind: kindReloadChanged},
 		Description: "run changed modules: " + strings.Join(changed, ", "),
 		Do: func(ctx context.Context) error {
 			// the model current when it runs: a newer tree's own task

@@ -144,8 +144,7 @@ func (bs *bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
 	t := bs.hookRunTask(h, kindScheduleHook, b.Queue, b.AllowFailure, activation{binding: b.Name, group: b.Group,
 		context: func(s *snapshotter) map[string]any { return scheduleContext(h, b, s) }})
 	if isV0(h) {
-		t.MergeKey = string(kindScheduleHook) + "/" + h.Module + "/" + h.Name + "/" + b.Name
-		t.Merge = func(*queue.Task) {}
+		t.Merge = func(later *queue.Task) bool { return later.Key == t.Key }
 	}
 	queues.Queue(b.Queue).Add(t)
 }

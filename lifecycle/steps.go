@@ -61,10 +61,8 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 	var tasks []*queue.Task
 	for _, h := range ordered(model.Global.Hooks, binding) {
 		tasks = append(tasks, &queue.Task{
-			Kind:        kindGlobalHook,
+			Key:         queue.Key{Kind: kindGlobalHook, Hook: hookLabel(h), Binding: binding},
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
-			Payload:     binding,
-			Hook:        hookLabel(h), Binding: binding,
 			Do: func(ctx context.Context) error {
 				h := s.currentHook(h)
 				if h == nil {
@@ -90,7 +88,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 // start-up; a new tree's added or changed hooks later).
 func (s *steps) reloadAllTask() *queue.Task {
 	return &queue.Task{
-		Kind:        kindReloadAll,
+		Key:         queue.Key{Kind: kindReloadAll},
 		Description: "reload all modules",
 		Do: func(ctx context.Context) error {
 			s.mu.Lock()
@@ -114,7 +112,7 @@ func (s *steps) reloadAllTask() *queue.Task {
 // and if afterAll hooks changed global values, everything reloads (step 8).
 func (s *steps) convergedTask() *queue.Task {
 	return &queue.Task{
-		Kind:        kindConverged,
+		Key:         queue.Key{Kind: kindConverged},
 		Description: "all modules converged",
 		Do: func(context.Context) error {
 			s.mu.Lock()
@@ -143,19 +141,30 @@ func (s *steps) moduleRunTask(name string, startup bool) *queue.Task {
 		desc += " (with onStartup)"
 	}
 	t := &queue.Task{
-		Kind:        kindModuleRun,
+		Key:         moduleRunKey(name),
 		Description: desc,
-		Payload:     name,
-		Module:      name,
+		Payload:     moduleRunPayload{startup: startup},
 		OnFailure:   func(err error, _ int) { s.moduleFailed(name, err) },
 		Do:          func(ctx context.Context) error { return s.runModule(ctx, name, startup) },
 	}
 	if !startup {
 		// a queued run of the same module covers a later request for one
-		t.MergeKey, t.Merge = string(kindModuleRun)+"/"+name, func(*queue.Task) {}
+		// (one with onStartup does more, and is queued)
+		t.Merge = func(later *queue.Task) bool {
+			p, ok := later.Payload.(moduleRunPayload)
+			return ok && later.Key == t.Key && !p.startup
+		}
 	}
 	return t
 }
+
+// moduleRunKey is the key of a module's run, alone or in a weight group.
+func moduleRunKey(name string) queue.Key { return queue.Key{Kind: kindModuleRun, Module: name} }
+
+// moduleRunPayload is a module run's data: whether it runs onStartup.
+type moduleRunPayload struct{ startup bool }
+
+func (moduleRunPayload) TaskKind() queue.Kind { return kindModuleRun }
 
 func (s *steps) runModule(ctx context.Context, name string, startup bool) error {
 	model, store := s.current()
@@ -248,7 +257,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 // the module has a release, the uninstall, then afterDeleteHelm hooks.
 func (s *steps) moduleDeleteTask(name string) *queue.Task {
 	return &queue.Task{
-		Kind:        kindModuleDelete,
+		Key:         queue.Key{Kind: kindModuleDelete, Module: name},
 		Description: name,
 		OnFailure:   func(err error, _ int) { s.moduleDeleteFailed(name, err) },
 		Do: func(ctx context.Context) error {
@@ -304,7 +313,7 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 // directory is gone is uninstalled; no hooks run.
 func (s *steps) modulePurgeTask(name string) *queue.Task {
 	return &queue.Task{
-		Kind:        kindModulePurge,
+		Key:         queue.Key{Kind: kindModulePurge, Module: name},
 		Description: name,
 		Do: func(ctx context.Context) error {
 			removed, err := s.helm.Purge(ctx, name)

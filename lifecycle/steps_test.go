@@ -1,10 +1,12 @@
 package lifecycle
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -162,5 +164,41 @@ func TestStepsPurgeGuardCountsDisables(t *testing.T) {
 				t.Fatalf("purge error %q", e)
 			}
 		})
+	}
+}
+
+// A ConfigMap edit to a module while its weight group's ParallelModuleRun
+// waits in "main" replaces the module's run in the group: the module runs
+// once, and the rest of the group runs as queued (issue #21: it ran twice).
+func TestStepsEditSupersedesRunInWeightGroup(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\ngammaEnabled: true\n"},
+		chartOnly("001-gamma"), chartOnly("002-alpha"), chartOnly("002-beta"))
+	helm := newFakeHelm(nil)
+	u := startUnitWith(t, files, nil, helm, func(c *Config) { c.ParallelModules = 2 })
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	helm.mu.Lock()
+	helm.hold = func(name string) {
+		if name == "gamma" {
+			once.Do(func() { close(held); <-release })
+		}
+	}
+	helm.mu.Unlock()
+	before := len(helm.called())
+	u.op.steps.queueReloadAll()
+	<-held // gamma's run holds "main"; the group of alpha and beta waits behind it
+	u.until("the weight group queued", func() bool { return u.op.Queues().Main().HasQueued(kindParallelRun) })
+	u.config.set(map[string]string{"alpha": "x: 1\n"})
+	close(release)
+	u.idle()
+	count := map[string]int{}
+	for _, c := range helm.called()[before:] {
+		count[c]++
+	}
+	if count["upgrade alpha"] != 1 || count["upgrade beta"] != 1 || count["upgrade gamma"] != 1 {
+		t.Fatalf("Helm calls after the reload and alpha's edit: %v (want each module once)", helm.called()[before:])
+	}
+	if got := fmt.Sprint(helm.releases["alpha"].values); !strings.Contains(got, "x:1") {
+		t.Fatalf("alpha's release values %s: not the edit's x: 1", got)
 	}
 }

@@ -45,7 +45,7 @@ func (s *Set) Dump() []QueueInfo {
 		q.mu.Lock()
 		info := QueueInfo{Name: q.name, Tasks: []TaskInfo{}}
 		for _, t := range q.tasks {
-			info.Tasks = append(info.Tasks, TaskInfo{ID: t.id, Kind: string(t.Kind), Description: t.Description,
+			info.Tasks = append(info.Tasks, TaskInfo{ID: t.id, Kind: string(t.Key.Kind), Description: t.Description,
 				Running: t.running, Attempts: t.attempts, LastError: t.lastError, QueuedAt: t.queuedAt})
 		}
 		q.mu.Unlock()

@@ -16,10 +16,19 @@ const MainQueue = "main"
 // them).
 type Kind string
 
+// Key names the work a task does: its kind and the module, or the hook
+// and binding, it is for ("" where it has none). Keys are comparable, so
+// superseding and merging compare them, never a task's data; Module, Hook
+// and Binding also label the task in the operator's metrics.
+type Key struct {
+	Kind                  Kind
+	Module, Hook, Binding string
+}
+
 // Task is one unit of work.
 type Task struct {
-	// Kind and Description are shown in the dump.
-	Kind        Kind
+	// Key and Description are shown in the dump.
+	Key         Key
 	Description string
 	// Do runs the task; an error sends it back to the head of its queue.
 	Do func(ctx context.Context) error
@@ -27,15 +36,21 @@ type Task struct {
 	AllowFailure bool
 	// OnFailure is told of every failed attempt (for metrics and logs).
 	OnFailure func(err error, attempts int)
-	// MergeKey, when set, lets Merge fold a new task into a queued one.
-	MergeKey string
-	// Merge folds a later task with the same MergeKey into this one.
-	Merge func(later *Task)
-	// Payload is the task's data for Merge to take from a later task.
-	Payload any
-	// Module, Hook and Binding label the task in the operator's metrics
-	// ("" when it has none).
-	Module, Hook, Binding string
+	// Merge, when set, is offered each task added right behind this one
+	// while it waits: it folds the later task in and reports true, or
+	// reports false and the later task is queued on its own. It reads the
+	// later task's Key and Payload.
+	Merge func(later *Task) bool
+	// Payload is the task's typed data, for Merge (each kind has its own
+	// type, in the package that queues it).
+	Payload Payload
+	// Members are the keys of the work a task does for several keys at
+	// once (the module runs of one weight group); Drop removes one of them
+	// when a task that supersedes it is queued, so that work is found and
+	// replaced wherever it waits. A task whose members are all dropped is
+	// dropped.
+	Members []Key
+	Drop    func(member Key)
 
 	id        uint64
 	attempts  int
@@ -47,8 +62,40 @@ type Task struct {
 	retry <-chan time.Time
 	// urgent: queued by Preempt and not yet failed; runs before a failing task
 	urgent bool
-	// supersedes: for an urgent task, the queued work it replaces
-	supersedes func(*Task) bool
+	// supersedes: for an urgent task, the keys of the work it replaces
+	supersedes func(Key) bool
+}
+
+// Payload is a task's typed data; the queue never reads it.
+type Payload interface {
+	// TaskKind is the kind of the tasks that carry it.
+	TaskKind() Kind
+}
+
+// supersede applies a superseding task's test to x, which waits: x goes
+// when its key is superseded or all its members are; a superseded member
+// alone is dropped from it. Called with the queue's lock held, while x
+// does not run.
+func supersede(x *Task, sup func(Key) bool) bool {
+	if sup == nil {
+		return false
+	}
+	if sup(x.Key) {
+		return true
+	}
+	if len(x.Members) == 0 {
+		return false
+	}
+	kept := x.Members[:0:0]
+	for _, m := range x.Members {
+		if sup(m) {
+			x.Drop(m)
+			continue
+		}
+		kept = append(kept, m)
+	}
+	x.Members = kept
+	return len(kept) == 0
 }
 
 // Options configure a Set.
@@ -149,16 +196,15 @@ func (q *Queue) prepare(t *Task) {
 	t.queuedAt = q.set.opts.Now()
 }
 
-// Add appends tasks. A task whose MergeKey equals the last queued (not
-// running) task's is merged into it.
+// Add appends tasks. A task that the last queued (not running) task's
+// Merge takes is folded into it instead.
 func (q *Queue) Add(tasks ...*Task) {
 	defer q.action("add", q.set.opts.Now())
 	q.mu.Lock()
 	for _, t := range tasks {
-		if n := len(q.tasks); n > 0 && t.MergeKey != "" {
+		if n := len(q.tasks); n > 0 {
 			last := q.tasks[n-1]
-			if !last.running && last.MergeKey == t.MergeKey && last.Merge != nil {
-				last.Merge(t)
+			if !last.running && last.Merge != nil && last.Merge(t) {
 				continue
 			}
 		}
@@ -183,7 +229,7 @@ func (q *Queue) AddAfterCurrent(tasks ...*Task) {
 	}
 	waiting := q.tasks[:pos]
 	tasks = slices.DeleteFunc(slices.Clone(tasks), func(t *Task) bool {
-		return slices.ContainsFunc(waiting, func(u *Task) bool { return !u.running && u.supersedes != nil && u.supersedes(t) })
+		return slices.ContainsFunc(waiting, func(u *Task) bool { return !u.running && supersede(t, u.supersedes) })
 	})
 	for _, t := range tasks {
 		q.prepare(t)
@@ -195,13 +241,14 @@ func (q *Queue) AddAfterCurrent(tasks ...*Task) {
 
 // Preempt puts t at the head of the queue, ahead of a task that keeps
 // failing (its backoff wait ends) and behind the running task and earlier
-// preempting ones. Waiting tasks for which supersedes is true are dropped,
-// and so is a running task that fails afterwards: t replaces that work.
-func (q *Queue) Preempt(t *Task, supersedes func(*Task) bool) {
+// preempting ones. Waiting work whose key supersedes reports is dropped
+// (a whole task, or one member of a task, see Task.Members), and so is a
+// running task that fails afterwards: t replaces that work.
+func (q *Queue) Preempt(t *Task, supersedes func(Key) bool) {
 	defer q.action("preempt", q.set.opts.Now())
 	q.mu.Lock()
 	if supersedes != nil {
-		q.tasks = slices.DeleteFunc(q.tasks, func(x *Task) bool { return !x.running && supersedes(x) })
+		q.tasks = slices.DeleteFunc(q.tasks, func(x *Task) bool { return !x.running && supersede(x, supersedes) })
 	}
 	pos := 0
 	for pos < len(q.tasks) && (q.tasks[pos].running || q.tasks[pos].urgent) {
@@ -225,7 +272,7 @@ func (q *Queue) HasQueued(kind Kind) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, t := range q.tasks {
-		if !t.running && t.Kind == kind {
+		if !t.running && t.Key.Kind == kind {
 			return true
 		}
 	}
@@ -306,7 +353,7 @@ func (q *Queue) finish(t *Task, err error) {
 	j := i + 1
 	superseded := false
 	for j < len(q.tasks) && q.tasks[j].urgent {
-		if s := q.tasks[j].supersedes; s != nil && s(t) {
+		if err != nil && supersede(t, q.tasks[j].supersedes) {
 			superseded = true
 		}
 		j++

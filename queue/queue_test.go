@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,9 +87,9 @@ func TestFIFORetryAtHead(t *testing.T) {
 	fails := 3
 	q := s.Main()
 	block := make(chan struct{})
-	q.Add(&Task{Kind: "gate", Do: gate(block)})
+	q.Add(&Task{Key: Key{Kind: "gate"}, Do: gate(block)})
 	q.Add(
-		&Task{Kind: "a", Do: func(context.Context) error {
+		&Task{Key: Key{Kind: "a"}, Do: func(context.Context) error {
 			record("a")
 			if fails > 0 {
 				fails--
@@ -96,7 +97,7 @@ func TestFIFORetryAtHead(t *testing.T) {
 			}
 			return nil
 		}},
-		&Task{Kind: "b", Do: func(context.Context) error { record("b"); return nil }},
+		&Task{Key: Key{Kind: "b"}, Do: func(context.Context) error { record("b"); return nil }},
 	)
 	close(block)
 	waitIdle(t, q)
@@ -118,16 +119,16 @@ func TestAllowFailureAndAfterCurrent(t *testing.T) {
 	record := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
 	var failures int
 	q.Add(
-		&Task{Kind: "parent", Do: func(context.Context) error {
+		&Task{Key: Key{Kind: "parent"}, Do: func(context.Context) error {
 			record("parent")
-			q.AddAfterCurrent(&Task{Kind: "child", Do: func(context.Context) error { record("child"); return nil }})
+			q.AddAfterCurrent(&Task{Key: Key{Kind: "child"}, Do: func(context.Context) error { record("child"); return nil }})
 			return nil
 		}},
-		&Task{Kind: "flaky", AllowFailure: true, OnFailure: func(error, int) { failures++ }, Do: func(context.Context) error {
+		&Task{Key: Key{Kind: "flaky"}, AllowFailure: true, OnFailure: func(error, int) { failures++ }, Do: func(context.Context) error {
 			record("flaky")
 			return errors.New("nope")
 		}},
-		&Task{Kind: "last", Do: func(context.Context) error { record("last"); return nil }},
+		&Task{Key: Key{Kind: "last"}, Do: func(context.Context) error { record("last"); return nil }},
 	)
 	waitIdle(t, q)
 	if got := strings.Join(order, ","); got != "parent,child,flaky,last" || failures != 1 {
@@ -139,9 +140,9 @@ func TestNamedQueuesRunIndependently(t *testing.T) {
 	s, _ := newSet(t)
 	blocked := make(chan struct{})
 	defer close(blocked)
-	s.Main().Add(&Task{Kind: "stuck", Do: gate(blocked)})
+	s.Main().Add(&Task{Key: Key{Kind: "stuck"}, Do: gate(blocked)})
 	done := make(chan struct{})
-	s.Queue("other").Add(&Task{Kind: "free", Do: func(context.Context) error { close(done); return nil }})
+	s.Queue("other").Add(&Task{Key: Key{Kind: "free"}, Do: func(context.Context) error { close(done); return nil }})
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -153,12 +154,19 @@ func TestMergeAndDump(t *testing.T) {
 	s, _ := newSet(t)
 	q := s.Main()
 	block := make(chan struct{})
-	q.Add(&Task{Kind: "gate", Description: "gate", Do: gate(block)})
+	q.Add(&Task{Key: Key{Kind: "gate"}, Description: "gate", Do: gate(block)})
 	waitRunning(t, s)
 	events := 1
-	merge := func(*Task) { events++ }
-	q.Add(&Task{Kind: "hook", Description: "h: pods", MergeKey: "h/pods", Merge: merge, Do: func(context.Context) error { return nil }})
-	q.Add(&Task{Kind: "hook", Description: "h: pods", MergeKey: "h/pods", Merge: merge, Do: func(context.Context) error { return nil }})
+	key := Key{Kind: "hook", Hook: "h", Binding: "pods"}
+	merge := func(later *Task) bool {
+		if later.Key != key {
+			return false
+		}
+		events++
+		return true
+	}
+	q.Add(&Task{Key: key, Description: "h: pods", Merge: merge, Do: func(context.Context) error { return nil }})
+	q.Add(&Task{Key: key, Description: "h: pods", Merge: merge, Do: func(context.Context) error { return nil }})
 	if q.Len() != 2 || events != 2 {
 		t.Fatalf("len = %d, events = %d: consecutive tasks were not merged", q.Len(), events)
 	}
@@ -181,7 +189,7 @@ func TestPanicIsRetried(t *testing.T) {
 	s, _ := newSet(t)
 	q := s.Main()
 	n := 0
-	q.Add(&Task{Kind: "p", Do: func(context.Context) error {
+	q.Add(&Task{Key: Key{Kind: "p"}, Do: func(context.Context) error {
 		n++
 		if n == 1 {
 			panic("bug")
@@ -201,7 +209,7 @@ type recorder struct {
 }
 
 func (r *recorder) task(kind string, err error) *Task {
-	return &Task{Kind: Kind(kind), Description: kind, Do: func(context.Context) error {
+	return &Task{Key: Key{Kind: Kind(kind)}, Description: kind, Do: func(context.Context) error {
 		r.mu.Lock()
 		r.order = append(r.order, kind)
 		r.mu.Unlock()
@@ -235,7 +243,7 @@ func TestPreemptEndsBackoff(t *testing.T) {
 	fix := r.task("fix", nil)
 	fixDo := fix.Do
 	fix.Do = func(ctx context.Context) error { defer close(done); return fixDo(ctx) }
-	q.Preempt(fix, func(x *Task) bool { return x.Kind == "broken" })
+	q.Preempt(fix, func(k Key) bool { return k.Kind == "broken" })
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -253,11 +261,11 @@ func TestPreemptEndsBackoff(t *testing.T) {
 func TestPreemptRunningTask(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		supersedes func(*Task) bool
+		supersedes func(Key) bool
 		want       string
 	}{
 		{"retried after", nil, "running,p1,p2,running,tail"},
-		{"superseded", func(x *Task) bool { return x.Kind == "running" }, "running,p1,p2,tail"},
+		{"superseded", func(k Key) bool { return k.Kind == "running" }, "running,p1,p2,tail"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newSet(t)
@@ -295,7 +303,7 @@ func TestPreemptedFailureYields(t *testing.T) {
 	q := s.Main()
 	r := &recorder{}
 	block := make(chan struct{})
-	q.Add(&Task{Kind: "gate", Do: gate(block)})
+	q.Add(&Task{Key: Key{Kind: "gate"}, Do: gate(block)})
 	waitRunning(t, s)
 	fails := 2
 	bad := r.task("bad", nil)
@@ -332,7 +340,7 @@ func TestQueueAfterShutdown(t *testing.T) {
 	cancel()
 	s.Wait()
 	ran := make(chan struct{}, 1)
-	s.Queue("late").Add(&Task{Kind: "x", Do: func(context.Context) error { ran <- struct{}{}; return nil }})
+	s.Queue("late").Add(&Task{Key: Key{Kind: "x"}, Do: func(context.Context) error { ran <- struct{}{}; return nil }})
 	select {
 	case <-ran:
 		t.Fatal("a queue made after shutdown ran a task")
@@ -357,7 +365,7 @@ func TestAfterCurrentBehindPreempting(t *testing.T) {
 	}
 	q.Add(running)
 	waitRunning(t, s)
-	q.Preempt(r.task("change", nil), func(x *Task) bool { return x.Kind == "stale" })
+	q.Preempt(r.task("change", nil), func(k Key) bool { return k.Kind == "stale" })
 	close(release)
 	waitIdle(t, q)
 	if got := r.String(); got != "running,change,follow-up" {
@@ -378,7 +386,7 @@ func TestPreemptingTaskKeepsItsFollowUps(t *testing.T) {
 		q.AddAfterCurrent(r.task("step", nil))
 		return nil
 	}
-	q.Preempt(reload, func(x *Task) bool { return x.Kind == "step" })
+	q.Preempt(reload, func(k Key) bool { return k.Kind == "step" })
 	waitIdle(t, q)
 	if got := r.String(); got != "reload,step" {
 		t.Fatalf("order = %s", got)
@@ -396,7 +404,7 @@ func TestFailing(t *testing.T) {
 	if q.Failing() {
 		t.Fatal("an empty queue is failing")
 	}
-	q.Add(&Task{Kind: "flaky", Do: func(context.Context) error {
+	q.Add(&Task{Key: Key{Kind: "flaky"}, Do: func(context.Context) error {
 		if failing() {
 			return errors.New("boom")
 		}
@@ -415,5 +423,72 @@ func TestFailing(t *testing.T) {
 	waitIdle(t, q)
 	if q.Failing() {
 		t.Fatal("failing after the task succeeded")
+	}
+}
+
+// groupTask runs its members' work in one task (a weight group's module
+// runs): Drop removes a member, as lifecycle's does.
+func (r *recorder) groupTask(kind Kind, members ...string) *Task {
+	t := &Task{Key: Key{Kind: "group"}}
+	for _, m := range members {
+		t.Members = append(t.Members, Key{Kind: kind, Module: m})
+	}
+	left := members
+	t.Drop = func(k Key) {
+		left = slices.DeleteFunc(slices.Clone(left), func(m string) bool { return m == k.Module })
+	}
+	t.Do = func(context.Context) error {
+		r.mu.Lock()
+		r.order = append(r.order, "group("+strings.Join(left, "+")+")")
+		r.mu.Unlock()
+		return nil
+	}
+	return t
+}
+
+// Superseding works on keys, wherever the superseded work waits: alone,
+// or as a member of a task that runs several (issue #21's double run: a
+// module's edit while its weight group waited ran the module twice).
+func TestPreemptSupersedesByKey(t *testing.T) {
+	run := func(module string) Key { return Key{Kind: "run", Module: module} }
+	tests := []struct {
+		name    string
+		waiting func(r *recorder) []*Task
+		want    string
+	}{
+		{"alone", func(r *recorder) []*Task {
+			a, b := r.task("a", nil), r.task("b", nil)
+			a.Key, b.Key = run("a"), run("b")
+			return []*Task{a, b}
+		}, "gate,change,b"},
+		{"a member of a group", func(r *recorder) []*Task {
+			return []*Task{r.groupTask("run", "a", "b")}
+		}, "gate,change,group(b)"},
+		{"every member of a group", func(r *recorder) []*Task {
+			return []*Task{r.groupTask("run", "a"), r.task("tail", nil)}
+		}, "gate,change,tail"},
+		{"another kind with the module's name", func(r *recorder) []*Task {
+			return []*Task{r.groupTask("delete", "a")}
+		}, "gate,change,group(a)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newSet(t)
+			q := s.Main()
+			r := &recorder{}
+			release := make(chan struct{})
+			g := r.task("gate", nil)
+			gDo := g.Do
+			g.Do = func(ctx context.Context) error { _ = gDo(ctx); <-release; return nil }
+			q.Add(g)
+			waitRunning(t, s)
+			q.Add(tt.waiting(r)...)
+			q.Preempt(r.task("change", nil), func(k Key) bool { return k == run("a") })
+			close(release)
+			waitIdle(t, q)
+			if got := r.String(); got != tt.want {
+				t.Fatalf("order = %s, want %s", got, tt.want)
+			}
+		})
 	}
 }
