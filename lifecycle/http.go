@@ -16,6 +16,9 @@ type ModuleStatus struct {
 	Enabled   bool        `json:"enabled"`
 	State     ModuleState `json:"state"`
 	LastError string      `json:"lastError,omitempty"`
+	// Reason names a failure that is not retried (queue.TerminalError):
+	// ReleaseConflict, ValuesRefused; the next change runs the module.
+	Reason string `json:"reason,omitempty"`
 }
 
 // WatchStatus is one kubernetes binding's monitor in /status.
@@ -37,6 +40,9 @@ type Status struct {
 	Revision string `json:"revision,omitempty"`
 	// TreeError says why the last changed tree was refused.
 	TreeError string `json:"treeError,omitempty"`
+	// TreeReason is why in a word: TreeRefused (it did not load or its
+	// schemas refuse the ConfigMap) or PurgeRefused (the purge guard).
+	TreeReason string `json:"treeReason,omitempty"`
 	// PurgeError says why the last discovery left releases in place that
 	// it would have uninstalled (the purge guard), and what confirms them.
 	PurgeError string            `json:"purgeError,omitempty"`
@@ -53,12 +59,12 @@ type Status struct {
 func (o *Operator) Status() Status {
 	model, _ := o.c.current()
 	o.c.mu.Lock()
-	st := Status{Ready: o.c.ready, Revision: o.c.rev.Commit, TreeError: o.c.treeError, PurgeError: o.c.purgeError, Modules: []ModuleStatus{}}
+	st := Status{Ready: o.c.ready, Revision: o.c.rev.Commit, TreeError: o.c.treeError, TreeReason: o.c.treeReason, PurgeError: o.c.purgeError, Modules: []ModuleStatus{}}
 	if model != nil {
 		for _, m := range model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
 			if s := o.c.modules[m.Name]; s != nil {
-				ms.Enabled, ms.State, ms.LastError = s.enabled, s.state, s.lastError
+				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.enabled, s.state, s.lastError, s.reason
 			}
 			st.Modules = append(st.Modules, ms)
 		}

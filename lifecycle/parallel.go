@@ -54,8 +54,9 @@ func (s *steps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 
 // parallelRunTask runs the modules of one weight, at most
 // parallelModules() at a time. Each module's run is step 5 as when it runs
-// alone; a retry of the task runs again only the modules that failed, each
-// with onStartup if its failed run had it.
+// alone; a retry of the task runs again only the modules that failed
+// retryably, each with onStartup if its failed run had it (the task is
+// terminal when every failure was).
 //
 // Each module is a member of the task (queue.Task.Members): a change that
 // supersedes one module's run (a ConfigMap edit to it) drops that module
@@ -92,7 +93,10 @@ func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
 					if err != nil {
 						s.moduleFailed(name, err)
 						errs[i] = fmt.Errorf("module %s: %w", name, err)
-						return
+						// a terminal failure is not retried with the others
+						if !queue.IsTerminal(err) {
+							return
+						}
 					}
 					done[i] = true
 				})

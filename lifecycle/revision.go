@@ -70,6 +70,7 @@ func (o *Operator) TreeChanged(rev Revision) {
 		Key:         queue.Key{Kind: kindReloadTree},
 		Description: "load the changed tree " + rev.Commit,
 		Do:          func(ctx context.Context) error { return o.steps.reloadTree(ctx, rev) },
+		OnFailure:   func(err error, _ int) { o.steps.treeRefused(rev, err) },
 	}, func(k queue.Key) bool { return k.Kind == kindReloadTree })
 }
 
@@ -129,10 +130,20 @@ func (o *Operator) TreeError() string {
 	return o.c.treeError
 }
 
+// Reasons of a refused tree (queue.TerminalError), as /status shows them.
+const (
+	// reasonTreeRefused: the tree did not load, or its schemas refuse
+	// the current ConfigMap.
+	reasonTreeRefused = "TreeRefused"
+	// reasonPurgeRefused: the purge guard holds the modules it removes.
+	reasonPurgeRefused = "PurgeRefused"
+)
+
 // reloadTree adopts a revision when its tree loads and its schemas accept
-// the current configuration; otherwise the previous model stays in force
-// and the error is kept for /status. A revision older than one reported
-// since is skipped: the newer one's reload follows.
+// the current configuration; otherwise it fails terminally and the
+// previous model stays in force (treeRefused keeps the error for /status):
+// a bad tree waits for the next change, not for a retry. A revision older
+// than one reported since is skipped: the newer one's reload follows.
 func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 	s.mu.Lock()
 	stale := s.incoming != nil && *s.incoming != rev
@@ -152,16 +163,24 @@ func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 	if s.incoming != nil && *s.incoming == rev {
 		s.incoming = nil
 	}
-	s.treeError = ""
-	if err != nil {
-		s.treeError = err.Error()
+	if err == nil {
+		s.treeError, s.treeReason = "", ""
 	}
 	s.mu.Unlock()
-	if err != nil {
-		s.metrics.treeRefused()
-		s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "err", err)
+	if err != nil && queue.Reason(err) == "" {
+		err = queue.Terminal(reasonTreeRefused, err)
 	}
-	return nil // a bad tree waits for the next change, not for a retry
+	return err
+}
+
+// treeRefused is a refused tree's failure path: the error and its reason
+// for /status, the metric and the log.
+func (s *steps) treeRefused(rev Revision, err error) {
+	s.mu.Lock()
+	s.treeError, s.treeReason = err.Error(), queue.Reason(err)
+	s.mu.Unlock()
+	s.metrics.treeRefused()
+	s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "reason", queue.Reason(err), "err", err)
 }
 
 // adopt swaps in the revision's model and a values store built from it,
@@ -186,7 +205,7 @@ func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) er
 		s.purgeRefused = &rev
 		s.mu.Unlock()
 		s.purgeRefusedEvent(ctx, rev.Commit, err)
-		return err
+		return queue.Terminal(reasonPurgeRefused, err)
 	}
 	// only adopt changes the model, and it runs in "main", one at a time
 	s.mu.Lock()

@@ -50,6 +50,7 @@ type state struct {
 	configData     map[string]string      // the ConfigMap data the store holds
 	configVersion  string                 // its resourceVersion
 	treeError      string                 // why the last changed tree was refused
+	treeReason     string                 // its TerminalError's reason
 	purgeConfirmed string                 // the commit allowed past the purge guard
 	purgeRefused   *Revision              // the revision the purge guard refused
 	purgeError     string                 // why the last discovery purged nothing
@@ -75,6 +76,7 @@ type moduleState struct {
 	startupDone bool // onStartup hooks ran since it was enabled
 	state       ModuleState
 	lastError   string // one line (hookError), for /status
+	reason      string // the reason of a terminal error (queue.TerminalError)
 	lastOutput  string // the failed hook's output, for /debug only
 	conflict    string // the release conflict last reported
 	crdsHash    string // the module's hash when its CRDs were last applied
@@ -105,9 +107,12 @@ func (c *core) setState(name string, state ModuleState, err error) {
 		c.modules[name] = st
 	}
 	st.state = state
-	st.lastError, st.lastOutput = "", ""
+	st.lastError, st.lastOutput, st.reason = "", "", ""
 	if err != nil && !errors.Is(err, context.Canceled) {
 		st.lastError, st.lastOutput = err.Error(), hookOutput(err)
+		if queue.IsTerminal(err) {
+			st.reason = queue.Reason(err)
+		}
 	}
 }
 

@@ -204,7 +204,8 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 	}
 	if m.HasChart {
 		if err := store.CheckHelmValues(m.Key); err != nil {
-			return fmt.Errorf("module %s: values for Helm: %w", name, err)
+			// the same values fail again: the next change runs the module
+			return queue.Terminal(reasonValuesRefused, fmt.Errorf("module %s: values for Helm: %w", name, err))
 		}
 		vals, err := store.HelmValues(m.Key)
 		if err != nil {
@@ -220,8 +221,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit, Maintenance: inMaintenance})
 		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
-			s.setState(name, StateFailed, err)
-			return nil
+			return queue.Terminal(reasonReleaseConflict, err)
 		}
 		if err != nil {
 			return err
@@ -301,9 +301,12 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 					return err
 				}
 			}
-			s.setState(name, StateDisabled, err)
+			s.setState(name, StateDisabled, nil)
 			s.bind.syncSchedules()
 			s.bind.syncMonitors()
+			if conflict {
+				return queue.Terminal(reasonReleaseConflict, err)
+			}
 			return nil
 		},
 	}
@@ -370,17 +373,34 @@ func (s *steps) ensureCRDs(ctx context.Context, m *loader.Module) error {
 	return nil
 }
 
+// Reasons of the terminal errors of module steps (queue.TerminalError),
+// as /status shows them.
+const (
+	// reasonReleaseConflict: another tool owns the module's release name
+	// (conflict.go); the next run of the module tries again.
+	reasonReleaseConflict = "ReleaseConflict"
+	// reasonValuesRefused: the module's values fail its schemas before
+	// Helm; the next change of them runs the module again.
+	reasonValuesRefused = "ValuesRefused"
+)
+
 // moduleFailed records a failed module run: the module's state and
 // addon_operator_module_run_errors_total (not for a run cut short by
-// shutdown); moduleDeleteFailed, a failed delete.
+// shutdown, nor for a release conflict, which has its own gauge);
+// moduleDeleteFailed, a failed delete, where a conflict leaves the module
+// Disabled with its release in place.
 func (s *steps) moduleFailed(name string, err error) {
-	if !errors.Is(err, context.Canceled) {
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, kube.ErrNotOurs) {
 		s.metrics.moduleFailed(name, false)
 	}
 	s.setState(name, StateFailed, err)
 }
 
 func (s *steps) moduleDeleteFailed(name string, err error) {
+	if errors.Is(err, kube.ErrNotOurs) {
+		s.setState(name, StateDisabled, err)
+		return
+	}
 	if !errors.Is(err, context.Canceled) {
 		s.metrics.moduleFailed(name, true)
 	}

@@ -202,3 +202,66 @@ func TestStepsEditSupersedesRunInWeightGroup(t *testing.T) {
 		t.Fatalf("alpha's release values %s: not the edit's x: 1", got)
 	}
 }
+
+// Failures that a retry cannot fix are terminal: the task is not retried,
+// "main" goes on, and /status names the reason; the next change runs the
+// module again.
+func TestStepsTerminalFailures(t *testing.T) {
+	requiresParam := withPrefix("modules/001-alpha", map[string]string{
+		"openapi/values.yaml": "type: object\nx-required-for-helm: [param1]\nproperties:\n  param1: {type: string}\n",
+	})
+	tests := []struct {
+		name    string
+		files   map[string]string
+		helm    map[string]fakeRelease
+		reason  string
+		fixFile string // written to make the next tree change run alpha
+		fixBody string
+	}{
+		{name: "release conflict", helm: map[string]fakeRelease{"alpha": {ours: false}}, reason: reasonReleaseConflict},
+		{name: "values refused before Helm", files: requiresParam, reason: reasonValuesRefused,
+			fixFile: "modules/001-alpha/values.yaml", fixBody: "alpha:\n  param1: a\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
+				chartOnly("001-alpha"), chartOnly("002-beta"), tt.files)
+			helm := newFakeHelm(tt.helm)
+			u := startUnit(t, files, nil, helm) // waits for "main" to drain: no retry loop
+			if got := helm.called(); !slices.Equal(got, []string{"upgrade beta"}) {
+				t.Fatalf("Helm calls %v: alpha's failure held up beta", got)
+			}
+			if st := u.state("alpha"); st.State != StateFailed || st.Reason != tt.reason || st.LastError == "" {
+				t.Fatalf("alpha: %+v, want Failed with reason %s", st, tt.reason)
+			}
+			if tt.fixFile == "" {
+				return
+			}
+			if err := os.WriteFile(filepath.Join(u.dir, tt.fixFile), []byte(tt.fixBody), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			u.op.TreeChanged(Revision{})
+			u.until("alpha upgraded", func() bool { return slices.Contains(helm.called(), "upgrade alpha") })
+			u.idle()
+			if st := u.state("alpha"); st.State != StateReady || st.Reason != "" {
+				t.Fatalf("alpha after the fix: %+v", st)
+			}
+		})
+	}
+}
+
+// A tree that does not load is refused with a reason, and the running one
+// stays.
+func TestStepsTreeRefusedReason(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha"))
+	u := startUnit(t, files, nil, newFakeHelm(nil))
+	if err := os.WriteFile(filepath.Join(u.dir, "modules/values.yaml"), []byte("alphaEnabled: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.op.TreeChanged(Revision{})
+	u.until("the refusal", func() bool { return u.op.Status().TreeError != "" })
+	u.idle()
+	if st := u.op.Status(); st.TreeReason != reasonTreeRefused || u.state("alpha").State != StateReady {
+		t.Fatalf("status: reason %q, alpha %+v", st.TreeReason, u.state("alpha"))
+	}
+}

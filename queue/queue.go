@@ -30,7 +30,8 @@ type Task struct {
 	// Key and Description are shown in the dump.
 	Key         Key
 	Description string
-	// Do runs the task; an error sends it back to the head of its queue.
+	// Do runs the task; an error sends it back to the head of its queue,
+	// but a TerminalError, which drops it (errors.go).
 	Do func(ctx context.Context) error
 	// AllowFailure drops the task after a failure instead of retrying it.
 	AllowFailure bool
@@ -342,9 +343,10 @@ func (q *Queue) work(ctx context.Context) {
 	}
 }
 
-// finish removes a task that succeeded (or may fail) and otherwise keeps it
-// at the head with its backoff, behind the tasks that preempted it while it
-// ran; one of those that supersedes it drops it instead.
+// finish removes a task that succeeded, may fail, or failed terminally
+// (errors.go), and otherwise keeps it at the head with its backoff, behind
+// the tasks that preempted it while it ran; one of those that supersedes it
+// drops it instead.
 func (q *Queue) finish(t *Task, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -358,9 +360,13 @@ func (q *Queue) finish(t *Task, err error) {
 		}
 		j++
 	}
-	if err == nil || t.AllowFailure || superseded {
-		if err != nil && superseded {
+	terminal := IsTerminal(err)
+	if err == nil || t.AllowFailure || superseded || terminal {
+		switch {
+		case err != nil && superseded:
 			q.logger.Info("failed task superseded", "task", t.Description, "err", err)
+		case terminal && !t.AllowFailure:
+			q.logger.Error("task failed; not retried", "task", t.Description, "reason", Reason(err), "err", err)
 		}
 		q.tasks = slices.Delete(q.tasks, i, i+1)
 		q.changed()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -490,5 +491,59 @@ func TestPreemptSupersedesByKey(t *testing.T) {
 				t.Fatalf("order = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// A terminal error drops its task after one attempt, through OnFailure;
+// any other error retries it at the head with backoff.
+func TestTerminalAndRetryableErrors(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name  string
+		err   error
+		runs  int
+		delay bool // a backoff wait was asked for
+	}{
+		{"plain", boom, 2, true},
+		{"retryable", Retryable("Flaky", boom), 2, true},
+		{"terminal", Terminal("ReleaseConflict", boom), 1, false},
+		{"terminal, wrapped", fmt.Errorf("module a: %w", Terminal("ValuesRefused", boom)), 1, false},
+		{"joined: one part retryable", errors.Join(Terminal("ReleaseConflict", boom), boom), 2, true},
+		{"joined: every part terminal", errors.Join(Terminal("ReleaseConflict", boom), Terminal("ValuesRefused", boom)), 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, clock := newSet(t)
+			q := s.Main()
+			r := &recorder{}
+			runs := 0
+			var reported []error
+			task := &Task{Key: Key{Kind: "run"}, Description: "run",
+				OnFailure: func(err error, _ int) { reported = append(reported, err) },
+				Do: func(context.Context) error {
+					runs++
+					if runs == 1 {
+						return tt.err
+					}
+					return nil
+				}}
+			q.Add(task, r.task("tail", nil))
+			waitIdle(t, q)
+			if runs != tt.runs || len(reported) != 1 || r.String() != "tail" {
+				t.Fatalf("runs = %d, failures reported %v, after it %q", runs, reported, r.String())
+			}
+			clock.mu.Lock()
+			delayed := len(clock.delays) > 0
+			clock.mu.Unlock()
+			if delayed != tt.delay {
+				t.Fatalf("backoff asked for: %v, want %v", delayed, tt.delay)
+			}
+		})
+	}
+	if got := Reason(fmt.Errorf("x: %w", Terminal("TreeRefused", boom))); got != "TreeRefused" {
+		t.Fatalf("Reason = %q", got)
+	}
+	if Terminal("x", nil) != nil || Retryable("x", nil) != nil {
+		t.Fatal("a nil error was marked")
 	}
 }
