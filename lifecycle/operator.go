@@ -13,7 +13,6 @@ import (
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
-	"github.com/addonops/addon-operator/values"
 )
 
 // ConfigBackend is where config values live (ConfigMap/addon-operator).
@@ -166,18 +165,12 @@ func (o *Operator) Run(ctx context.Context) error {
 			return fmt.Errorf("load modules: %w", err)
 		}
 	}
-	store, _, err := values.NewStore(model.Values)
-	if err != nil {
-		return fmt.Errorf("load values: %w", err)
-	}
 	data, err := o.backend.Get(ctx)
 	if err != nil {
 		return err
 	}
-	if err := checkMaintenance(model, data); err != nil {
-		return fmt.Errorf("invalid configuration at start-up: %w", err)
-	}
-	if _, err := store.SetConfig(data); err != nil {
+	store, err := admit(model, data)
+	if err != nil {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
 	o.c.mu.Lock()

@@ -2,12 +2,10 @@ package lifecycle
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
-	"github.com/addonops/addon-operator/values"
 )
 
 // Preview is what a tree would install, computed without a cluster.
@@ -32,12 +30,9 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	if err != nil {
 		return nil, err
 	}
-	store, _, err := values.NewStore(model.Values)
+	store, err := admit(model, config)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := store.SetConfig(config); err != nil {
-		return nil, fmt.Errorf("values: %w", err)
 	}
 	p := &Preview{Manifests: map[string]string{}}
 	if execHooks {

@@ -2,14 +2,12 @@ package lifecycle
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
-	"github.com/addonops/addon-operator/values"
 )
 
 const (
@@ -97,28 +95,21 @@ func (o *Operator) InUse() []string {
 }
 
 // CheckTree loads the tree under root (modulesDir and globalHooksDir are
-// relative to it) and checks the ConfigMap's current data against its
-// schemas, without adopting it: the git syncer's check before it publishes
-// a revision, on a leader and on a standby alike. The model it returns is
-// the one that runs once the revision is adopted.
+// relative to it) and admits it against the ConfigMap data (admit, with
+// admittedConfig's copy), without adopting it: the git syncer's check
+// before it publishes a revision, on a leader and on a standby alike. The
+// model it returns is the one that runs once the revision is adopted.
 func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksDir string) (*loader.Model, error) {
 	model, err := o.steps.loader.Load(ctx, root, filepath.Join(root, modulesDir), filepath.Join(root, globalHooksDir))
 	if err != nil {
 		return nil, err
 	}
-	store, _, err := values.NewStore(model.Values)
+	data, err := o.admittedConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	data, err := o.backend.Get(ctx)
-	if err != nil {
+	if _, err := admit(model, data); err != nil {
 		return nil, err
-	}
-	if err := store.CheckConfig(data); err != nil {
-		return nil, fmt.Errorf("its schemas refuse the current ConfigMap: %w", err)
-	}
-	if err := checkMaintenance(model, data); err != nil {
-		return nil, fmt.Errorf("the current ConfigMap does not suit it: %w", err)
 	}
 	return model, nil
 }
@@ -190,10 +181,6 @@ func (s *steps) treeRefused(rev Revision, err error) {
 // Removed modules alone are purged; changes inside modules alone run those
 // modules; any other change reloads all modules.
 func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) error {
-	store, _, err := values.NewStore(model.Values)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	old, oldStore := s.model, s.store
 	enabled := slices.Clone(s.enabledModules)
@@ -213,13 +200,10 @@ func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) er
 		s.mu.Unlock()
 		return nil
 	}
-	if _, err := store.SetConfig(s.configData); err != nil {
+	store, err := admit(model, s.configData)
+	if err != nil {
 		s.mu.Unlock()
-		return fmt.Errorf("the new tree's schemas refuse the current ConfigMap: %w", err)
-	}
-	if err := checkMaintenance(model, s.configData); err != nil {
-		s.mu.Unlock()
-		return fmt.Errorf("the current ConfigMap does not suit the new tree: %w", err)
+		return err
 	}
 	dropped := store.RestorePatches(oldStore.Patches())
 	s.prevCommit = s.rev.Commit

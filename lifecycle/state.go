@@ -124,7 +124,9 @@ func (c *core) setConfig(data map[string]string, version string) (values.Change,
 	if c.store == nil || !newerVersion(version, c.configVersion) {
 		return values.Change{}, false, nil
 	}
-	if err := checkMaintenance(c.model, data); err != nil {
+	// admitted as a tree is; the running store, which keeps the hooks'
+	// values patches, then takes the same data and says what changed
+	if _, err := admit(c.model, data); err != nil {
 		return values.Change{}, false, err
 	}
 	ch, err := c.store.SetConfig(data)
