@@ -37,11 +37,8 @@ func admit(model *loader.Model, data map[string]string) (*values.Store, error) {
 // Run has read it (a standby, or before start-up) there is no copy, and
 // the ConfigMap is read as Run reads it.
 func (o *Operator) admittedConfig(ctx context.Context) (map[string]string, error) {
-	o.c.mu.Lock()
-	data, running := o.c.configData, o.c.store != nil
-	o.c.mu.Unlock()
-	if running {
-		return data, nil
+	if t := o.trees.load(); t != nil {
+		return t.configData, nil
 	}
 	return o.backend.Get(ctx)
 }

@@ -80,16 +80,12 @@ func TestAdmissionOneFunctionFourCallers(t *testing.T) {
 		{"a ConfigMap edit", func(t *testing.T, data map[string]string) string {
 			u := startUnit(t, files, nil, newFakeHelm(nil))
 			var refused string
-			u.op.c.mu.Lock()
-			before := maps.Clone(u.op.c.configData)
-			u.op.c.mu.Unlock()
-			ch, ok, err := u.op.c.setConfig(data, "")
+			before := maps.Clone(u.op.trees.load().configData)
+			ch, ok, err := u.op.trees.setConfig(data, "")
 			if err != nil {
 				refused = err.Error()
 			}
-			u.op.c.mu.Lock()
-			after := maps.Clone(u.op.c.configData)
-			u.op.c.mu.Unlock()
+			after := maps.Clone(u.op.trees.load().configData)
 			if refused != "" && (!maps.Equal(before, after) || ok || !ch.Empty()) {
 				t.Fatalf("refused data was adopted: %v", after)
 			}

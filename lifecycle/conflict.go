@@ -26,13 +26,11 @@ func (s *steps) conflict(ctx context.Context, name string, err error) bool {
 		return false
 	}
 	s.metrics.releaseConflicts.WithLabelValues(name).Set(1)
-	s.mu.Lock()
-	st := s.modules[name]
-	fresh := st != nil && st.conflict != err.Error()
-	if st != nil {
+	fresh := false
+	s.modules.update(name, func(st *moduleState) {
+		fresh = st.conflict != err.Error()
 		st.conflict = err.Error()
-	}
-	s.mu.Unlock()
+	})
 	if fresh {
 		s.logger.Error("release name taken by another tool; the module's release is left alone", "module", name, "err", err)
 		// best effort: the conflict is on /status and in the metric too
@@ -47,13 +45,11 @@ func (s *steps) conflict(ctx context.Context, name string, err error) bool {
 
 // resolved clears a module's release conflict after its Helm step worked.
 func (s *steps) resolved(name string) {
-	s.mu.Lock()
-	st := s.modules[name]
-	had := st != nil && st.conflict != ""
-	if had {
+	had := false
+	s.modules.update(name, func(st *moduleState) {
+		had = st.conflict != ""
 		st.conflict = ""
-	}
-	s.mu.Unlock()
+	})
 	if had {
 		s.metrics.releaseConflicts.WithLabelValues(name).Set(0)
 	}

@@ -62,7 +62,9 @@ var orderedBindings = []string{loader.OnStartup, loader.BeforeAll, loader.AfterA
 
 // debugAPI serves the debug endpoints from the running state.
 type debugAPI struct {
-	*core
+	trees    *treeHolder
+	modules  *moduleRegistry
+	failures *hookFailures
 }
 
 // debugError is a debug request that cannot be answered, with its status.
@@ -189,7 +191,7 @@ func hostIP(addr string) net.IP {
 // debugCurrent is the running model and store, or an error until the
 // first tree is loaded.
 func (d *debugAPI) debugCurrent() (*loader.Model, *values.Store, error) {
-	model, store := d.current()
+	model, store := d.trees.current()
 	if model == nil || store == nil {
 		return nil, nil, &debugError{code: http.StatusServiceUnavailable, msg: "starting: no modules loaded yet"}
 	}
@@ -215,12 +217,11 @@ func (d *debugAPI) debugModules() ([]DebugModule, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	states := d.modules.all()
 	out := make([]DebugModule, 0, len(model.Modules))
 	for _, m := range model.Modules {
 		dm := DebugModule{Name: m.Name, Order: m.Order, State: StateDisabled, Path: m.Dir}
-		if s := d.modules[m.Name]; s != nil {
+		if s, ok := states[m.Name]; ok {
 			dm.Enabled, dm.State, dm.LastError, dm.LastErrorOutput = s.enabled, s.state, s.lastError, s.lastOutput
 		}
 		out = append(out, dm)
@@ -239,7 +240,7 @@ func (d *debugAPI) debugModuleValues(name string, withGlobal, config bool) (valu
 	var v values.Values
 	if config {
 		v = store.ModuleConfigValues(m.Key)
-	} else if v, err = store.ModuleValues(m.Key, d.enabledList()); err != nil {
+	} else if v, err = store.ModuleValues(m.Key, d.modules.enabledList()); err != nil {
 		return nil, err
 	}
 	if !withGlobal {
@@ -279,9 +280,7 @@ func (d *debugAPI) debugHooks() ([]DebugHook, error) {
 	out := make([]DebugHook, 0, len(hooks))
 	for _, h := range hooks {
 		dh := DebugHook{Name: h.Name, Module: h.Module, Bindings: []DebugBinding{}}
-		d.mu.Lock()
-		f := d.hookFailures[h.Name]
-		d.mu.Unlock()
+		f := d.failures.get(h.Name)
 		dh.LastError, dh.LastErrorOutput = f.err, f.output
 		if c := h.Config; c != nil {
 			for _, b := range orderedBindings {

@@ -20,19 +20,18 @@ func (s *steps) discoverTask() *queue.Task {
 }
 
 func (s *steps) discover(ctx context.Context) error {
-	model, store := s.current()
+	t := s.trees.load()
+	model, store := t.model, t.store
 	releases, err := s.helm.Releases(ctx)
 	if err != nil {
 		return err
 	}
 	// a module whose enabled script fails keeps the state it had: enabled
 	// by the last discovery or, before the first one, while it has a release
-	s.mu.Lock()
 	was := map[string]bool{}
-	for name, st := range s.modules {
+	for name, st := range s.modules.all() {
 		was[name] = st.enabled
 	}
-	s.mu.Unlock()
 	enabled, failed, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool {
 		return was[name] || slices.Contains(releases, name)
 	})
@@ -55,38 +54,38 @@ func (s *steps) discover(ctx context.Context) error {
 	// uninstalls: the deletes that remove a release, but those the
 	// ConfigMap asks for by name, which the purge guard does not hold
 	var deletes, uninstalls []string
-	s.mu.Lock()
-	s.enabledModules = enabled
-	for _, m := range model.Modules {
-		st := s.modules[m.Name]
-		if st == nil {
-			st = &moduleState{state: StateDisabled}
-			s.modules[m.Name] = st
-		}
-		st.scriptFailed = failed[m.Name] != nil
-		switch {
-		case st.scriptFailed:
-			// neither run nor deleted while its enabled state is unknown
-		case slices.Contains(enabled, m.Name):
-			if !st.enabled {
-				st.startupDone, st.crdsHash = false, ""
+	s.modules.edit(func(modules map[string]*moduleState, enabledList *[]string) {
+		*enabledList = enabled
+		for _, m := range model.Modules {
+			st := modules[m.Name]
+			if st == nil {
+				st = &moduleState{state: StateDisabled}
+				modules[m.Name] = st
 			}
-			st.enabled = true
-			st.state = StatePending
-			runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
-		case st.enabled || slices.Contains(releases, m.Name) || held[m.Name]:
-			deletes = append(deletes, m.Name)
-			if (slices.Contains(releases, m.Name) || held[m.Name]) && !store.DisabledByConfig(m.Key) {
-				uninstalls = append(uninstalls, m.Name)
+			st.scriptFailed = failed[m.Name] != nil
+			switch {
+			case st.scriptFailed:
+				// neither run nor deleted while its enabled state is unknown
+			case slices.Contains(enabled, m.Name):
+				if !st.enabled {
+					st.startupDone, st.crdsHash = false, ""
+				}
+				st.enabled = true
+				st.state = StatePending
+				runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
+			case st.enabled || slices.Contains(releases, m.Name) || held[m.Name]:
+				deletes = append(deletes, m.Name)
+				if (slices.Contains(releases, m.Name) || held[m.Name]) && !store.DisabledByConfig(m.Key) {
+					uninstalls = append(uninstalls, m.Name)
+				}
 			}
 		}
-	}
-	for name := range s.modules {
-		if model.Module(name) == nil {
-			delete(s.modules, name)
+		for name := range modules {
+			if model.Module(name) == nil {
+				delete(modules, name)
+			}
 		}
-	}
-	s.mu.Unlock()
+	})
 	for name, err := range failed {
 		s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
 		s.moduleFailed(name, err)
@@ -99,25 +98,23 @@ func (s *steps) discover(ctx context.Context) error {
 	}
 
 	// every uninstall of this change passes the purge guard together
-	_, commit := s.revisionInfo()
+	commit := t.rev.Commit
 	token := commit
 	if len(uninstalls) > 0 {
 		token = planToken(commit, append(slices.Clone(uninstalls), purged...))
 	}
 	all := append(slices.Clone(uninstalls), purged...)
-	err = s.checkPurge(commit, token, all, len(enabled)+len(all))
-	s.purgeChecked(ctx, token, err)
+	err = s.purge.checkDiscovery(commit, token, all, len(enabled)+len(all))
 	if err != nil {
+		s.purgeRefusedEvent(ctx, token, err)
 		// the releases stay, and their modules as they were; everything
 		// else converges
 		deletes = slices.DeleteFunc(deletes, func(m string) bool { return slices.Contains(uninstalls, m) })
 		purged = nil
 	}
-	s.mu.Lock()
 	for _, name := range deletes {
-		s.modules[name].enabled = false
+		s.modules.update(name, func(st *moduleState) { st.enabled = false })
 	}
-	s.mu.Unlock()
 
 	tasks := s.moduleRunTasks(runs)
 	for _, name := range deletes {
@@ -131,7 +128,7 @@ func (s *steps) discover(ctx context.Context) error {
 	if len(failed) > 0 {
 		tasks = append(tasks, s.enabledRetryTask())
 	}
-	s.queues.Main().AddAfterCurrent(tasks...)
+	s.queues.main().AddAfterCurrent(tasks...)
 	return nil
 }
 
@@ -173,14 +170,11 @@ func (s *steps) enabledRetryTask() *queue.Task {
 		Key:         queue.Key{Kind: kindEnabledRetry},
 		Description: "enabled scripts that failed",
 		Do: func(ctx context.Context) error {
-			model, store := s.current()
-			current := s.enabledList()
+			model, store := s.trees.current()
+			current := s.modules.enabledList()
 			var before []string // the modules enabled before each, as in discovery
 			for _, m := range model.Modules {
-				s.mu.Lock()
-				st := s.modules[m.Name]
-				check := st != nil && st.scriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
-				s.mu.Unlock()
+				check := s.modules.get(m.Name).scriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
 				if check {
 					if _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
 						s.moduleFailed(m.Name, err)
@@ -192,7 +186,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 				}
 			}
 			s.logger.Info("enabled scripts answer again; reloading all modules")
-			s.queues.Main().AddAfterCurrent(s.reloadAllTask())
+			s.queues.main().AddAfterCurrent(s.reloadAllTask())
 			return nil
 		},
 	}

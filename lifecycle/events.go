@@ -11,10 +11,12 @@ import (
 // than what the store holds (a hook's write whose echo comes late) is
 // ignored. The runs it queues pre-empt a failing task.
 func (s *steps) onConfigChange(data map[string]string, version string) {
-	s.mu.Lock()
-	before, model := s.configData, s.model
-	s.mu.Unlock()
-	ch, ok, err := s.setConfig(data, version)
+	var before map[string]string
+	var model *loader.Model
+	if t := s.trees.load(); t != nil {
+		before, model = t.configData, t.model
+	}
+	ch, ok, err := s.trees.setConfig(data, version)
 	if err != nil {
 		s.metrics.configRefused()
 		s.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
@@ -23,6 +25,7 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 	if !ok {
 		return
 	}
+	logDropped(s.logger, "the ConfigMap changed", ch.Dropped)
 	// a module's maintenance mode is not values: its run applies it
 	if model != nil {
 		for _, name := range maintenanceChanged(model, before, data) {
@@ -32,7 +35,7 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 	if ch.Empty() {
 		return
 	}
-	main := s.queues.Main()
+	main := s.queues.main()
 	if ch.Global || ch.Enabled {
 		s.logger.Info("global values or enabled flags changed; reloading all modules")
 		main.Preempt(s.reloadAllTask(), supersededByReload)
@@ -40,11 +43,9 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 	}
 	for _, key := range ch.Modules {
 		name := values.ModuleName(key)
-		s.mu.Lock()
-		st := s.modules[name]
-		enabled := st != nil && st.enabled
+		st := s.modules.get(name)
+		enabled := st.enabled
 		startup := enabled && !st.startupDone
-		s.mu.Unlock()
 		if enabled {
 			s.logger.Info("module values changed; running module", "module", name)
 			// its run replaces one waiting alone or in a weight group
@@ -68,7 +69,7 @@ func supersededByReload(k queue.Key) bool {
 
 // queueReloadAll queues 'reload all modules' at the tail unless one waits.
 func (s *steps) queueReloadAll() {
-	if !s.queues.Main().HasQueued(kindReloadAll) {
-		s.queues.Main().Add(s.reloadAllTask())
+	if !s.queues.main().HasQueued(kindReloadAll) {
+		s.queues.main().Add(s.reloadAllTask())
 	}
 }

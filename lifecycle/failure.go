@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/addonops/addon-operator/internal/executor"
 )
@@ -71,26 +72,40 @@ type hookFailure struct {
 	output string
 }
 
-// hookFailed records a hook's failed run and returns its error.
-func (c *core) hookFailed(hook, binding string, err error) error {
+// hookFailures are the hooks' last failed runs, by hook name, for
+// /debug/hooks.
+type hookFailures struct {
+	mu sync.Mutex
+	m  map[string]hookFailure
+}
+
+// failed records a hook's failed run and returns its error.
+func (f *hookFailures) failed(hook, binding string, err error) error {
 	he := newHookError("hook "+hook+" ("+binding+")", err)
-	c.recordHookFailure(hook, he)
+	f.record(hook, he)
 	return he
 }
 
-// recordHookFailure keeps a hook's failed run for /debug/hooks.
-func (c *core) recordHookFailure(hook string, he *hookError) {
-	c.mu.Lock()
-	if c.hookFailures == nil {
-		c.hookFailures = map[string]hookFailure{}
+// record keeps a hook's failed run.
+func (f *hookFailures) record(hook string, he *hookError) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]hookFailure{}
 	}
-	c.hookFailures[hook] = hookFailure{err: he.Error(), output: he.output}
-	c.mu.Unlock()
+	f.m[hook] = hookFailure{err: he.Error(), output: he.output}
 }
 
-// hookSucceeded forgets a hook's last failure.
-func (c *core) hookSucceeded(hook string) {
-	c.mu.Lock()
-	delete(c.hookFailures, hook)
-	c.mu.Unlock()
+// succeeded forgets a hook's last failure.
+func (f *hookFailures) succeeded(hook string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, hook)
+}
+
+// get is a hook's last failure (zero when it has none).
+func (f *hookFailures) get(hook string) hookFailure {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[hook]
 }

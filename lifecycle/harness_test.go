@@ -334,7 +334,7 @@ func (e *env) sequence() []string {
 }
 
 func (e *env) upgrades(module string) float64 {
-	return testutil.ToFloat64(e.op.c.metrics.helmUpgrades.WithLabelValues(module))
+	return testutil.ToFloat64(e.op.metrics.helmUpgrades.WithLabelValues(module))
 }
 
 func (e *env) releaseValues(module string) map[string]any {

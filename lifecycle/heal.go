@@ -23,12 +23,10 @@ func (s *steps) healLoop(ctx context.Context, interval time.Duration) {
 }
 
 func (s *steps) checkAbsent(ctx context.Context) {
-	model, _ := s.current()
+	model, _ := s.trees.current()
 	for _, m := range model.Modules {
-		s.mu.Lock()
-		st := s.modules[m.Name]
-		ready := st != nil && st.enabled && st.state == StateReady
-		s.mu.Unlock()
+		st := s.modules.get(m.Name)
+		ready := st.enabled && st.state == StateReady
 		if !ready || !m.HasChart {
 			continue
 		}
@@ -40,7 +38,7 @@ func (s *steps) checkAbsent(ctx context.Context) {
 		s.metrics.absentResources.WithLabelValues(m.Name).Set(float64(len(absent)))
 		if len(absent) > 0 {
 			s.logger.Info("release resources missing; running module", "module", m.Name, "absent", absent)
-			s.queueSet().Main().Add(s.moduleRunTask(m.Name, false))
+			s.queues.main().Add(s.moduleRunTask(m.Name, false))
 		}
 	}
 }

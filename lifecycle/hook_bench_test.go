@@ -38,7 +38,7 @@ func BenchmarkHookRun(b *testing.B) {
 	for _, tree := range []struct{ name, dir string }{{"trivial", trivial}, {"reference", reference}} {
 		o, hook := hookBenchOperator(b, tree.dir)
 		// the same inputs the operator hands the hook, written once
-		config, vals, err := o.run.hookInputs(o.c.store, o.c.model.Module(hook.Module).Key, o.c.enabledList())
+		config, vals, err := o.run.hookInputs(o.trees.load().store, o.trees.load().model.Module(hook.Module).Key, o.modules.enabledList())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,9 +81,11 @@ func hookBenchOperator(b *testing.B, dir string) (*Operator, *loader.Hook) {
 		b.Fatal(err)
 	}
 	o := New(Config{Logger: quiet()}, newFakeConfig(nil), nil, ld)
-	o.c.model, o.c.store = model, store
-	for _, m := range model.Modules {
-		o.c.enabledModules = append(o.c.enabledModules, m.Name)
-	}
+	o.trees.p.Store(&runningTree{model: model, store: store})
+	o.modules.edit(func(_ map[string]*moduleState, enabled *[]string) {
+		for _, m := range model.Modules {
+			*enabled = append(*enabled, m.Name)
+		}
+	})
 	return o, model.Modules[0].Hooks[0]
 }

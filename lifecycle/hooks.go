@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/addonops/addon-operator/internal/executor"
@@ -19,8 +19,17 @@ import (
 // them bounded by the hook timeout, and reads back and applies their
 // patches to the state (docs/operator.md, "How hooks run").
 type runner struct {
-	*core
-	backend ConfigBackend // where config patches are written
+	cfg      Config
+	logger   *slog.Logger
+	metrics  *metrics
+	trees    *treeHolder
+	modules  *moduleRegistry
+	failures *hookFailures // failure.go
+	backend  ConfigBackend // where config patches are written
+}
+
+func newRunner(cfg Config, m *metrics, trees *treeHolder, modules *moduleRegistry, backend ConfigBackend) *runner {
+	return &runner{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, failures: &hookFailures{}, backend: backend}
 }
 
 // hookResult says what a hook run changed.
@@ -88,7 +97,7 @@ func (r *runner) hookInputs(store *values.Store, moduleKey string, enabledModule
 // applied only when the whole run succeeded (metricsfile.go), its object
 // patches after its values patches (objectpatches.go).
 func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
-	model, store := r.current()
+	model, store := r.trees.current()
 	moduleKey := ""
 	if hook.Module != "" {
 		m := model.Module(hook.Module)
@@ -112,7 +121,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 		return res, err
 	}
 	defer os.RemoveAll(files.dir)
-	config, vals, err := r.hookInputs(store, moduleKey, r.enabledList())
+	config, vals, err := r.hookInputs(store, moduleKey, r.modules.enabledList())
 	if err != nil {
 		return res, err
 	}
@@ -145,7 +154,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 		Usage:   &usage,
 	})
 	if err != nil {
-		return res, r.objectPatchesOnFailure(ctx, hook.Name, files.kubePatch, r.hookFailed(hook.Name, binding, err))
+		return res, r.objectPatchesOnFailure(ctx, hook.Name, files.kubePatch, r.failures.failed(hook.Name, binding, err))
 	}
 	// everything the hook handed back is read and checked before any of it
 	// is applied, so a bad file changes nothing
@@ -169,7 +178,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 	if err := r.applyHookMetrics(hook, ops, logger); err != nil {
 		return res, err
 	}
-	r.hookSucceeded(hook.Name)
+	r.failures.succeeded(hook.Name)
 	return res, nil
 }
 
@@ -197,7 +206,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 				return nil, err
 			}
 			// checked against the schemas current at the write
-			_, store := r.current()
+			_, store := r.trees.current()
 			if err := store.CheckConfig(next); err != nil {
 				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 			}
@@ -208,18 +217,17 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 		}
 		// adopted now, so the ConfigMap event that echoes this write is a
 		// no-op; skipped when a newer edit already arrived
-		ch, _, err := r.setConfig(data, version)
+		ch, _, err := r.trees.setConfig(data, version)
 		if err != nil {
 			return res, err
 		}
+		logDropped(r.logger, "the ConfigMap changed", ch.Dropped)
 		res.ConfigChanged = !ch.Empty()
 	}
 	if len(vp) > 0 {
 		// the store current now: a tree adopted while the hook ran keeps
 		// the patch (docs/operator.md, "One state transition at a time")
-		r.mu.Lock()
-		pr, err := r.store.ApplyValuesPatch(hookName, moduleKey, vp)
-		r.mu.Unlock()
+		pr, err := r.trees.applyValuesPatch(hookName, moduleKey, vp)
 		if err != nil {
 			return res, err
 		}
@@ -300,8 +308,10 @@ func readResultFile(hook, what, path string) ([]byte, error) {
 	return b, nil
 }
 
-func (c *core) enabledList() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.enabledModules)
+// logDropped logs temporary values patch operations that no longer apply
+// (their path is gone) and were dropped rather than wedge their module.
+func logDropped(logger *slog.Logger, why string, dropped []values.DroppedOp) {
+	for _, d := range dropped {
+		logger.Warn("temporary values patch operation dropped: "+why, "section", d.Section, "hook", d.Hook, "op", d.Op, "path", d.Path, "reason", d.Reason)
+	}
 }

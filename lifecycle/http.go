@@ -57,26 +57,27 @@ type Status struct {
 
 // Status reports modules in tree order and the queues.
 func (o *Operator) Status() Status {
-	model, _ := o.c.current()
-	o.c.mu.Lock()
-	st := Status{Ready: o.c.ready, Revision: o.c.rev.Commit, TreeError: o.c.treeError, TreeReason: o.c.treeReason, PurgeError: o.c.purgeError, Modules: []ModuleStatus{}}
-	if model != nil {
-		for _, m := range model.Modules {
+	st := Status{Ready: o.steps.converged(), Modules: []ModuleStatus{}}
+	st.TreeError, st.TreeReason = o.steps.revs.treeStatus()
+	st.PurgeError, _ = o.steps.purge.status()
+	if t := o.trees.load(); t != nil {
+		st.Revision = t.rev.Commit
+		states := o.modules.all()
+		for _, m := range t.model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
-			if s := o.c.modules[m.Name]; s != nil {
+			if s, ok := states[m.Name]; ok {
 				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.enabled, s.state, s.lastError, s.reason
 			}
 			st.Modules = append(st.Modules, ms)
 		}
 	}
-	o.c.mu.Unlock()
 	if queues := o.Queues(); queues != nil {
 		st.Queues = queues.Dump()
 	}
 	st.Bindings = o.bind.watchStatus()
 	st.Watches = []kube.WatchInfo{}
-	if o.c.cfg.Monitors != nil {
-		st.Watches = o.c.cfg.Monitors.Watches()
+	if o.cfg.Monitors != nil {
+		st.Watches = o.cfg.Monitors.Watches()
 	}
 	return st
 }
@@ -94,10 +95,10 @@ type HTTPOptions struct {
 func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	extra := opts.Extra
 	mux := http.NewServeMux()
-	(&debugAPI{core: o.c}).debugRoutes(mux, opts.Namespace)
-	mux.Handle("/metrics", promhttp.HandlerFor(o.c.cfg.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	(&debugAPI{trees: o.trees, modules: o.modules, failures: o.run.failures}).debugRoutes(mux, opts.Namespace)
+	mux.Handle("/metrics", promhttp.HandlerFor(o.cfg.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	// what hooks wrote to METRICS_PATH, apart from the operator's own
-	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.c.metrics.hookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.metrics.hookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !o.Ready() {

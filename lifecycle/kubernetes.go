@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -83,7 +84,12 @@ type bindingMonitor struct {
 // events into hook runs in the bindings' queues, and the binding contexts
 // those runs and the ordered bindings get.
 type bindings struct {
-	*core
+	cfg       Config
+	logger    *slog.Logger
+	metrics   *metrics
+	trees     *treeHolder
+	modules   *moduleRegistry
+	queues    *queueRef
 	run       *runner
 	steps     *steps // a hook's values change queues a module run or a reload
 	kube      kubeMonitors
@@ -218,7 +224,7 @@ func (bs *bindings) synchronize(ctx context.Context, hooks []*loader.Hook) error
 			if !b.WaitForSynchronization {
 				// queued before the binding turns live, so no Event run
 				// comes ahead of its Synchronization in that queue
-				bs.queueSet().Queue(b.Queue).Add(bs.kubeSyncTask(h, hm, bm, group))
+				bs.queues.get().Queue(b.Queue).Add(bs.kubeSyncTask(h, hm, bm, group))
 				markSynced(group, bm)
 				continue
 			}
@@ -397,7 +403,7 @@ func (p *hookRunPayload) TaskKind() queue.Kind { return p.kind }
 
 // queueKubeEvent queues an Event run in the binding's queue.
 func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.ObjectEvent) {
-	queues := bs.queueSet()
+	queues := bs.queues.get()
 	if queues == nil {
 		return
 	}
@@ -424,20 +430,19 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 // syncMonitors stops the monitors of hooks that are gone from the tree,
 // changed, or whose module is not enabled any more.
 func (bs *bindings) syncMonitors() {
-	model, _ := bs.current()
+	model, _ := bs.trees.current()
 	want := map[string]bool{}
 	for _, h := range model.Global.Hooks {
 		want[h.Key()] = true
 	}
-	bs.mu.Lock()
+	states := bs.modules.all()
 	for _, m := range model.Modules {
-		if st := bs.modules[m.Name]; st != nil && st.enabled {
+		if states[m.Name].enabled {
 			for _, h := range m.Hooks {
 				want[h.Key()] = true
 			}
 		}
 	}
-	bs.mu.Unlock()
 	bs.kube.mu.Lock()
 	var stop []*hookMonitors
 	for id, hm := range bs.kube.hooks {
@@ -504,7 +509,7 @@ func (bs *bindings) globalSyncTask() *queue.Task {
 		Key:         queue.Key{Kind: kindKubeSync},
 		Description: "global hooks: kubernetes Synchronization",
 		Do: func(ctx context.Context) error {
-			model, _ := bs.current()
+			model, _ := bs.trees.current()
 			return bs.synchronize(ctx, model.Global.Hooks)
 		},
 	}

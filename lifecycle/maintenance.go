@@ -29,14 +29,6 @@ func maintenance(data map[string]string, m *loader.Module) (bool, error) {
 	}
 }
 
-// inMaintenance is the module's mode in the ConfigMap data the store holds.
-func (c *core) inMaintenance(m *loader.Module) (bool, error) {
-	c.mu.Lock()
-	data := c.configData
-	c.mu.Unlock()
-	return maintenance(data, m)
-}
-
 // maintenanceChanged lists the modules whose mode differs between two
 // versions of the ConfigMap data.
 func maintenanceChanged(model *loader.Model, before, after map[string]string) []string {

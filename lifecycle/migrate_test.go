@@ -98,7 +98,7 @@ func TestTakeOverFromOriginal(t *testing.T) {
 	if beta.State != StateFailed || !strings.Contains(beta.LastError, "not managed by addon-operator") {
 		t.Fatalf("beta status = %+v", beta)
 	}
-	if n := testutil.ToFloat64(e.op.c.metrics.releaseConflicts.WithLabelValues("beta")); n != 1 {
+	if n := testutil.ToFloat64(e.op.metrics.releaseConflicts.WithLabelValues("beta")); n != 1 {
 		t.Fatalf("addon_operator_release_conflicts{module=beta} = %v", n)
 	}
 	events, err := client.CoreV1().Events(e.ns).List(t.Context(), metav1.ListOptions{})

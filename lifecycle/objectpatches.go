@@ -72,7 +72,7 @@ func (r *runner) objectPatchesFailed(hookName string, total int, err error) erro
 		he.output = he.output[:64<<10] + "\n…"
 	}
 	r.logger.Error("object patches failed", "hook", hookName, "failed", failed, "of", total, "err", err)
-	r.recordHookFailure(hookName, he)
+	r.failures.record(hookName, he)
 	return he
 }
 

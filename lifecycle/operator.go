@@ -120,10 +120,15 @@ func (cfg Config) withDefaults() Config {
 // parts and is what the rest of the program talks to: the steps (the task
 // handlers of docs/lifecycle.md, steps.go), the bindings that turn
 // kubernetes events and schedules into hook runs (kubernetes.go,
-// schedule.go), the hook runner (hooks.go) and the running state they
-// share (state.go).
+// schedule.go), the hook runner (hooks.go) and the holders of the running
+// state they are handed (state.go).
 type Operator struct {
-	c       *core
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics
+	trees   *treeHolder
+	modules *moduleRegistry
+	queues  *queueRef
 	run     *runner
 	bind    *bindings
 	steps   *steps
@@ -136,14 +141,18 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	if ld == nil {
 		ld = loader.New(loader.WithLogger(cfg.Logger))
 	}
-	c := newCore(cfg)
-	run := &runner{core: c, backend: backend}
-	bind := &bindings{core: c, run: run, schedules: newSchedules(cfg.Now, cfg.After),
+	trees, modules, queues := &treeHolder{}, newModuleRegistry(), &queueRef{}
+	m := newMetrics(cfg.Registry, trees.revisionInfo)
+	run := newRunner(cfg, m, trees, modules, backend)
+	bind := &bindings{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
+		run: run, schedules: newSchedules(cfg.Now, cfg.After),
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
-	st := &steps{core: c, run: run, bind: bind, helm: helm, loader: ld}
+	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
+		run: run, bind: bind, helm: helm, loader: ld, purge: purgeGuard{limit: cfg.PurgeLimit}}
 	bind.steps = st
-	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{c})
-	return &Operator{c: c, run: run, bind: bind, steps: st, backend: backend}
+	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, steps: st})
+	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
+		run: run, bind: bind, steps: st, backend: backend}
 }
 
 // Run adopts the revision handed over by TreeChanged (or loads the
@@ -152,12 +161,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 // ctx is done. Invalid configuration or a tree that does not load at
 // start-up is an error: the operator stops (docs/operator.md, "Events").
 func (o *Operator) Run(ctx context.Context) error {
-	o.c.mu.Lock()
-	var rev Revision
-	if o.c.incoming != nil {
-		rev, o.c.incoming = *o.c.incoming, nil
-	}
-	o.c.mu.Unlock()
+	rev := o.steps.revs.takeIncoming()
 	model := rev.Model
 	if model == nil {
 		var err error
@@ -173,35 +177,28 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
-	o.c.mu.Lock()
-	o.c.model, o.c.store, o.c.configData, o.c.rev = model, store, data, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
-	o.c.metrics.bindingsOf(model)
-	for _, m := range model.Modules {
-		o.c.modules[m.Name] = &moduleState{state: StateDisabled}
-	}
-	o.c.mu.Unlock()
-	o.c.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
+	o.modules.reset(model)
+	o.trees.p.Store(&runningTree{model: model, store: store, configData: data, rev: Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
+	o.metrics.bindingsOf(model)
+	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
 	o.bind.runCtx = ctx
 	defer o.bind.stopMonitors()
 
 	// schedules accept entries before the first task can ask for them
 	o.bind.schedules.start(ctx)
 	queues := queue.NewSet(ctx, queue.Options{
-		RetryMin: o.c.cfg.RetryMin, RetryMax: o.c.cfg.RetryMax, Logger: o.c.logger, After: o.c.cfg.After, Now: o.c.cfg.Now,
-		OnLength: func(q string, n int) { o.c.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
+		RetryMin: o.cfg.RetryMin, RetryMax: o.cfg.RetryMax, Logger: o.logger, After: o.cfg.After, Now: o.cfg.Now,
+		OnLength: func(q string, n int) { o.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
 		OnStart: func(q string, t *queue.Task, waited time.Duration) {
-			o.c.metrics.taskWait.WithLabelValues(t.Key.Module, t.Key.Hook, t.Key.Binding, q).Add(waited.Seconds())
+			o.metrics.taskWait.WithLabelValues(t.Key.Module, t.Key.Hook, t.Key.Binding, q).Add(waited.Seconds())
 		},
 		OnAction: func(q, action string, took time.Duration) {
-			o.c.metrics.queueActionSeconds.WithLabelValues(q, action).Observe(took.Seconds())
+			o.metrics.queueActionSeconds.WithLabelValues(q, action).Observe(took.Seconds())
 		},
 	})
-	go o.c.metrics.tick(ctx, o.c.cfg.After)
-	o.c.mu.Lock()
-	o.c.queues = queues
+	go o.metrics.tick(ctx, o.cfg.After)
 	// a revision reported while the first one was loading
-	pending := o.c.incoming
-	o.c.mu.Unlock()
+	pending := o.steps.revs.attach(queues, o.queues)
 	main := queues.Main()
 	main.Add(o.steps.globalHookTasks(loader.OnStartup)...)
 	main.Add(o.steps.reloadAllTask())
@@ -210,7 +207,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 
 	var wg sync.WaitGroup
-	wg.Go(func() { o.steps.healLoop(ctx, o.c.cfg.ResourcesCheckInterval) })
+	wg.Go(func() { o.steps.healLoop(ctx, o.cfg.ResourcesCheckInterval) })
 	wg.Go(func() { o.backend.Watch(ctx, o.steps.onConfigChange) })
 	<-ctx.Done()
 	o.bind.schedules.stop()
@@ -220,11 +217,7 @@ func (o *Operator) Run(ctx context.Context) error {
 }
 
 // Ready is true once the first 'reload all modules' finished.
-func (o *Operator) Ready() bool { return o.c.converged() }
+func (o *Operator) Ready() bool { return o.steps.converged() }
 
 // Queues exposes the task queues; nil until Run has created them.
-func (o *Operator) Queues() *queue.Set {
-	o.c.mu.Lock()
-	defer o.c.mu.Unlock()
-	return o.c.queues
-}
+func (o *Operator) Queues() *queue.Set { return o.queues.get() }

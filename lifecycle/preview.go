@@ -37,7 +37,9 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	p := &Preview{Manifests: map[string]string{}}
 	if execHooks {
 		// the hook runner alone, with no cluster: enabled scripts only
-		r := &runner{core: newCore(Config{Logger: logger}.withDefaults())}
+		cfg := Config{Logger: logger}.withDefaults()
+		trees := &treeHolder{}
+		r := newRunner(cfg, newMetrics(cfg.Registry, trees.revisionInfo), trees, newModuleRegistry(), nil)
 		var failed map[string]error
 		if p.Enabled, failed, err = r.resolveEnabled(ctx, model, store, func(string) bool { return false }); err != nil {
 			return nil, err

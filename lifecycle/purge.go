@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Config.PurgeLimit's special values; a positive limit is a number of
@@ -19,39 +20,128 @@ const (
 	PurgeNone = -1
 )
 
-// checkPurge is the purge guard (docs/operator.md, "Purge guard"): a
+// purgeGuard is the purge guard (docs/operator.md, "Purge guard"): a
 // change that would uninstall more modules than the limit allows is not
 // acted on, since an empty modules/ (a force-push, a wrong ref, a partial
 // checkout) or a deleted values ConfigMap would otherwise uninstall
-// everything. purged lists every release the change would remove: of
-// removed directories, and of modules that the ConfigMap, values or
-// enabled scripts disable. total is how many modules there were. A change
-// whose token was confirmed through ConfirmPurge passes: the commit when
-// only directories were removed, else planToken's.
-func (s *steps) checkPurge(commit, token string, purged []string, total int) error {
+// everything. It keeps its verdicts for /status and for a confirmation;
+// each check records its verdict in the same step, under the lock a
+// confirmation takes, so a confirmation either passes the check or finds
+// the refusal it confirms.
+type purgeGuard struct {
+	limit int // Config.PurgeLimit
+
+	mu        sync.Mutex
+	confirmed string    // the token allowed past the guard
+	refused   *Revision // the revision a changed tree's check refused
+	err       string    // why the last discovery purged nothing
+	token     string    // what confirms the uninstalls it refused
+	warned    string    // the refusal last recorded as an Event
+}
+
+// verdict is the guard's rule, with mu held. purged lists every release
+// the change would remove: of removed directories, and of modules that
+// the ConfigMap, values or enabled scripts disable. total is how many
+// modules there were. A change whose token was confirmed passes: the
+// commit when only directories were removed, else planToken's.
+func (g *purgeGuard) verdict(commit, token string, purged []string, total int) error {
 	n := len(purged)
 	if n == 0 {
 		return nil
 	}
 	var limit int
 	allowed := false
-	switch s.cfg.PurgeLimit {
+	switch g.limit {
 	case PurgeHalf:
 		limit = total / 2
 		allowed = n <= limit && n < total
 	case PurgeNone:
 	default:
-		limit = s.cfg.PurgeLimit
+		limit = g.limit
 		allowed = n <= limit
 	}
-	s.mu.Lock()
-	confirmed := token != "" && token == s.purgeConfirmed
-	s.mu.Unlock()
-	if allowed || confirmed {
+	if allowed || (token != "" && token == g.confirmed) {
 		return nil
 	}
 	return fmt.Errorf("purge guard: revision %s would uninstall %d of %d modules (%s), more than ADDON_OPERATOR_PURGE_LIMIT allows (%s); raise the limit or confirm with `addon-operator source confirm-purge %s`",
-		shortCommit(commit), n, total, strings.Join(purged, ", "), limitText(s.cfg.PurgeLimit, limit), token)
+		shortCommit(commit), n, total, strings.Join(purged, ", "), limitText(g.limit, limit), token)
+}
+
+// checkTree judges a changed tree that removes module directories; a
+// refused revision is kept, for a confirmation to load it again.
+func (g *purgeGuard) checkTree(rev Revision, purged []string, total int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := g.verdict(rev.Commit, rev.Commit, purged, total)
+	if err != nil {
+		g.refused = &rev
+	}
+	return err
+}
+
+// checkDiscovery judges a discovery's uninstalls and keeps the verdict
+// for /status and a confirmation.
+func (g *purgeGuard) checkDiscovery(commit, token string, purged []string, total int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	err := g.verdict(commit, token, purged, total)
+	g.err, g.token = "", ""
+	if err != nil {
+		g.err, g.token = err.Error(), token
+	}
+	return err
+}
+
+// forgetRefused: a newer revision replaces one the guard refused.
+func (g *purgeGuard) forgetRefused() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refused = nil
+}
+
+// refusedCommit is the commit of the revision the guard refused ("" for none).
+func (g *purgeGuard) refusedCommit() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refused == nil {
+		return ""
+	}
+	return g.refused.Commit
+}
+
+// status is the last discovery's refusal, and whether anything is held.
+func (g *purgeGuard) status() (discoveryErr string, holding bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err, g.refused != nil || g.err != ""
+}
+
+// confirm records a confirmation of token (a commit or a plan). It returns
+// the refused revision it lets through, to load again, or whether the
+// running revision's discovery (its commit is running) refused it, to
+// reload; nothing for a confirmation it already had.
+func (g *purgeGuard) confirm(token, running string) (reload *Revision, rerun bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if token == g.confirmed {
+		// every event of the source ConfigMap carries the key
+		return nil, false
+	}
+	g.confirmed = token
+	if g.refused != nil && g.refused.Commit == token {
+		reload, g.refused = g.refused, nil
+		return reload, false
+	}
+	return nil, g.err != "" && (running == token || g.token == token)
+}
+
+// warnOnce: a refusal not yet recorded as an Event.
+func (g *purgeGuard) warnOnce(token string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	fresh := token != g.warned
+	g.warned = token
+	return fresh
 }
 
 // planToken names one set of uninstalls on one revision, for a
@@ -65,30 +155,12 @@ func planToken(commit string, modules []string) string {
 	return hex.EncodeToString(sum[:20])
 }
 
-// purgeChecked keeps the guard's verdict on a discovery for /status and
-// ConfirmPurge, and reports a refusal once as a Warning Event.
-func (s *steps) purgeChecked(ctx context.Context, token string, err error) {
-	s.mu.Lock()
-	s.purgeError, s.purgeToken = "", ""
-	if err != nil {
-		s.purgeError, s.purgeToken = err.Error(), token
-	}
-	s.mu.Unlock()
-	if err != nil {
-		s.purgeRefusedEvent(ctx, token, err)
-	}
-}
-
 // purgeRefusedEvent logs a refusal and records a Warning Event
 // PurgeRefused, once per refused change, on the source ConfigMap: that is
 // where the confirmation goes, and it outlives a deleted values ConfigMap
 // (docs/operator.md, "Purge guard").
 func (s *steps) purgeRefusedEvent(ctx context.Context, token string, err error) {
-	s.mu.Lock()
-	fresh := token != s.purgeWarned
-	s.purgeWarned = token
-	s.mu.Unlock()
-	if !fresh {
+	if !s.purge.warnOnce(token) {
 		return
 	}
 	s.logger.Error("purge refused; the releases stay", "confirm", token, "err", err)
@@ -121,27 +193,15 @@ func (o *Operator) ConfirmPurge(commit string) {
 	if commit == "" {
 		return
 	}
-	o.c.mu.Lock()
-	if commit == o.c.purgeConfirmed {
-		// every event of the source ConfigMap carries the key
-		o.c.mu.Unlock()
-		return
-	}
-	o.c.purgeConfirmed = commit
-	refused := o.c.purgeRefused
-	if refused != nil && refused.Commit == commit {
-		o.c.purgeRefused = nil
-	} else {
-		refused = nil
-	}
-	rerun := o.c.purgeError != "" && (o.c.rev.Commit == commit || o.c.purgeToken == commit) && o.c.queues != nil
-	o.c.mu.Unlock()
+	_, running := o.trees.revisionInfo()
+	refused, rerun := o.steps.purge.confirm(commit, running)
+	queues := o.queues.get()
 	switch {
 	case refused != nil:
-		o.c.logger.Info("purge confirmed; loading the revision again", "revision", commit)
+		o.logger.Info("purge confirmed; loading the revision again", "revision", commit)
 		o.TreeChanged(*refused)
-	case rerun:
-		o.c.logger.Info("purge confirmed; reloading all modules", "revision", commit)
-		o.c.queues.Main().Preempt(o.steps.reloadAllTask(), supersededByReload)
+	case rerun && queues != nil:
+		o.logger.Info("purge confirmed; reloading all modules", "revision", commit)
+		queues.Main().Preempt(o.steps.reloadAllTask(), supersededByReload)
 	}
 }

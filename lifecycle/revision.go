@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
+	"github.com/addonops/addon-operator/values"
 )
 
 const (
@@ -55,12 +57,9 @@ func (s *steps) load(ctx context.Context) (*loader.Model, error) {
 // pre-empt failures"), and replaces a reload of an older revision still
 // waiting there.
 func (o *Operator) TreeChanged(rev Revision) {
-	o.c.mu.Lock()
-	o.c.incoming = &rev
 	// a newer revision replaces one the purge guard refused
-	o.c.purgeRefused = nil
-	queues := o.c.queues
-	o.c.mu.Unlock()
+	o.steps.purge.forgetRefused()
+	queues := o.steps.revs.offer(rev, o.queues)
 	if queues == nil {
 		return
 	}
@@ -78,20 +77,97 @@ func (o *Operator) TreeChanged(rev Revision) {
 // guard refused (a confirmation loads it). The git
 // syncer keeps these on disk.
 func (o *Operator) InUse() []string {
-	o.c.mu.Lock()
-	defer o.c.mu.Unlock()
 	var out []string
-	for _, c := range []string{o.c.rev.Commit, o.c.prevCommit} {
-		if c != "" {
-			out = append(out, c)
-		}
+	if t := o.trees.load(); t != nil {
+		out = append(out, t.rev.Commit, t.prevCommit)
 	}
-	for _, r := range []*Revision{o.c.incoming, o.c.purgeRefused} {
-		if r != nil && r.Commit != "" {
-			out = append(out, r.Commit)
-		}
+	out = append(out, o.steps.revs.incomingCommit(), o.steps.purge.refusedCommit())
+	return slices.DeleteFunc(out, func(c string) bool { return c == "" })
+}
+
+// revisions are the steps' bookkeeping of the revisions on the way: the
+// newest one reported and not yet adopted, and why the last changed tree
+// was refused.
+type revisions struct {
+	mu         sync.Mutex
+	incoming   *Revision
+	treeError  string
+	treeReason string // its TerminalError's reason
+}
+
+// offer records a reported revision and returns the queues its reload
+// goes to (nil before Run attached them: Run takes it then). The two
+// steps share one lock with attach, so a revision reported while Run
+// starts is taken by one or the other.
+func (r *revisions) offer(rev Revision, queues *queueRef) *queue.Set {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.incoming = &rev
+	return queues.get()
+}
+
+// attach publishes Run's queues and returns a revision reported before
+// (nil for none).
+func (r *revisions) attach(set *queue.Set, queues *queueRef) *Revision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	queues.p.Store(set)
+	return r.incoming
+}
+
+// takeIncoming is the revision Run starts with (zero: the configured
+// directories).
+func (r *revisions) takeIncoming() Revision {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var rev Revision
+	if r.incoming != nil {
+		rev, r.incoming = *r.incoming, nil
 	}
-	return out
+	return rev
+}
+
+// incomingCommit is the commit of the newest revision not yet adopted.
+func (r *revisions) incomingCommit() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.incoming == nil {
+		return ""
+	}
+	return r.incoming.Commit
+}
+
+// stale: a newer revision than rev was reported since.
+func (r *revisions) stale(rev Revision) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.incoming != nil && *r.incoming != rev
+}
+
+// done: rev was judged; a success clears the last refusal.
+func (r *revisions) done(rev Revision, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.incoming != nil && *r.incoming == rev {
+		r.incoming = nil
+	}
+	if ok {
+		r.treeError, r.treeReason = "", ""
+	}
+}
+
+// refused keeps a refused tree's error and reason for /status.
+func (r *revisions) refused(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.treeError, r.treeReason = err.Error(), queue.Reason(err)
+}
+
+// treeStatus is the last refused tree's error and reason.
+func (r *revisions) treeStatus() (err, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.treeError, r.treeReason
 }
 
 // CheckTree loads the tree under root (modulesDir and globalHooksDir are
@@ -116,9 +192,8 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 
 // TreeError is the last refused tree's error ("" when the last load worked).
 func (o *Operator) TreeError() string {
-	o.c.mu.Lock()
-	defer o.c.mu.Unlock()
-	return o.c.treeError
+	err, _ := o.steps.revs.treeStatus()
+	return err
 }
 
 // Reasons of a refused tree (queue.TerminalError), as /status shows them.
@@ -136,10 +211,7 @@ const (
 // a bad tree waits for the next change, not for a retry. A revision older
 // than one reported since is skipped: the newer one's reload follows.
 func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
-	s.mu.Lock()
-	stale := s.incoming != nil && *s.incoming != rev
-	s.mu.Unlock()
-	if stale {
+	if s.revs.stale(rev) {
 		return nil
 	}
 	model := rev.Model
@@ -150,14 +222,7 @@ func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 	if err == nil {
 		err = s.adopt(ctx, rev, model)
 	}
-	s.mu.Lock()
-	if s.incoming != nil && *s.incoming == rev {
-		s.incoming = nil
-	}
-	if err == nil {
-		s.treeError, s.treeReason = "", ""
-	}
-	s.mu.Unlock()
+	s.revs.done(rev, err == nil)
 	if err != nil && queue.Reason(err) == "" {
 		err = queue.Terminal(reasonTreeRefused, err)
 	}
@@ -167,62 +232,60 @@ func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 // treeRefused is a refused tree's failure path: the error and its reason
 // for /status, the metric and the log.
 func (s *steps) treeRefused(rev Revision, err error) {
-	s.mu.Lock()
-	s.treeError, s.treeReason = err.Error(), queue.Reason(err)
-	s.mu.Unlock()
+	s.revs.refused(err)
 	s.metrics.treeRefused()
 	s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "reason", queue.Reason(err), "err", err)
 }
 
-// adopt swaps in the revision's model and a values store built from it,
-// the current ConfigMap data and the temporary patches, all under one lock:
-// a ConfigMap change or a values patch cannot land in the old store after
-// it was copied (docs/operator.md, "One state transition at a time").
-// Removed modules alone are purged; changes inside modules alone run those
-// modules; any other change reloads all modules.
+// adopt replaces the running tree with the revision's model, a values
+// store admitted against the running ConfigMap data, and the temporary
+// patches, in one transition: a ConfigMap change or a values patch cannot
+// land in the old store after it was copied (docs/operator.md, "One state
+// transition at a time"). Removed modules alone are purged; changes inside
+// modules alone run those modules; any other change reloads all modules.
 func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) error {
-	s.mu.Lock()
-	old, oldStore := s.model, s.store
-	enabled := slices.Clone(s.enabledModules)
-	s.mu.Unlock()
+	// only adopt changes the model, and it runs in "main", one at a time
+	old, _ := s.trees.current()
+	enabled := s.modules.enabledList()
 	diff := loader.Compare(old, model)
 	purged := slices.DeleteFunc(slices.Clone(diff.Removed), func(m string) bool { return !slices.Contains(enabled, m) })
-	if err := s.checkPurge(rev.Commit, rev.Commit, purged, len(enabled)); err != nil {
-		s.mu.Lock()
-		s.purgeRefused = &rev
-		s.mu.Unlock()
+	if err := s.purge.checkTree(rev, purged, len(enabled)); err != nil {
 		s.purgeRefusedEvent(ctx, rev.Commit, err)
 		return queue.Terminal(reasonPurgeRefused, err)
 	}
-	// only adopt changes the model, and it runs in "main", one at a time
-	s.mu.Lock()
-	if diff.Empty() && rev.Commit == s.rev.Commit {
-		s.mu.Unlock()
-		return nil
-	}
-	store, err := admit(model, s.configData)
-	if err != nil {
-		s.mu.Unlock()
+	var dropped []values.DroppedOp
+	same := false
+	err := s.trees.transition(func(cur *runningTree) (*runningTree, error) {
+		if same = diff.Empty() && rev.Commit == cur.rev.Commit; same {
+			return nil, nil
+		}
+		store, err := admit(model, cur.configData)
+		if err != nil {
+			return nil, err
+		}
+		dropped = store.RestorePatches(cur.store.Patches())
+		return &runningTree{model: model, store: store, rev: Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
+			prevCommit: cur.rev.Commit, configData: cur.configData, configVersion: cur.configVersion}, nil
+	})
+	if err != nil || same {
 		return err
 	}
-	dropped := store.RestorePatches(oldStore.Patches())
-	s.prevCommit = s.rev.Commit
-	s.model, s.store, s.rev = model, store, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
 	s.metrics.bindingsOf(model)
 	var purges []*queue.Task
 	if diff.OnlyRemoved() {
-		for _, name := range diff.Removed {
-			delete(s.modules, name)
-			s.enabledModules = slices.DeleteFunc(s.enabledModules, func(m string) bool { return m == name })
-			purges = append(purges, s.modulePurgeTask(name))
-		}
+		s.modules.edit(func(modules map[string]*moduleState, enabled *[]string) {
+			for _, name := range diff.Removed {
+				delete(modules, name)
+				*enabled = slices.DeleteFunc(*enabled, func(m string) bool { return m == name })
+				purges = append(purges, s.modulePurgeTask(name))
+			}
+		})
 	}
-	s.mu.Unlock()
-	s.logDropped("the tree changed", dropped)
+	logDropped(s.logger, "the tree changed", dropped)
 	// the old tree's schedules and monitors stop; new ones start as modules run
 	s.bind.syncSchedules()
 	s.bind.syncMonitors()
-	main := s.queues.Main()
+	main := s.queues.main()
 	switch {
 	case len(purges) > 0:
 		s.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
@@ -249,7 +312,7 @@ func (s *steps) moduleScoped(diff loader.Diff) bool {
 	if len(diff.Changed) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || diff.Global || diff.Reordered || !s.converged() {
 		return false
 	}
-	main := s.queues.Main()
+	main := s.queues.main()
 	for _, kind := range []queue.Kind{kindReloadAll, kindDiscover, kindConverged} {
 		if main.HasQueued(kind) {
 			return false
@@ -273,33 +336,31 @@ func (s *steps) changedModulesTask(old, model *loader.Model, changed []string) *
 		Do: func(ctx context.Context) error {
 			// the model current when it runs: a newer tree's own task
 			// covers what changed since
-			model, store := s.current()
-			current := s.enabledList()
+			model, store := s.trees.current()
+			current := s.modules.enabledList()
 			enabled, failed, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
 			if err != nil {
 				return err
 			}
-			main := s.queues.Main()
-			s.mu.Lock()
+			main := s.queues.main()
 			// a failed enabled script is discovery's to handle
-			if len(failed) > 0 || !slices.Equal(enabled, s.enabledModules) {
-				s.mu.Unlock()
+			if len(failed) > 0 || !slices.Equal(enabled, current) {
 				s.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
 				main.AddAfterCurrent(s.reloadAllTask())
 				return nil
 			}
-			s.reloadStart = s.cfg.Now()
-			s.globalChanged = false
+			s.reload.begin(s.cfg.Now())
 			var runs []moduleRun
-			for _, m := range model.Modules {
-				st := s.modules[m.Name]
-				if st == nil || !st.enabled || !slices.Contains(changed, m.Name) {
-					continue
+			s.modules.edit(func(modules map[string]*moduleState, _ *[]string) {
+				for _, m := range model.Modules {
+					st := modules[m.Name]
+					if st == nil || !st.enabled || !slices.Contains(changed, m.Name) {
+						continue
+					}
+					st.state = StatePending
+					runs = append(runs, moduleRun{module: m, startup: hooksChanged[m.Name] || !st.startupDone})
 				}
-				st.state = StatePending
-				runs = append(runs, moduleRun{module: m, startup: hooksChanged[m.Name] || !st.startupDone})
-			}
-			s.mu.Unlock()
+			})
 			if len(runs) == 0 {
 				s.logger.Info("no enabled module changed")
 				return nil

@@ -108,27 +108,26 @@ func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
 func (bs *bindings) syncSchedules() {
 	bs.schedMu.Lock()
 	defer bs.schedMu.Unlock()
-	model, _ := bs.current()
+	model, _ := bs.trees.current()
 	want := map[string]scheduled{}
 	add := func(h *loader.Hook) {
 		for i, b := range h.Config.Schedules {
 			want[scheduleKey(h, i, b)] = scheduled{b.Schedule, func() { bs.queueScheduled(h, b) }}
 		}
 	}
-	bs.mu.Lock()
-	if bs.ready {
+	if bs.steps.converged() {
 		for _, h := range model.Global.Hooks {
 			add(h)
 		}
 	}
+	states := bs.modules.all()
 	for _, m := range model.Modules {
-		if st := bs.modules[m.Name]; st != nil && st.enabled && st.startupDone {
+		if st := states[m.Name]; st.enabled && st.startupDone {
 			for _, h := range m.Hooks {
 				add(h)
 			}
 		}
 	}
-	bs.mu.Unlock()
 	bs.schedules.set(want)
 }
 
@@ -137,7 +136,7 @@ func (bs *bindings) syncSchedules() {
 // (hookRunTask); a v0 hook's firing is absorbed by a run of the same
 // binding still waiting there, since its context would say nothing more.
 func (bs *bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
-	queues := bs.queueSet()
+	queues := bs.queues.get()
 	if queues == nil {
 		return
 	}
@@ -172,7 +171,7 @@ func scheduleContext(h *loader.Hook, b loader.ScheduleBinding, s *snapshotter) m
 // changed global values or *Enabled flags reloads all modules; a module
 // hook that changed its values runs the module again.
 func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {
-	current := bs.currentHook(h)
+	current := currentHook(bs.trees, bs.modules, h)
 	if current == nil {
 		return nil // its module was disabled or removed, or the hook is gone from the tree
 	}
@@ -190,22 +189,18 @@ func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding st
 		return err
 	}
 	bs.logger.Info("module values changed by a hook; running module", "hook", current.Name, "module", current.Module)
-	bs.queueSet().Main().Add(bs.steps.moduleRunTask(current.Module, false))
+	bs.queues.main().Add(bs.steps.moduleRunTask(current.Module, false))
 	return err
 }
 
 // currentHook finds the hook of that name in the current model (nil when
 // its module is not enabled any more or the hook is gone).
-func (c *core) currentHook(h *loader.Hook) *loader.Hook {
-	model, _ := c.current()
+func currentHook(trees *treeHolder, modules *moduleRegistry, h *loader.Hook) *loader.Hook {
+	model, _ := trees.current()
 	hooks := model.Global.Hooks
 	if h.Module != "" {
 		m := model.Module(h.Module)
-		c.mu.Lock()
-		st := c.modules[h.Module]
-		enabled := st != nil && st.enabled
-		c.mu.Unlock()
-		if m == nil || !enabled {
+		if m == nil || !modules.isEnabled(h.Module) {
 			return nil
 		}
 		hooks = m.Hooks

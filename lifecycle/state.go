@@ -3,60 +3,125 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
 )
 
-// core is what every part of the operator shares: its configuration,
-// logger and metrics, and the running state.
-type core struct {
-	cfg     Config
-	logger  *slog.Logger
-	metrics *metrics
-	*state
+// The running state is three small holders, each with its own lock, that
+// the parts of the operator get as fields (docs/architecture.md, "The
+// running state"): the tree (treeHolder), what the steps learned about
+// each module (moduleRegistry) and the task queues (queueRef). The steps'
+// own bookkeeping (a reload's start, the revisions on the way, the purge
+// guard's verdicts) lives in the steps (steps.go, revision.go, purge.go),
+// and the hook runner's failures in the runner (failure.go).
+
+// runningTree is the running tree: the model, the values store built from it,
+// the revision it came from and the ConfigMap data the store holds. A
+// tree is never changed: a transition replaces it whole. Its store is
+// the one mutable part: the hooks' values patches and a ConfigMap edit
+// change its values, under the holder's lock.
+type runningTree struct {
+	model         *loader.Model
+	store         *values.Store
+	rev           Revision // without its Model
+	prevCommit    string   // the revision adopted before it
+	configData    map[string]string
+	configVersion string // the ConfigMap's resourceVersion
 }
 
-func newCore(cfg Config) *core {
-	c := &core{cfg: cfg, logger: cfg.Logger, state: &state{modules: map[string]*moduleState{}}}
-	c.metrics = newMetrics(cfg.Registry, c.revisionInfo)
-	return c
+// treeHolder holds the running tree. Readers load it without waiting;
+// transitions (adopt, a ConfigMap edit, a values patch) run one at a time
+// under mu, so a ConfigMap change or a values patch cannot land in the old
+// store after adopt copied it (docs/operator.md, "One state transition at
+// a time").
+type treeHolder struct {
+	mu sync.Mutex
+	p  atomic.Pointer[runningTree]
 }
 
-// state is what the operator runs on, under one lock: the tree (the model,
-// the values store built from it, the revision it came from and the
-// ConfigMap data the store holds), which adopt replaces as one, and what
-// the steps learned about each module. Config changes and values patches
-// reach the store under the lock too (docs/operator.md, "One state
-// transition at a time").
-type state struct {
-	mu             sync.Mutex
-	queues         *queue.Set // nil until Run made them
-	model          *loader.Model
-	store          *values.Store
-	rev            Revision                // the revision the model was loaded from
-	prevCommit     string                  // the revision adopted before it
-	incoming       *Revision               // the newest revision not yet adopted
-	modules        map[string]*moduleState // by module name
-	enabledModules []string
-	ready          bool
-	reloadStart    time.Time
-	globalChanged  bool                   // an afterAll hook changed global values in this reload
-	configData     map[string]string      // the ConfigMap data the store holds
-	configVersion  string                 // its resourceVersion
-	treeError      string                 // why the last changed tree was refused
-	treeReason     string                 // its TerminalError's reason
-	purgeConfirmed string                 // the commit allowed past the purge guard
-	purgeRefused   *Revision              // the revision the purge guard refused
-	purgeError     string                 // why the last discovery purged nothing
-	purgeToken     string                 // what confirms the uninstalls it refused
-	purgeWarned    string                 // the refusal last recorded as an Event
-	hookFailures   map[string]hookFailure // by hook name, for /debug/hooks
+// load is the running tree (nil before Run adopted the first).
+func (h *treeHolder) load() *runningTree { return h.p.Load() }
+
+// current is the running model and store (nil before Run).
+func (h *treeHolder) current() (*loader.Model, *values.Store) {
+	if t := h.load(); t != nil {
+		return t.model, t.store
+	}
+	return nil, nil
+}
+
+// revisionInfo is the adopted revision for addon_operator_git_revision_info.
+func (h *treeHolder) revisionInfo() (ref, commit string) {
+	if t := h.load(); t != nil {
+		return t.rev.Ref, t.rev.Commit
+	}
+	return "", ""
+}
+
+// transition runs fn on the running tree under the lock; the tree it
+// returns (nil: none) replaces the running one unless fn fails.
+func (h *treeHolder) transition(fn func(cur *runningTree) (*runningTree, error)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next, err := fn(h.load())
+	if err == nil && next != nil {
+		h.p.Store(next)
+	}
+	return err
+}
+
+// setConfig adopts ConfigMap data into the running store unless it is
+// older than the data the store holds; ok is false when it was skipped.
+// The data is admitted (admit) first; the running store, which keeps the
+// hooks' values patches, then takes it and says what changed.
+func (h *treeHolder) setConfig(data map[string]string, version string) (ch values.Change, ok bool, err error) {
+	err = h.transition(func(cur *runningTree) (*runningTree, error) {
+		if cur == nil || !newerVersion(version, cur.configVersion) {
+			return nil, nil
+		}
+		if _, err := admit(cur.model, data); err != nil {
+			return nil, err
+		}
+		if ch, err = cur.store.SetConfig(data); err != nil {
+			return nil, err
+		}
+		next := *cur
+		next.configData, next.configVersion = data, version
+		ok = true
+		return &next, nil
+	})
+	return ch, ok, err
+}
+
+// applyValuesPatch applies a hook's values patch to the store running now:
+// a tree adopted while the hook ran keeps the patch.
+func (h *treeHolder) applyValuesPatch(hook, moduleKey string, p values.Patch) (pr values.PatchResult, err error) {
+	err = h.transition(func(cur *runningTree) (*runningTree, error) {
+		pr, err = cur.store.ApplyValuesPatch(hook, moduleKey, p)
+		return nil, err
+	})
+	return pr, err
+}
+
+// newerVersion compares resourceVersions. They are opaque to clients, but
+// etcd's are increasing integers; anything else counts as newer, and so
+// does data without a version (a deleted ConfigMap).
+func newerVersion(v, than string) bool {
+	if v == "" || than == "" {
+		return true
+	}
+	a, errA := strconv.ParseUint(v, 10, 64)
+	b, errB := strconv.ParseUint(than, 10, 64)
+	if errA != nil || errB != nil {
+		return v != than
+	}
+	return a > b
 }
 
 // ModuleState is where a module is in the lifecycle, as /status shows it.
@@ -85,26 +150,84 @@ type moduleState struct {
 	scriptFailed bool
 }
 
-// revisionInfo is the adopted revision for addon_operator_git_revision_info.
-func (c *core) revisionInfo() (ref, commit string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.rev.Ref, c.rev.Commit
+// moduleRegistry is what the steps learned about each module, and the
+// modules the last discovery enabled, in run order.
+type moduleRegistry struct {
+	mu      sync.Mutex
+	modules map[string]*moduleState // by module name
+	enabled []string
 }
 
-func (c *core) current() (*loader.Model, *values.Store) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.model, c.store
+func newModuleRegistry() *moduleRegistry {
+	return &moduleRegistry{modules: map[string]*moduleState{}}
 }
 
-func (c *core) setState(name string, state ModuleState, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, ok := c.modules[name]
+// get is a copy of a module's state (the zero value for an unknown one).
+func (r *moduleRegistry) get(name string) moduleState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.modules[name]; st != nil {
+		return *st
+	}
+	return moduleState{}
+}
+
+// isEnabled: the last discovery enabled the module.
+func (r *moduleRegistry) isEnabled(name string) bool { return r.get(name).enabled }
+
+// all is a copy of every module's state.
+func (r *moduleRegistry) all() map[string]moduleState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]moduleState, len(r.modules))
+	for name, st := range r.modules {
+		out[name] = *st
+	}
+	return out
+}
+
+// enabledList is the modules the last discovery enabled, in run order.
+func (r *moduleRegistry) enabledList() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.enabled)
+}
+
+// update changes a known module's state (nothing for an unknown one).
+func (r *moduleRegistry) update(name string, fn func(st *moduleState)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st := r.modules[name]; st != nil {
+		fn(st)
+	}
+}
+
+// edit runs fn on every module's state and the enabled list as one step
+// (discovery, a changed tree): fn may add and delete entries.
+func (r *moduleRegistry) edit(fn func(modules map[string]*moduleState, enabled *[]string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fn(r.modules, &r.enabled)
+}
+
+// reset starts over with every module of a tree Disabled (start-up).
+func (r *moduleRegistry) reset(model *loader.Model) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.modules = map[string]*moduleState{}
+	for _, m := range model.Modules {
+		r.modules[m.Name] = &moduleState{state: StateDisabled}
+	}
+}
+
+// setState records where a module is, and the error that put it there.
+func (r *moduleRegistry) setState(name string, state ModuleState, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.modules[name]
 	if !ok {
 		st = &moduleState{}
-		c.modules[name] = st
+		r.modules[name] = st
 	}
 	st.state = state
 	st.lastError, st.lastOutput, st.reason = "", "", ""
@@ -116,61 +239,10 @@ func (c *core) setState(name string, state ModuleState, err error) {
 	}
 }
 
-// setConfig adopts ConfigMap data into the current store unless it is
-// older than the data the store holds; ok is false when it was skipped.
-func (c *core) setConfig(data map[string]string, version string) (values.Change, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.store == nil || !newerVersion(version, c.configVersion) {
-		return values.Change{}, false, nil
-	}
-	// admitted as a tree is; the running store, which keeps the hooks'
-	// values patches, then takes the same data and says what changed
-	if _, err := admit(c.model, data); err != nil {
-		return values.Change{}, false, err
-	}
-	ch, err := c.store.SetConfig(data)
-	if err != nil {
-		return ch, false, err
-	}
-	c.configData, c.configVersion = data, version
-	c.logDropped("the ConfigMap changed", ch.Dropped)
-	return ch, true, nil
-}
+// queueRef is the task queues, which Run creates (nil before).
+type queueRef struct{ p atomic.Pointer[queue.Set] }
 
-// newerVersion compares resourceVersions. They are opaque to clients, but
-// etcd's are increasing integers; anything else counts as newer, and so
-// does data without a version (a deleted ConfigMap).
-func newerVersion(v, than string) bool {
-	if v == "" || than == "" {
-		return true
-	}
-	a, errA := strconv.ParseUint(v, 10, 64)
-	b, errB := strconv.ParseUint(than, 10, 64)
-	if errA != nil || errB != nil {
-		return v != than
-	}
-	return a > b
-}
+func (q *queueRef) get() *queue.Set { return q.p.Load() }
 
-// logDropped logs temporary values patch operations that no longer apply
-// (their path is gone) and were dropped rather than wedge their module.
-func (c *core) logDropped(why string, dropped []values.DroppedOp) {
-	for _, d := range dropped {
-		c.logger.Warn("temporary values patch operation dropped: "+why, "section", d.Section, "hook", d.Hook, "op", d.Op, "path", d.Path, "reason", d.Reason)
-	}
-}
-
-// queueSet is the task queues; nil until Run has created them.
-func (c *core) queueSet() *queue.Set {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.queues
-}
-
-// converged: the first 'reload all modules' finished.
-func (c *core) converged() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ready
-}
+// main is the "main" queue; only called once Run created the queues.
+func (q *queueRef) main() *queue.Queue { return q.get().Main() }

@@ -13,7 +13,10 @@ var (
 
 // stateCollector reports the operator's state at scrape time, for the
 // alerts of deploy/monitoring (docs/operator.md, "Monitoring").
-type stateCollector struct{ c *core }
+type stateCollector struct {
+	modules *moduleRegistry
+	steps   *steps
+}
 
 func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- moduleFailedDesc
@@ -22,14 +25,14 @@ func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
-	s.c.mu.Lock()
-	failed := make(map[string]bool, len(s.c.modules))
-	for name, st := range s.c.modules {
+	states := s.modules.all()
+	failed := make(map[string]bool, len(states))
+	for name, st := range states {
 		failed[name] = st.state == StateFailed
 	}
-	tree := s.c.treeError != ""
-	purge := s.c.purgeRefused != nil || s.c.purgeError != ""
-	s.c.mu.Unlock()
+	treeErr, _ := s.steps.revs.treeStatus()
+	tree := treeErr != ""
+	_, purge := s.steps.purge.status()
 	one := func(b bool) float64 {
 		if b {
 			return 1

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -27,12 +31,56 @@ const (
 // discovery, module runs, deletes and purges, afterAll), the reactions to
 // a new revision and to ConfigMap changes, and auto-healing.
 type steps struct {
-	*core
-	run    *runner
-	bind   *bindings
-	helm   Helm
-	loader *loader.Loader
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics
+	trees   *treeHolder
+	modules *moduleRegistry
+	queues  *queueRef
+	run     *runner
+	bind    *bindings
+	helm    Helm
+	loader  *loader.Loader
+	reload  reloadState // the reload under way
+	revs    revisions   // the revisions on the way (revision.go)
+	purge   purgeGuard  // purge.go
 }
+
+// reloadState is the steps' bookkeeping of 'reload all modules': when the
+// one under way started, whether its afterAll hooks changed global values,
+// and whether one has finished (the operator is ready).
+type reloadState struct {
+	mu            sync.Mutex
+	start         time.Time
+	globalChanged bool
+	ready         atomic.Bool
+}
+
+// begin starts a reload's bookkeeping.
+func (r *reloadState) begin(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.start, r.globalChanged = now, false
+}
+
+// changedGlobal: an afterAll hook changed global values in this reload.
+func (r *reloadState) changedGlobal() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.globalChanged = true
+}
+
+// end finishes a reload: how long it took, whether it was the first, and
+// whether afterAll hooks changed global values (everything reloads).
+func (r *reloadState) end(now time.Time) (took time.Duration, first, again bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first = !r.ready.Swap(true)
+	return now.Sub(r.start), first, r.globalChanged
+}
+
+// converged: the first 'reload all modules' finished.
+func (s *steps) converged() bool { return s.reload.ready.Load() }
 
 // ordered returns the hooks with an ordered binding, by ORDER then name.
 func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
@@ -57,23 +105,21 @@ func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
 // Each runs the hook of that name in the model current when it runs, so a
 // retry after a tree change runs the new tree's hook.
 func (s *steps) globalHookTasks(binding string) []*queue.Task {
-	model, _ := s.current()
+	model, _ := s.trees.current()
 	var tasks []*queue.Task
 	for _, h := range ordered(model.Global.Hooks, binding) {
 		tasks = append(tasks, &queue.Task{
 			Key:         queue.Key{Kind: kindGlobalHook, Hook: hookLabel(h), Binding: binding},
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			Do: func(ctx context.Context) error {
-				h := s.currentHook(h)
+				h := currentHook(s.trees, s.modules, h)
 				if h == nil {
 					return nil // gone from the tree
 				}
 				res, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false)
 				// patches applied before a later part of the run failed count
 				if binding == loader.AfterAll && (res.ValuesChanged || res.ConfigChanged) {
-					s.mu.Lock()
-					s.globalChanged = true
-					s.mu.Unlock()
+					s.reload.changedGlobal()
 				}
 				return err
 			},
@@ -91,18 +137,15 @@ func (s *steps) reloadAllTask() *queue.Task {
 		Key:         queue.Key{Kind: kindReloadAll},
 		Description: "reload all modules",
 		Do: func(ctx context.Context) error {
-			s.mu.Lock()
-			s.reloadStart = s.cfg.Now()
-			s.globalChanged = false
-			s.mu.Unlock()
+			s.reload.begin(s.cfg.Now())
 			var tasks []*queue.Task
-			model, _ := s.current()
+			model, _ := s.trees.current()
 			if len(withKubernetes(model.Global.Hooks)) > 0 {
 				tasks = append(tasks, s.bind.globalSyncTask())
 			}
 			tasks = append(tasks, s.globalHookTasks(loader.BeforeAll)...)
 			tasks = append(tasks, s.discoverTask())
-			s.queues.Main().AddAfterCurrent(tasks...)
+			s.queues.main().AddAfterCurrent(tasks...)
 			return nil
 		},
 	}
@@ -115,18 +158,13 @@ func (s *steps) convergedTask() *queue.Task {
 		Key:         queue.Key{Kind: kindConverged},
 		Description: "all modules converged",
 		Do: func(context.Context) error {
-			s.mu.Lock()
-			took := s.cfg.Now().Sub(s.reloadStart)
-			first := !s.ready
-			s.ready = true
-			again := s.globalChanged
-			s.mu.Unlock()
+			took, first, again := s.reload.end(s.cfg.Now())
 			s.metrics.converged(first, took)
 			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
 			s.bind.syncSchedules()
 			if again {
 				s.logger.Info("afterAll hooks changed global values; reloading all modules")
-				s.queues.Main().AddAfterCurrent(s.reloadAllTask())
+				s.queues.main().AddAfterCurrent(s.reloadAllTask())
 			}
 			return nil
 		},
@@ -167,12 +205,12 @@ type moduleRunPayload struct{ startup bool }
 func (moduleRunPayload) TaskKind() queue.Kind { return kindModuleRun }
 
 func (s *steps) runModule(ctx context.Context, name string, startup bool) error {
-	model, store := s.current()
+	model, store := s.trees.current()
 	m := model.Module(name)
 	if m == nil {
 		return nil // removed from the tree since the task was queued
 	}
-	s.setState(name, StateRunning, nil)
+	s.modules.setState(name, StateRunning, nil)
 	defer s.metrics.moduleRan(name, s.cfg.Now, s.cfg.Now())
 	logger := s.logger.With("module", name)
 	run := func(binding string) (bool, error) {
@@ -211,14 +249,16 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 		if err != nil {
 			return err
 		}
-		inMaintenance, err := s.inMaintenance(m)
+		// the mode and revision of the tree running now: an edit or a
+		// tree adopted since the run started counts
+		now := s.trees.load()
+		inMaintenance, err := maintenance(now.configData, m)
 		if err != nil {
 			return err
 		}
 		s.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
 		start := s.cfg.Now()
-		_, commit := s.revisionInfo()
-		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: commit, Maintenance: inMaintenance})
+		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
 		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
 			return queue.Terminal(reasonReleaseConflict, err)
@@ -239,16 +279,12 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	if st := s.modules[name]; st != nil {
-		st.startupDone = true
-	}
-	s.mu.Unlock()
-	s.setState(name, StateReady, nil)
+	s.modules.update(name, func(st *moduleState) { st.startupDone = true })
+	s.modules.setState(name, StateReady, nil)
 	s.bind.syncSchedules()
 	if changed {
 		logger.Info("afterHelm hooks changed module values; running module again")
-		s.queues.Main().AddAfterCurrent(s.moduleRunTask(name, false))
+		s.queues.main().AddAfterCurrent(s.moduleRunTask(name, false))
 	}
 	return nil
 }
@@ -261,7 +297,7 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 		Description: name,
 		OnFailure:   func(err error, _ int) { s.moduleDeleteFailed(name, err) },
 		Do: func(ctx context.Context) error {
-			model, _ := s.current()
+			model, _ := s.trees.current()
 			m := model.Module(name)
 			hooks := func(binding string) error {
 				if m == nil {
@@ -301,7 +337,7 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 					return err
 				}
 			}
-			s.setState(name, StateDisabled, nil)
+			s.modules.setState(name, StateDisabled, nil)
 			s.bind.syncSchedules()
 			s.bind.syncMonitors()
 			if conflict {
@@ -351,11 +387,7 @@ func (s *steps) ensureCRDs(ctx context.Context, m *loader.Module) error {
 	if s.cfg.CRDs == nil {
 		return nil
 	}
-	s.mu.Lock()
-	st := s.modules[m.Name]
-	done := st != nil && st.crdsHash == m.Hash
-	s.mu.Unlock()
-	if done {
+	if s.modules.get(m.Name).crdsHash == m.Hash {
 		return nil
 	}
 	n, err := s.cfg.CRDs.Ensure(ctx, m.Name, m.Dir)
@@ -365,11 +397,7 @@ func (s *steps) ensureCRDs(ctx context.Context, m *loader.Module) error {
 	if n > 0 {
 		s.logger.Info("CRDs applied", "module", m.Name, "changed", n)
 	}
-	s.mu.Lock()
-	if st := s.modules[m.Name]; st != nil {
-		st.crdsHash = m.Hash
-	}
-	s.mu.Unlock()
+	s.modules.update(m.Name, func(st *moduleState) { st.crdsHash = m.Hash })
 	return nil
 }
 
@@ -393,16 +421,16 @@ func (s *steps) moduleFailed(name string, err error) {
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, kube.ErrNotOurs) {
 		s.metrics.moduleFailed(name, false)
 	}
-	s.setState(name, StateFailed, err)
+	s.modules.setState(name, StateFailed, err)
 }
 
 func (s *steps) moduleDeleteFailed(name string, err error) {
 	if errors.Is(err, kube.ErrNotOurs) {
-		s.setState(name, StateDisabled, err)
+		s.modules.setState(name, StateDisabled, err)
 		return
 	}
 	if !errors.Is(err, context.Canceled) {
 		s.metrics.moduleFailed(name, true)
 	}
-	s.setState(name, StateFailed, err)
+	s.modules.setState(name, StateFailed, err)
 }
