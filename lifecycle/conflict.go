@@ -21,7 +21,7 @@ var _ EventRecorder = (*kube.ConfigMap)(nil)
 // and an Event says so, once per conflict; the queue goes on, and the
 // next run of the module tries again (docs/operator.md, "Taking over from
 // addon-operator"). It reports whether err was such a conflict.
-func (s *steps) conflict(ctx context.Context, name string, err error) bool {
+func (s *moduleSteps) conflict(ctx context.Context, name string, err error) bool {
 	if !errors.Is(err, kube.ErrNotOurs) {
 		return false
 	}
@@ -44,7 +44,7 @@ func (s *steps) conflict(ctx context.Context, name string, err error) bool {
 }
 
 // resolved clears a module's release conflict after its Helm step worked.
-func (s *steps) resolved(name string) {
+func (s *moduleSteps) resolved(name string) {
 	had := false
 	s.modules.update(name, func(st *moduleState) {
 		had = st.conflict != ""

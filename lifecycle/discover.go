@@ -45,7 +45,7 @@ func (s *steps) discover(ctx context.Context) error {
 	held := map[string]bool{}
 	for _, m := range model.Modules {
 		if !slices.Contains(enabled, m.Name) && !slices.Contains(releases, m.Name) && failed[m.Name] == nil {
-			held[m.Name] = s.hasRelease(ctx, m.Name)
+			held[m.Name] = s.mods.hasRelease(ctx, m.Name)
 		}
 	}
 	// runs of enabled modules, then deletes of disabled ones, then purges
@@ -88,7 +88,7 @@ func (s *steps) discover(ctx context.Context) error {
 	})
 	for name, err := range failed {
 		s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
-		s.moduleFailed(name, err)
+		s.mods.moduleFailed(name, err)
 	}
 	var purged []string
 	for _, r := range releases {
@@ -106,7 +106,7 @@ func (s *steps) discover(ctx context.Context) error {
 	all := append(slices.Clone(uninstalls), purged...)
 	err = s.purge.checkDiscovery(commit, token, all, len(enabled)+len(all))
 	if err != nil {
-		s.purgeRefusedEvent(ctx, token, err)
+		s.purge.refusedEvent(ctx, token, err)
 		// the releases stay, and their modules as they were; everything
 		// else converges
 		deletes = slices.DeleteFunc(deletes, func(m string) bool { return slices.Contains(uninstalls, m) })
@@ -116,12 +116,12 @@ func (s *steps) discover(ctx context.Context) error {
 		s.modules.update(name, func(st *moduleState) { st.enabled = false })
 	}
 
-	tasks := s.moduleRunTasks(runs)
+	tasks := s.mods.moduleRunTasks(runs)
 	for _, name := range deletes {
-		tasks = append(tasks, s.moduleDeleteTask(name))
+		tasks = append(tasks, s.mods.moduleDeleteTask(name))
 	}
 	for _, r := range purged {
-		tasks = append(tasks, s.modulePurgeTask(r))
+		tasks = append(tasks, s.mods.modulePurgeTask(r))
 	}
 	tasks = append(tasks, s.globalHookTasks(loader.AfterAll)...)
 	tasks = append(tasks, s.convergedTask())
@@ -177,7 +177,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 				check := s.modules.get(m.Name).scriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
 				if check {
 					if _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
-						s.moduleFailed(m.Name, err)
+						s.mods.moduleFailed(m.Name, err)
 						return err
 					}
 				}

@@ -3,7 +3,9 @@
 // documented steps (docs/operator.md): start-up, reload all modules,
 // module discovery, module run, delete and purge; it executes hooks and
 // enabled scripts with their files and environment and applies their
-// patches. It owns the running state (model, values store, ConfigMap data,
-// revision), changed under one lock, and adopts the revisions the git
-// syncer checked (docs/operator.md, "Git wins").
+// patches. It owns the running state (the tree: model, values store,
+// ConfigMap data, revision, as one immutable value replaced whole; each
+// module's state), admits a tree against the ConfigMap data in one place,
+// and adopts the revisions the git syncer checked (docs/operator.md, "Git
+// wins"; docs/architecture.md, "The running state").
 package lifecycle

@@ -49,7 +49,7 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 		if enabled {
 			s.logger.Info("module values changed; running module", "module", name)
 			// its run replaces one waiting alone or in a weight group
-			main.Preempt(s.moduleRunTask(name, startup), func(k queue.Key) bool { return k == moduleRunKey(name) })
+			main.Preempt(s.mods.moduleRunTask(name, startup), func(k queue.Key) bool { return k == moduleRunKey(name) })
 		}
 	}
 }
@@ -72,4 +72,10 @@ func (s *steps) queueReloadAll() {
 	if !s.queues.main().HasQueued(kindReloadAll) {
 		s.queues.main().Add(s.reloadAllTask())
 	}
+}
+
+// queueModuleRun queues a run of the module at the tail (one waiting there
+// takes it).
+func (s *steps) queueModuleRun(name string) {
+	s.queues.main().Add(s.mods.moduleRunTask(name, false))
 }

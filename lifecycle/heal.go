@@ -38,7 +38,7 @@ func (s *steps) checkAbsent(ctx context.Context) {
 		s.metrics.absentResources.WithLabelValues(m.Name).Set(float64(len(absent)))
 		if len(absent) > 0 {
 			s.logger.Info("release resources missing; running module", "module", m.Name, "absent", absent)
-			s.queues.main().Add(s.moduleRunTask(m.Name, false))
+			s.queues.main().Add(s.mods.moduleRunTask(m.Name, false))
 		}
 	}
 }

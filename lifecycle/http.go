@@ -58,8 +58,8 @@ type Status struct {
 // Status reports modules in tree order and the queues.
 func (o *Operator) Status() Status {
 	st := Status{Ready: o.steps.converged(), Modules: []ModuleStatus{}}
-	st.TreeError, st.TreeReason = o.steps.revs.treeStatus()
-	st.PurgeError, _ = o.steps.purge.status()
+	st.TreeError, st.TreeReason = o.tree.revs.treeStatus()
+	st.PurgeError, _ = o.purge.status()
 	if t := o.trees.load(); t != nil {
 		st.Revision = t.rev.Commit
 		states := o.modules.all()

@@ -91,7 +91,7 @@ type bindings struct {
 	modules   *moduleRegistry
 	queues    *queueRef
 	run       *runner
-	steps     *steps // a hook's values change queues a module run or a reload
+	steps     followUps // what a hook's values change asks for (eventruns.go)
 	kube      kubeMonitors
 	schedules *schedules
 	limits    hookLimits
@@ -318,88 +318,6 @@ func (bs *bindings) orderedContext(h *loader.Hook, binding string) []map[string]
 	}
 	return []map[string]any{c}
 }
-
-// activation is one reason to run a hook from an event source: a
-// kubernetes event or a schedule firing. Its binding context is made when
-// the run starts, so snapshots are current.
-type activation struct {
-	binding, group string
-	context        func(s *snapshotter) map[string]any
-	// object names a kubernetes event's object (coalesce.go); take, when
-	// the run starts, fixes the event the context is made from
-	object string
-	take   func()
-}
-
-// hookRunTask is a run of h for an activation. For a v1 hook, a later
-// activation of the same hook queued while this run still waits at the
-// queue's tail joins it, as shell-operator combines a hook's consecutive
-// tasks: one run whose binding context lists every activation in order,
-// where contexts of one group in a row compact into the last. A v0 hook,
-// which the original never combines, gets one run per activation.
-func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName string, allowFailure bool, a activation) *queue.Task {
-	run := &hookRunPayload{kind: kind, hook: h.Key(), acts: []activation{a}}
-	retry := false // Do ran before: this run is a retry
-	var t *queue.Task
-	t = &queue.Task{
-		Key:          queue.Key{Kind: kind, Module: h.Module, Hook: hookLabel(h), Binding: a.binding},
-		Description:  h.Name + ": " + a.binding,
-		AllowFailure: allowFailure,
-		Payload:      run,
-		Do: func(ctx context.Context) error {
-			// a rate-limited hook waits in its own queue; one in "main"
-			// does not, since a change must not wait behind it there
-			if queueName != "" && queueName != queue.MainQueue {
-				if err := bs.limits.wait(ctx, h, bs.cfg.Now, bs.cfg.After); err != nil {
-					return err
-				}
-			}
-			for _, a := range run.acts {
-				if a.take != nil {
-					a.take()
-				}
-			}
-			if retry {
-				run.acts = latestPerObject(run.acts)
-			}
-			acts := run.acts
-			retry = true
-			s := &snapshotter{hm: bs.runningMonitors(h)}
-			contexts := make([]map[string]any, 0, len(acts))
-			for i, a := range acts {
-				if a.group != "" && i+1 < len(acts) && acts[i+1].group == a.group {
-					continue
-				}
-				contexts = append(contexts, a.context(s))
-			}
-			return bs.runEventHook(ctx, h, acts[0].binding, contexts, t.AllowFailure)
-		},
-	}
-	if !isV0(h) {
-		// any binding's activation of the same hook (the same files) joins
-		t.Merge = func(later *queue.Task) bool {
-			lr, ok := later.Payload.(*hookRunPayload)
-			if !ok || lr.hook != run.hook {
-				return false
-			}
-			run.acts = append(run.acts, lr.acts...)
-			// a failure may be dropped only when every activation allows it
-			t.AllowFailure = t.AllowFailure && later.AllowFailure
-			return true
-		}
-	}
-	return t
-}
-
-// hookRunPayload is an event hook run's data: the hook's identity in the
-// tree (loader.Hook.Key: its files) and the activations it runs for.
-type hookRunPayload struct {
-	kind queue.Kind
-	hook string
-	acts []activation
-}
-
-func (p *hookRunPayload) TaskKind() queue.Kind { return p.kind }
 
 // queueKubeEvent queues an Event run in the binding's queue.
 func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.ObjectEvent) {

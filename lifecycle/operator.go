@@ -132,6 +132,8 @@ type Operator struct {
 	run     *runner
 	bind    *bindings
 	steps   *steps
+	tree    *treeSteps
+	purge   *purgeGuard
 	backend ConfigBackend
 }
 
@@ -147,12 +149,17 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	bind := &bindings{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, schedules: newSchedules(cfg.Now, cfg.After),
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
+	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
+	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
+		run: run, bind: bind, helm: helm}
 	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, helm: helm, loader: ld, purge: purgeGuard{limit: cfg.PurgeLimit}}
+		run: run, bind: bind, helm: helm, mods: mods, purge: purge}
+	ts := &treeSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
+		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge}
 	bind.steps = st
-	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, steps: st})
+	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, steps: st, backend: backend}
+		run: run, bind: bind, steps: st, tree: ts, purge: purge, backend: backend}
 }
 
 // Run adopts the revision handed over by TreeChanged (or loads the
@@ -161,11 +168,11 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 // ctx is done. Invalid configuration or a tree that does not load at
 // start-up is an error: the operator stops (docs/operator.md, "Events").
 func (o *Operator) Run(ctx context.Context) error {
-	rev := o.steps.revs.takeIncoming()
+	rev := o.tree.revs.takeIncoming()
 	model := rev.Model
 	if model == nil {
 		var err error
-		if model, err = o.steps.load(ctx); err != nil {
+		if model, err = o.tree.load(ctx); err != nil {
 			return fmt.Errorf("load modules: %w", err)
 		}
 	}
@@ -198,7 +205,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	})
 	go o.metrics.tick(ctx, o.cfg.After)
 	// a revision reported while the first one was loading
-	pending := o.steps.revs.attach(queues, o.queues)
+	pending := o.tree.revs.attach(queues, o.queues)
 	main := queues.Main()
 	main.Add(o.steps.globalHookTasks(loader.OnStartup)...)
 	main.Add(o.steps.reloadAllTask())

@@ -97,7 +97,7 @@ func TestModuleRunTasks(t *testing.T) {
 	} {
 		o := New(Config{ParallelModules: tc.parallel, Logger: quiet()}, nil, nil, nil)
 		var got []string
-		for _, task := range o.steps.moduleRunTasks(runs) {
+		for _, task := range o.steps.mods.moduleRunTasks(runs) {
 			got = append(got, string(task.Key.Kind)+" "+task.Description)
 		}
 		if !slices.Equal(got, tc.want) {

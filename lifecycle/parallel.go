@@ -22,7 +22,7 @@ type moduleRun struct {
 }
 
 // parallelModules is how many modules of one weight run at once.
-func (s *steps) parallelModules() int {
+func (s *moduleSteps) parallelModules() int {
 	if s.cfg.ParallelModules > 0 {
 		return s.cfg.ParallelModules
 	}
@@ -33,7 +33,7 @@ func (s *steps) parallelModules() int {
 // tasks: modules of equal weight (numeric prefix) run at once in one task,
 // and each weight finishes before the next starts, as in the original
 // addon-operator (docs/operator.md, "Modules of equal weight").
-func (s *steps) moduleRunTasks(runs []moduleRun) []*queue.Task {
+func (s *moduleSteps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 	var tasks []*queue.Task
 	for i := 0; i < len(runs); {
 		j := i + 1
@@ -61,7 +61,7 @@ func (s *steps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 // Each module is a member of the task (queue.Task.Members): a change that
 // supersedes one module's run (a ConfigMap edit to it) drops that module
 // from the group while the group waits, so it does not run twice.
-func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
+func (s *moduleSteps) parallelRunTask(runs []moduleRun) *queue.Task {
 	runs = slices.Clone(runs)
 	// done[i]: runs[i] succeeded in an earlier attempt (attempts do not
 	// overlap; each goroutine writes only its own entry)
@@ -120,7 +120,7 @@ func (s *steps) parallelRunTask(runs []moduleRun) *queue.Task {
 
 // runModuleRecovered is runModule in a goroutine of its own, where the
 // queue's recovery does not reach: a panic is the module's error.
-func (s *steps) runModuleRecovered(ctx context.Context, name string, startup bool) (err error) {
+func (s *moduleSteps) runModuleRecovered(ctx context.Context, name string, startup bool) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)

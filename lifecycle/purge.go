@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ const (
 // confirmation takes, so a confirmation either passes the check or finds
 // the refusal it confirms.
 type purgeGuard struct {
-	limit int // Config.PurgeLimit
+	limit  int           // Config.PurgeLimit
+	logger *slog.Logger  // refusals are logged
+	events EventRecorder // and recorded on the source ConfigMap (nil: not)
 
 	mu        sync.Mutex
 	confirmed string    // the token allowed past the guard
@@ -155,20 +158,20 @@ func planToken(commit string, modules []string) string {
 	return hex.EncodeToString(sum[:20])
 }
 
-// purgeRefusedEvent logs a refusal and records a Warning Event
+// refusedEvent logs a refusal and records a Warning Event
 // PurgeRefused, once per refused change, on the source ConfigMap: that is
 // where the confirmation goes, and it outlives a deleted values ConfigMap
 // (docs/operator.md, "Purge guard").
-func (s *steps) purgeRefusedEvent(ctx context.Context, token string, err error) {
-	if !s.purge.warnOnce(token) {
+func (g *purgeGuard) refusedEvent(ctx context.Context, token string, err error) {
+	if !g.warnOnce(token) {
 		return
 	}
-	s.logger.Error("purge refused; the releases stay", "confirm", token, "err", err)
-	if s.cfg.SourceEvents == nil {
+	g.logger.Error("purge refused; the releases stay", "confirm", token, "err", err)
+	if g.events == nil {
 		return
 	}
-	if err := s.cfg.SourceEvents.Warning(ctx, "PurgeRefused", err.Error()); err != nil {
-		s.logger.Warn("could not record an Event", "reason", "PurgeRefused", "err", err)
+	if err := g.events.Warning(ctx, "PurgeRefused", err.Error()); err != nil {
+		g.logger.Warn("could not record an Event", "reason", "PurgeRefused", "err", err)
 	}
 }
 
@@ -194,7 +197,7 @@ func (o *Operator) ConfirmPurge(commit string) {
 		return
 	}
 	_, running := o.trees.revisionInfo()
-	refused, rerun := o.steps.purge.confirm(commit, running)
+	refused, rerun := o.purge.confirm(commit, running)
 	queues := o.queues.get()
 	switch {
 	case refused != nil:

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +17,26 @@ const (
 	kindReloadTree    queue.Kind = "ReloadTree"
 	kindReloadChanged queue.Kind = "ReloadChangedModules"
 )
+
+// treeSteps are the steps of a new revision (docs/lifecycle.md, "A new
+// revision"): load and admit its tree, adopt it past the purge guard, and
+// run what changed: the removed modules' purges, the changed modules
+// alone, or 'reload all modules'.
+type treeSteps struct {
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics
+	trees   *treeHolder
+	modules *moduleRegistry
+	queues  *queueRef
+	run     *runner
+	bind    *bindings
+	loader  *loader.Loader
+	steps   *steps
+	mods    *moduleSteps
+	purge   *purgeGuard
+	revs    revisions // the revisions on the way
+}
 
 // Revision is one tree the operator can run: the commit it was checked out
 // from ("" for a working copy), where, and the model loaded from it when it
@@ -46,7 +67,7 @@ func resolve(p string) string {
 }
 
 // load reads the tree at the configured directories (no-git mode).
-func (s *steps) load(ctx context.Context) (*loader.Model, error) {
+func (s *treeSteps) load(ctx context.Context) (*loader.Model, error) {
 	return s.loader.Load(ctx, resolve(s.cfg.Root), resolve(s.cfg.ModulesDir), resolve(s.cfg.GlobalHooksDir))
 }
 
@@ -58,16 +79,16 @@ func (s *steps) load(ctx context.Context) (*loader.Model, error) {
 // waiting there.
 func (o *Operator) TreeChanged(rev Revision) {
 	// a newer revision replaces one the purge guard refused
-	o.steps.purge.forgetRefused()
-	queues := o.steps.revs.offer(rev, o.queues)
+	o.purge.forgetRefused()
+	queues := o.tree.revs.offer(rev, o.queues)
 	if queues == nil {
 		return
 	}
 	queues.Main().Preempt(&queue.Task{
 		Key:         queue.Key{Kind: kindReloadTree},
 		Description: "load the changed tree " + rev.Commit,
-		Do:          func(ctx context.Context) error { return o.steps.reloadTree(ctx, rev) },
-		OnFailure:   func(err error, _ int) { o.steps.treeRefused(rev, err) },
+		Do:          func(ctx context.Context) error { return o.tree.reloadTree(ctx, rev) },
+		OnFailure:   func(err error, _ int) { o.tree.treeRefused(rev, err) },
 	}, func(k queue.Key) bool { return k.Kind == kindReloadTree })
 }
 
@@ -81,7 +102,7 @@ func (o *Operator) InUse() []string {
 	if t := o.trees.load(); t != nil {
 		out = append(out, t.rev.Commit, t.prevCommit)
 	}
-	out = append(out, o.steps.revs.incomingCommit(), o.steps.purge.refusedCommit())
+	out = append(out, o.tree.revs.incomingCommit(), o.purge.refusedCommit())
 	return slices.DeleteFunc(out, func(c string) bool { return c == "" })
 }
 
@@ -176,7 +197,7 @@ func (r *revisions) treeStatus() (err, reason string) {
 // before it publishes a revision, on a leader and on a standby alike. The
 // model it returns is the one that runs once the revision is adopted.
 func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksDir string) (*loader.Model, error) {
-	model, err := o.steps.loader.Load(ctx, root, filepath.Join(root, modulesDir), filepath.Join(root, globalHooksDir))
+	model, err := o.tree.loader.Load(ctx, root, filepath.Join(root, modulesDir), filepath.Join(root, globalHooksDir))
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +213,7 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 
 // TreeError is the last refused tree's error ("" when the last load worked).
 func (o *Operator) TreeError() string {
-	err, _ := o.steps.revs.treeStatus()
+	err, _ := o.tree.revs.treeStatus()
 	return err
 }
 
@@ -210,7 +231,7 @@ const (
 // previous model stays in force (treeRefused keeps the error for /status):
 // a bad tree waits for the next change, not for a retry. A revision older
 // than one reported since is skipped: the newer one's reload follows.
-func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
+func (s *treeSteps) reloadTree(ctx context.Context, rev Revision) error {
 	if s.revs.stale(rev) {
 		return nil
 	}
@@ -231,7 +252,7 @@ func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 
 // treeRefused is a refused tree's failure path: the error and its reason
 // for /status, the metric and the log.
-func (s *steps) treeRefused(rev Revision, err error) {
+func (s *treeSteps) treeRefused(rev Revision, err error) {
 	s.revs.refused(err)
 	s.metrics.treeRefused()
 	s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "reason", queue.Reason(err), "err", err)
@@ -243,14 +264,14 @@ func (s *steps) treeRefused(rev Revision, err error) {
 // land in the old store after it was copied (docs/operator.md, "One state
 // transition at a time"). Removed modules alone are purged; changes inside
 // modules alone run those modules; any other change reloads all modules.
-func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) error {
+func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model) error {
 	// only adopt changes the model, and it runs in "main", one at a time
 	old, _ := s.trees.current()
 	enabled := s.modules.enabledList()
 	diff := loader.Compare(old, model)
 	purged := slices.DeleteFunc(slices.Clone(diff.Removed), func(m string) bool { return !slices.Contains(enabled, m) })
 	if err := s.purge.checkTree(rev, purged, len(enabled)); err != nil {
-		s.purgeRefusedEvent(ctx, rev.Commit, err)
+		s.purge.refusedEvent(ctx, rev.Commit, err)
 		return queue.Terminal(reasonPurgeRefused, err)
 	}
 	var dropped []values.DroppedOp
@@ -277,7 +298,7 @@ func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) er
 			for _, name := range diff.Removed {
 				delete(modules, name)
 				*enabled = slices.DeleteFunc(*enabled, func(m string) bool { return m == name })
-				purges = append(purges, s.modulePurgeTask(name))
+				purges = append(purges, s.mods.modulePurgeTask(name))
 			}
 		})
 	}
@@ -300,7 +321,7 @@ func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) er
 		})
 	default:
 		s.logger.Info("tree changed: reloading all modules", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global, "reordered", diff.Reordered)
-		main.Preempt(s.reloadAllTask(), supersededByReload)
+		main.Preempt(s.steps.reloadAllTask(), supersededByReload)
 	}
 	return nil
 }
@@ -308,8 +329,8 @@ func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) er
 // moduleScoped: the new tree differs from the adopted one only inside
 // some modules' directories, and no reload is under way whose steps would
 // run them anyway (docs/operator.md, "Module-scoped reloads").
-func (s *steps) moduleScoped(diff loader.Diff) bool {
-	if len(diff.Changed) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || diff.Global || diff.Reordered || !s.converged() {
+func (s *treeSteps) moduleScoped(diff loader.Diff) bool {
+	if len(diff.Changed) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || diff.Global || diff.Reordered || !s.steps.converged() {
 		return false
 	}
 	main := s.queues.main()
@@ -325,7 +346,7 @@ func (s *steps) moduleScoped(diff loader.Diff) bool {
 // first, and if it enables exactly the modules enabled now, those modules
 // (with onStartup when their hooks changed) and the afterAll hooks;
 // otherwise 'reload all modules'.
-func (s *steps) changedModulesTask(old, model *loader.Model, changed []string) *queue.Task {
+func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []string) *queue.Task {
 	hooksChanged := map[string]bool{}
 	for _, name := range changed {
 		hooksChanged[name] = !sameHooks(old.Module(name), model.Module(name))
@@ -346,10 +367,10 @@ func (s *steps) changedModulesTask(old, model *loader.Model, changed []string) *
 			// a failed enabled script is discovery's to handle
 			if len(failed) > 0 || !slices.Equal(enabled, current) {
 				s.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
-				main.AddAfterCurrent(s.reloadAllTask())
+				main.AddAfterCurrent(s.steps.reloadAllTask())
 				return nil
 			}
-			s.reload.begin(s.cfg.Now())
+			s.steps.reload.begin(s.cfg.Now())
 			var runs []moduleRun
 			s.modules.edit(func(modules map[string]*moduleState, _ *[]string) {
 				for _, m := range model.Modules {
@@ -365,9 +386,9 @@ func (s *steps) changedModulesTask(old, model *loader.Model, changed []string) *
 				s.logger.Info("no enabled module changed")
 				return nil
 			}
-			tasks := s.moduleRunTasks(runs)
-			tasks = append(tasks, s.globalHookTasks(loader.AfterAll)...)
-			main.AddAfterCurrent(append(tasks, s.convergedTask())...)
+			tasks := s.mods.moduleRunTasks(runs)
+			tasks = append(tasks, s.steps.globalHookTasks(loader.AfterAll)...)
+			main.AddAfterCurrent(append(tasks, s.steps.convergedTask())...)
 			return nil
 		},
 	}

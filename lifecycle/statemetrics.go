@@ -15,7 +15,8 @@ var (
 // alerts of deploy/monitoring (docs/operator.md, "Monitoring").
 type stateCollector struct {
 	modules *moduleRegistry
-	steps   *steps
+	tree    *treeSteps
+	purge   *purgeGuard
 }
 
 func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -30,9 +31,9 @@ func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, st := range states {
 		failed[name] = st.state == StateFailed
 	}
-	treeErr, _ := s.steps.revs.treeStatus()
+	treeErr, _ := s.tree.revs.treeStatus()
 	tree := treeErr != ""
-	_, purge := s.steps.purge.status()
+	_, purge := s.purge.status()
 	one := func(b bool) float64 {
 		if b {
 			return 1

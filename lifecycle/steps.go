@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -10,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
@@ -27,9 +25,10 @@ const (
 )
 
 // steps are the task handlers of the documented lifecycle
-// (docs/lifecycle.md): start-up, 'reload all modules' (beforeAll,
-// discovery, module runs, deletes and purges, afterAll), the reactions to
-// a new revision and to ConfigMap changes, and auto-healing.
+// (docs/lifecycle.md) for the whole tree: start-up, 'reload all modules'
+// (global hooks, discovery: discover.go, then the module steps of
+// moduleSteps, afterAll), the reaction to ConfigMap changes (events.go)
+// and auto-healing (heal.go). A new revision's steps are treeSteps'.
 type steps struct {
 	cfg     Config
 	logger  *slog.Logger
@@ -40,11 +39,12 @@ type steps struct {
 	run     *runner
 	bind    *bindings
 	helm    Helm
-	loader  *loader.Loader
+	mods    *moduleSteps
+	purge   *purgeGuard // purge.go
 	reload  reloadState // the reload under way
-	revs    revisions   // the revisions on the way (revision.go)
-	purge   purgeGuard  // purge.go
 }
+
+var _ followUps = (*steps)(nil)
 
 // reloadState is the steps' bookkeeping of 'reload all modules': when the
 // one under way started, whether its afterAll hooks changed global values,
@@ -169,268 +169,4 @@ func (s *steps) convergedTask() *queue.Task {
 			return nil
 		},
 	}
-}
-
-// moduleRunTask is 'module run' (step 5). A failure retries the whole run;
-// a run that started with onStartup keeps it until it succeeds (docs/lifecycle.md, step 5).
-func (s *steps) moduleRunTask(name string, startup bool) *queue.Task {
-	desc := name
-	if startup {
-		desc += " (with onStartup)"
-	}
-	t := &queue.Task{
-		Key:         moduleRunKey(name),
-		Description: desc,
-		Payload:     moduleRunPayload{startup: startup},
-		OnFailure:   func(err error, _ int) { s.moduleFailed(name, err) },
-		Do:          func(ctx context.Context) error { return s.runModule(ctx, name, startup) },
-	}
-	if !startup {
-		// a queued run of the same module covers a later request for one
-		// (one with onStartup does more, and is queued)
-		t.Merge = func(later *queue.Task) bool {
-			p, ok := later.Payload.(moduleRunPayload)
-			return ok && later.Key == t.Key && !p.startup
-		}
-	}
-	return t
-}
-
-// moduleRunKey is the key of a module's run, alone or in a weight group.
-func moduleRunKey(name string) queue.Key { return queue.Key{Kind: kindModuleRun, Module: name} }
-
-// moduleRunPayload is a module run's data: whether it runs onStartup.
-type moduleRunPayload struct{ startup bool }
-
-func (moduleRunPayload) TaskKind() queue.Kind { return kindModuleRun }
-
-func (s *steps) runModule(ctx context.Context, name string, startup bool) error {
-	model, store := s.trees.current()
-	m := model.Module(name)
-	if m == nil {
-		return nil // removed from the tree since the task was queued
-	}
-	s.modules.setState(name, StateRunning, nil)
-	defer s.metrics.moduleRan(name, s.cfg.Now, s.cfg.Now())
-	logger := s.logger.With("module", name)
-	run := func(binding string) (bool, error) {
-		changed := false
-		for _, h := range ordered(m.Hooks, binding) {
-			res, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false)
-			if err != nil {
-				return false, err
-			}
-			changed = changed || res.ValuesChanged || res.ConfigChanged
-		}
-		return changed, nil
-	}
-	if err := s.ensureCRDs(ctx, m); err != nil {
-		return err
-	}
-	if startup {
-		if _, err := run(loader.OnStartup); err != nil {
-			return err
-		}
-	}
-	// kubernetes@Synchronization of hooks whose monitors do not run yet: at
-	// start-up, when the module was enabled, or when a new tree changed them
-	if err := s.bind.synchronize(ctx, m.Hooks); err != nil {
-		return err
-	}
-	if _, err := run(loader.BeforeHelm); err != nil {
-		return err
-	}
-	if m.HasChart {
-		if err := store.CheckHelmValues(m.Key); err != nil {
-			// the same values fail again: the next change runs the module
-			return queue.Terminal(reasonValuesRefused, fmt.Errorf("module %s: values for Helm: %w", name, err))
-		}
-		vals, err := store.HelmValues(m.Key)
-		if err != nil {
-			return err
-		}
-		// the mode and revision of the tree running now: an edit or a
-		// tree adopted since the run started counts
-		now := s.trees.load()
-		inMaintenance, err := maintenance(now.configData, m)
-		if err != nil {
-			return err
-		}
-		s.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
-		start := s.cfg.Now()
-		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
-		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
-		if s.conflict(ctx, name, err) {
-			return queue.Terminal(reasonReleaseConflict, err)
-		}
-		if err != nil {
-			return err
-		}
-		s.resolved(name)
-		if res.Upgraded {
-			logger.Info("helm release applied", "reason", res.Reason, "revision", res.Revision)
-		} else if inMaintenance {
-			logger.Info("maintenance mode: helm release left as it is", "revision", res.Revision)
-		} else {
-			logger.Debug("helm release unchanged", "revision", res.Revision)
-		}
-	}
-	changed, err := run(loader.AfterHelm)
-	if err != nil {
-		return err
-	}
-	s.modules.update(name, func(st *moduleState) { st.startupDone = true })
-	s.modules.setState(name, StateReady, nil)
-	s.bind.syncSchedules()
-	if changed {
-		logger.Info("afterHelm hooks changed module values; running module again")
-		s.queues.main().AddAfterCurrent(s.moduleRunTask(name, false))
-	}
-	return nil
-}
-
-// moduleDeleteTask is 'module delete' (step 6): beforeDeleteHelm hooks when
-// the module has a release, the uninstall, then afterDeleteHelm hooks.
-func (s *steps) moduleDeleteTask(name string) *queue.Task {
-	return &queue.Task{
-		Key:         queue.Key{Kind: kindModuleDelete, Module: name},
-		Description: name,
-		OnFailure:   func(err error, _ int) { s.moduleDeleteFailed(name, err) },
-		Do: func(ctx context.Context) error {
-			model, _ := s.trees.current()
-			m := model.Module(name)
-			hooks := func(binding string) error {
-				if m == nil {
-					return nil
-				}
-				for _, h := range ordered(m.Hooks, binding) {
-					if _, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			// beforeDeleteHelm only when there is a release to delete; a
-			// retry after the uninstall does not run it again
-			exists, err := s.helm.Has(ctx, name)
-			if err != nil {
-				return err
-			}
-			if exists {
-				if err := hooks(loader.BeforeDeleteHelm); err != nil {
-					return err
-				}
-			}
-			removed, err := s.helm.Uninstall(ctx, name)
-			conflict := s.conflict(ctx, name, err)
-			if err != nil && !conflict {
-				return err
-			}
-			if removed {
-				s.logger.Info("helm release deleted", "module", name)
-			}
-			// after a conflict nothing was deleted: no afterDeleteHelm,
-			// and the module keeps the conflict as its error
-			if !conflict {
-				s.resolved(name)
-				if err := hooks(loader.AfterDeleteHelm); err != nil {
-					return err
-				}
-			}
-			s.modules.setState(name, StateDisabled, nil)
-			s.bind.syncSchedules()
-			s.bind.syncMonitors()
-			if conflict {
-				return queue.Terminal(reasonReleaseConflict, err)
-			}
-			return nil
-		},
-	}
-}
-
-// modulePurgeTask is 'module purge' (step 7): a release of ours whose module
-// directory is gone is uninstalled; no hooks run.
-func (s *steps) modulePurgeTask(name string) *queue.Task {
-	return &queue.Task{
-		Key:         queue.Key{Kind: kindModulePurge, Module: name},
-		Description: name,
-		Do: func(ctx context.Context) error {
-			removed, err := s.helm.Purge(ctx, name)
-			if err != nil {
-				return err
-			}
-			s.metrics.releaseConflicts.DeleteLabelValues(name)
-			if removed {
-				s.logger.Info("helm release purged: its module is gone", "module", name)
-			}
-			return nil
-		},
-	}
-}
-
-// hasRelease: a disabled module has a release to delete that Releases
-// does not list (the original addon-operator's). It reads the snapshot
-// Releases just took; an error counts as no release, and the next
-// discovery asks again.
-func (s *steps) hasRelease(ctx context.Context, name string) bool {
-	ok, err := s.helm.Has(ctx, name)
-	if err != nil {
-		s.logger.Warn("could not read a module's release", "module", name, "err", err)
-	}
-	return ok
-}
-
-// ensureCRDs applies the module's crds/ before anything of it runs, as the
-// original addon-operator does, when the module's files changed since they
-// were last applied (always on its first run).
-func (s *steps) ensureCRDs(ctx context.Context, m *loader.Module) error {
-	if s.cfg.CRDs == nil {
-		return nil
-	}
-	if s.modules.get(m.Name).crdsHash == m.Hash {
-		return nil
-	}
-	n, err := s.cfg.CRDs.Ensure(ctx, m.Name, m.Dir)
-	if err != nil {
-		return fmt.Errorf("module %s: apply CRDs: %w", m.Name, err)
-	}
-	if n > 0 {
-		s.logger.Info("CRDs applied", "module", m.Name, "changed", n)
-	}
-	s.modules.update(m.Name, func(st *moduleState) { st.crdsHash = m.Hash })
-	return nil
-}
-
-// Reasons of the terminal errors of module steps (queue.TerminalError),
-// as /status shows them.
-const (
-	// reasonReleaseConflict: another tool owns the module's release name
-	// (conflict.go); the next run of the module tries again.
-	reasonReleaseConflict = "ReleaseConflict"
-	// reasonValuesRefused: the module's values fail its schemas before
-	// Helm; the next change of them runs the module again.
-	reasonValuesRefused = "ValuesRefused"
-)
-
-// moduleFailed records a failed module run: the module's state and
-// addon_operator_module_run_errors_total (not for a run cut short by
-// shutdown, nor for a release conflict, which has its own gauge);
-// moduleDeleteFailed, a failed delete, where a conflict leaves the module
-// Disabled with its release in place.
-func (s *steps) moduleFailed(name string, err error) {
-	if !errors.Is(err, context.Canceled) && !errors.Is(err, kube.ErrNotOurs) {
-		s.metrics.moduleFailed(name, false)
-	}
-	s.modules.setState(name, StateFailed, err)
-}
-
-func (s *steps) moduleDeleteFailed(name string, err error) {
-	if errors.Is(err, kube.ErrNotOurs) {
-		s.modules.setState(name, StateDisabled, err)
-		return
-	}
-	if !errors.Is(err, context.Canceled) {
-		s.metrics.moduleFailed(name, true)
-	}
-	s.modules.setState(name, StateFailed, err)
 }

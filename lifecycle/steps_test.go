@@ -265,3 +265,26 @@ func TestStepsTreeRefusedReason(t *testing.T) {
 		t.Fatalf("status: reason %q, alpha %+v", st.TreeReason, u.state("alpha"))
 	}
 }
+
+// The purge guard's check records its verdict in the same step, so a
+// confirmation racing a check is never lost: either the check sees it and
+// passes, or the confirmation finds the refusal and hands the revision
+// back to load again (the check and the record were two steps before).
+func TestPurgeGuardConfirmationRacingACheck(t *testing.T) {
+	for i := range 500 {
+		g := &purgeGuard{limit: PurgeNone, logger: quiet()}
+		rev := Revision{Commit: fmt.Sprintf("%040d", i)}
+		var checkErr error
+		var reload *Revision
+		var wg sync.WaitGroup
+		wg.Go(func() { checkErr = g.checkTree(rev, []string{"alpha"}, 2) })
+		wg.Go(func() { reload, _ = g.confirm(rev.Commit, "") })
+		wg.Wait()
+		if checkErr != nil && reload == nil {
+			t.Fatalf("round %d: the check refused and the confirmation found nothing to load", i)
+		}
+		if checkErr == nil && reload != nil {
+			t.Fatalf("round %d: passed and handed back for a reload", i)
+		}
+	}
+}
