@@ -126,6 +126,9 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 		if st.PurgeError != "" {
 			body["purgeError"] = st.PurgeError
 		}
+		if st.TreeReason != "" {
+			body["treeReason"] = st.TreeReason
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

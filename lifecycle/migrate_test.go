@@ -1,8 +1,10 @@
 package lifecycle
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,6 +99,14 @@ func TestTakeOverFromOriginal(t *testing.T) {
 	}
 	if beta.State != StateFailed || !strings.Contains(beta.LastError, "not managed by addon-operator") {
 		t.Fatalf("beta status = %+v", beta)
+	}
+	// a terminal failure, with its reason on /status
+	_, body := serveHandler(t, e.op.Handler(HTTPOptions{}))("/status")
+	var served struct{ Modules []ModuleStatus }
+	if err := json.Unmarshal([]byte(body), &served); err != nil || !slices.ContainsFunc(served.Modules, func(m ModuleStatus) bool {
+		return m.Name == "beta" && m.Reason == "ReleaseConflict"
+	}) {
+		t.Fatalf("/status does not give beta's reason (%v): %s", err, body)
 	}
 	if n := testutil.ToFloat64(e.op.metrics.releaseConflicts.WithLabelValues("beta")); n != 1 {
 		t.Fatalf("addon_operator_release_conflicts{module=beta} = %v", n)
