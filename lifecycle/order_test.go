@@ -2,8 +2,11 @@ package lifecycle
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -103,5 +106,50 @@ func TestModuleRunTasks(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("parallel %d: %v, want %v", tc.parallel, got, tc.want)
 		}
+	}
+}
+
+// A ConfigMap edit to a module while its weight group waits in "main"
+// replaces the module's run in the group: with real Helm, hooks and the
+// API server's watch, the module runs once (issue #21: it ran twice).
+func TestEditSupersedesRunInWeightGroup(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("SYNC_DIR", dir)
+	// gamma's run holds "main" while $SYNC_DIR/hold exists, until $SYNC_DIR/go does
+	const hold = `if [ -e "$SYNC_DIR/hold" ]; then touch "$SYNC_DIR/held"; for i in $(seq 400); do [ -e "$SYNC_DIR/go" ] && exit 0; sleep 0.05; done; exit 1; fi`
+	const hook = `{"beforeHelm": 1}`
+	files := merged(map[string]string{
+		"modules/values.yaml":          "alphaEnabled: true\nbetaEnabled: true\ngammaEnabled: true\n",
+		"modules/001-gamma/hooks/g.sh": recordingHook("gamma", hook, hold),
+		"modules/002-alpha/hooks/a.sh": recordingHook("alpha", hook, ""),
+		"modules/002-beta/hooks/b.sh":  recordingHook("beta", hook, ""),
+	}, withPrefix("modules/001-gamma", moduleChart("gamma", "gamma")), withPrefix("modules/002-alpha", moduleChart("alpha", "alpha")),
+		withPrefix("modules/002-beta", moduleChart("beta", "beta")))
+	e := setup(t, files, nil)
+	e.parallel = 2
+	e.start()
+	e.waitReady()
+	e.idle()
+	base := len(e.readRecords())
+	touch := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch("hold")
+	e.op.steps.queueReloadAll()
+	e.eventually("gamma's run holding main", func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil })
+	e.eventually("the weight group waiting", func() bool { return e.op.Queues().Main().HasQueued(kindParallelRun) })
+	e.setConfigMap(map[string]string{"alpha": "x: 1\n"})
+	e.eventually("alpha's own run queued", func() bool { return e.op.Queues().Main().HasQueued(kindModuleRun) })
+	touch("go")
+	e.eventually("alpha's edit applied", func() bool { return strings.Contains(fmt.Sprint(e.releaseValues("alpha")), "x:1") })
+	e.idle()
+	count := map[string]int{}
+	for _, s := range e.sequence()[base:] {
+		count[s]++
+	}
+	if count["alpha:beforeHelm"] != 1 || count["beta:beforeHelm"] != 1 || count["gamma:beforeHelm"] != 1 {
+		t.Fatalf("hook runs after the reload and alpha's edit: %v (want each module once)", e.sequence()[base:])
 	}
 }
