@@ -547,3 +547,30 @@ func TestTerminalAndRetryableErrors(t *testing.T) {
 		t.Fatal("a nil error was marked")
 	}
 }
+
+// A change that supersedes one member of a running group task that then
+// fails drops that member from the retry; the others are retried.
+func TestPreemptSupersedesMemberOfFailingGroup(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Main()
+	r := &recorder{}
+	release := make(chan struct{})
+	g := r.groupTask("run", "a", "b")
+	groupDo, attempts := g.Do, 0
+	g.Do = func(ctx context.Context) error {
+		_ = groupDo(ctx)
+		if attempts++; attempts == 1 {
+			<-release
+			return errors.New("boom")
+		}
+		return nil
+	}
+	q.Add(g)
+	waitRunning(t, s)
+	q.Preempt(r.task("change", nil), func(k Key) bool { return k == Key{Kind: "run", Module: "a"} })
+	close(release)
+	waitIdle(t, q)
+	if got := r.String(); got != "group(a+b),change,group(b)" {
+		t.Fatalf("order = %s", got)
+	}
+}
