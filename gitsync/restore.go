@@ -59,7 +59,7 @@ func (s *Syncer) reuse(ctx context.Context, rev *Revision) error {
 		return err
 	}
 	if s.opts.Validate != nil {
-		if rev.Model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+		if rev.Checked, err = s.opts.Validate(ctx, rev.Dir); err != nil {
 			return err
 		}
 	}

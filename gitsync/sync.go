@@ -75,7 +75,7 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 		return cur, false, nil
 	}
 	if s.opts.Validate != nil {
-		if rev.Model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+		if rev.Checked, err = s.opts.Validate(ctx, rev.Dir); err != nil {
 			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
 		}
 	}

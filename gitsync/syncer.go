@@ -19,8 +19,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-
-	"github.com/addonops/addon-operator/loader"
 )
 
 // Options configure a Syncer.
@@ -57,9 +55,10 @@ type Options struct {
 	// 0: DefaultMaxCheckoutSize; negative: no limit.
 	MaxCheckoutSize int64
 	// Validate checks a checked-out revision before it is published, and
-	// a revision restored from disk before it is used again; what it loaded
-	// rides on the Revision (Model). A refused revision is never current.
-	Validate func(ctx context.Context, dir string) (*loader.Model, error)
+	// a revision restored from disk before it is used again; what it
+	// returns rides on the Revision (Checked), opaque to the syncer. A
+	// refused revision is never current.
+	Validate func(ctx context.Context, dir string) (any, error)
 	// InUse lists commits whose checkouts must stay on disk (the running
 	// model's files); old revisions are removed otherwise.
 	InUse  func() []string
@@ -69,7 +68,10 @@ type Options struct {
 	After func(time.Duration) <-chan time.Time
 }
 
-// Revision is one checked-out commit.
+// Revision is one tree the operator can run: a checked-out commit, or
+// (Commit "") a working copy. The operator runs what Checked holds when it
+// is set (the files are not read again), and records Commit on releases
+// and in /status.
 type Revision struct {
 	Commit string `json:"commit"`
 	Ref    string `json:"ref"`
@@ -80,10 +82,11 @@ type Revision struct {
 	Author    string    `json:"author"`
 	Time      time.Time `json:"time"`
 	AppliedAt time.Time `json:"appliedAt,omitzero"`
-	// Dir is the revision's checkout.
+	// Dir is the revision's checkout ("" for a working copy).
 	Dir string `json:"-"`
-	// Model is what Options.Validate loaded from Dir (nil without it).
-	Model *loader.Model `json:"-"`
+	// Checked is what Options.Validate returned for Dir (nil without it):
+	// the operator's loaded model.
+	Checked any `json:"-"`
 }
 
 // Status is what `source status` and /status show.
