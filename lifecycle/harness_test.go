@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -251,7 +252,7 @@ func (e *env) start() {
 		ObjectPatcher: patcher,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
-		e.op.TreeChanged(Revision{Commit: e.commit})
+		e.op.TreeChanged(gitsync.Revision{Commit: e.commit})
 	}
 	if e.beforeRun != nil {
 		e.beforeRun(e.op)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -154,14 +155,16 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 // start-up is an error: the operator stops (docs/operator.md, "Events").
 func (o *Operator) Run(ctx context.Context) error {
 	o.c.mu.Lock()
-	var rev Revision
+	var rev gitsync.Revision
 	if o.c.incoming != nil {
 		rev, o.c.incoming = *o.c.incoming, nil
 	}
 	o.c.mu.Unlock()
-	model := rev.Model
+	model, err := modelOf(rev)
+	if err != nil {
+		return err
+	}
 	if model == nil {
-		var err error
 		if model, err = o.steps.load(ctx); err != nil {
 			return fmt.Errorf("load modules: %w", err)
 		}
@@ -181,7 +184,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
 	o.c.mu.Lock()
-	o.c.model, o.c.store, o.c.configData, o.c.rev = model, store, data, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
+	o.c.model, o.c.store, o.c.configData, o.c.rev = model, store, data, gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
 	o.c.metrics.bindingsOf(model)
 	for _, m := range model.Modules {
 		o.c.modules[m.Name] = &moduleState{state: StateDisabled}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
@@ -17,20 +18,19 @@ const (
 	kindReloadChanged queue.Kind = "ReloadChangedModules"
 )
 
-// Revision is one tree the operator can run: the commit it was checked out
-// from ("" for a working copy), where, and the model loaded from it when it
-// was checked. That model is the one that runs: the files are not read
-// again, and the commit recorded on releases and in /status is the one
-// the model came from.
-type Revision struct {
-	Commit string
-	// Ref is the ref the commit was resolved from (for the revision metric).
-	Ref string
-	// Dir is the checkout's root ("" without git).
-	Dir string
-	// Model is the checked tree; nil means the configured directories are
-	// loaded when the revision is adopted (a working copy).
-	Model *loader.Model
+// modelOf is the model a revision was checked with (CheckTree's, which
+// gitsync carries opaque in Checked): it is the one that runs, and the
+// commit recorded on releases and in /status is the one it came from.
+// None (a working copy) means the configured directories are loaded when
+// the revision is adopted.
+func modelOf(rev gitsync.Revision) (*loader.Model, error) {
+	switch m := rev.Checked.(type) {
+	case nil:
+		return nil, nil
+	case *loader.Model:
+		return m, nil
+	}
+	return nil, fmt.Errorf("revision %s was checked as a %T, not a module tree", rev.Commit, rev.Checked)
 }
 
 // resolve follows symlinks so a model's paths stay valid if a link in
@@ -56,7 +56,7 @@ func (s *steps) load(ctx context.Context) (*loader.Model, error) {
 // of "main", ahead of a task that keeps failing (docs/operator.md, "Changes
 // pre-empt failures"), and replaces a reload of an older revision still
 // waiting there.
-func (o *Operator) TreeChanged(rev Revision) {
+func (o *Operator) TreeChanged(rev gitsync.Revision) {
 	o.c.mu.Lock()
 	o.c.incoming = &rev
 	// a newer revision replaces one the purge guard refused
@@ -87,7 +87,7 @@ func (o *Operator) InUse() []string {
 			out = append(out, c)
 		}
 	}
-	for _, r := range []*Revision{o.c.incoming, o.c.purgeRefused} {
+	for _, r := range []*gitsync.Revision{o.c.incoming, o.c.purgeRefused} {
 		if r != nil && r.Commit != "" {
 			out = append(out, r.Commit)
 		}
@@ -133,16 +133,15 @@ func (o *Operator) TreeError() string {
 // the current configuration; otherwise the previous model stays in force
 // and the error is kept for /status. A revision older than one reported
 // since is skipped: the newer one's reload follows.
-func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
+func (s *steps) reloadTree(ctx context.Context, rev gitsync.Revision) error {
 	s.mu.Lock()
 	stale := s.incoming != nil && *s.incoming != rev
 	s.mu.Unlock()
 	if stale {
 		return nil
 	}
-	model := rev.Model
-	var err error
-	if model == nil {
+	model, err := modelOf(rev)
+	if err == nil && model == nil {
 		model, err = s.load(ctx)
 	}
 	if err == nil {
@@ -170,7 +169,7 @@ func (s *steps) reloadTree(ctx context.Context, rev Revision) error {
 // it was copied (docs/operator.md, "One state transition at a time").
 // Removed modules alone are purged; changes inside modules alone run those
 // modules; any other change reloads all modules.
-func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) error {
+func (s *steps) adopt(ctx context.Context, rev gitsync.Revision, model *loader.Model) error {
 	store, _, err := values.NewStore(model.Values)
 	if err != nil {
 		return err
@@ -204,7 +203,7 @@ func (s *steps) adopt(ctx context.Context, rev Revision, model *loader.Model) er
 	}
 	dropped := store.RestorePatches(oldStore.Patches())
 	s.prevCommit = s.rev.Commit
-	s.model, s.store, s.rev = model, store, Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
+	s.model, s.store, s.rev = model, store, gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}
 	s.metrics.bindingsOf(model)
 	var purges []*queue.Task
 	if diff.OnlyRemoved() {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
@@ -39,9 +40,9 @@ type state struct {
 	queues         *queue.Set // nil until Run made them
 	model          *loader.Model
 	store          *values.Store
-	rev            Revision                // the revision the model was loaded from
+	rev            gitsync.Revision        // the revision the model was loaded from
 	prevCommit     string                  // the revision adopted before it
-	incoming       *Revision               // the newest revision not yet adopted
+	incoming       *gitsync.Revision       // the newest revision not yet adopted
 	modules        map[string]*moduleState // by module name
 	enabledModules []string
 	ready          bool
@@ -51,7 +52,7 @@ type state struct {
 	configVersion  string                 // its resourceVersion
 	treeError      string                 // why the last changed tree was refused
 	purgeConfirmed string                 // the commit allowed past the purge guard
-	purgeRefused   *Revision              // the revision the purge guard refused
+	purgeRefused   *gitsync.Revision      // the revision the purge guard refused
 	purgeError     string                 // why the last discovery purged nothing
 	purgeToken     string                 // what confirms the uninstalls it refused
 	purgeWarned    string                 // the refusal last recorded as an Event

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/addonops/addon-operator/gitsync"
 )
 
 // Unit tests of the steps on fakes: no API server, no Helm, no hooks. The
@@ -68,7 +70,7 @@ func TestStepsPurgeLeavesForeignRelease(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(u.dir, "modules/002-beta")); err != nil {
 		t.Fatal(err)
 	}
-	u.op.TreeChanged(Revision{})
+	u.op.TreeChanged(gitsync.Revision{})
 	u.until("beta gone from the modules", func() bool { return len(u.op.Status().Modules) == 2 })
 	u.idle()
 	if _, ok := helm.releases["beta"]; !ok {
@@ -89,7 +91,7 @@ func TestStepsModuleScopedReload(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(u.dir, "modules/002-beta/values.yaml"), []byte("beta:\n  x: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	u.op.TreeChanged(Revision{})
+	u.op.TreeChanged(gitsync.Revision{})
 	u.until("beta upgraded", func() bool { return len(helm.called()) > before })
 	u.idle()
 	if got := helm.called()[before:]; !slices.Equal(got, []string{"upgrade beta"}) {
