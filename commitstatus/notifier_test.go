@@ -310,3 +310,69 @@ func TestNotifierFullQueue(t *testing.T) {
 	h.run()
 	h.want("0098 addon-operator/prod pending", "0099 addon-operator/prod pending", "0100 addon-operator/prod success")
 }
+
+// heldProvider records posts and holds each until the test releases it.
+type heldProvider struct {
+	mu      sync.Mutex
+	posted  []State
+	release chan struct{}
+	started chan struct{}
+}
+
+func (p *heldProvider) Post(ctx context.Context, s Status) error {
+	p.started <- struct{}{}
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.posted = append(p.posted, s.State)
+	return nil
+}
+
+// TestNotifierReportDuringPost: a report that matches what was posted
+// before, arriving while another state of its key is being posted, is
+// still posted after it; the newest state is what the forge ends with.
+func TestNotifierReportDuringPost(t *testing.T) {
+	p := &heldProvider{release: make(chan struct{}), started: make(chan struct{}, 10)}
+	n, err := New(Options{Provider: p, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	c := commit(1)
+	n.Report(Report{Commit: c, State: Applied})
+	<-p.started
+	p.release <- struct{}{}
+	n.Report(Report{Commit: c, State: Failed})
+	<-p.started // failure in flight
+	n.Report(Report{Commit: c, State: Applied})
+	p.release <- struct{}{}
+	select {
+	case <-p.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the newest state was not posted after the one in flight")
+	}
+	p.release <- struct{}{}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		got := fmt.Sprint(p.posted)
+		p.mu.Unlock()
+		if got == "[applied failed applied]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("posted %s", got)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+var _ Provider = (*heldProvider)(nil)
