@@ -127,12 +127,11 @@ func (s *steps) convergedTask() *queue.Task {
 			s.metrics.converged(first, took)
 			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
 			s.bind.syncSchedules()
-			if !again {
-				s.reportOutcome()
-			}
 			if again {
 				s.logger.Info("afterAll hooks changed global values; reloading all modules")
 				s.queues.Main().AddAfterCurrent(s.reloadAllTask())
+			} else {
+				s.reportOutcome()
 			}
 			return nil
 		},
