@@ -50,7 +50,7 @@ func (c *core) reportOutcome() {
 	commit, reason := c.rev.Commit, ""
 	for _, name := range c.enabledModules {
 		if st := c.modules[name]; st != nil && st.state == StateFailed {
-			reason = "module " + name + ": failed (see /status)"
+			reason = "module " + name + ": see /status"
 			break
 		}
 	}
@@ -91,5 +91,5 @@ func failureReason(err error) string {
 	if errors.As(err, &he) {
 		return he.Error()
 	}
-	return "failed (see /status)"
+	return "see /status"
 }

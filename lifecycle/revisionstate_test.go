@@ -8,6 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 )
 
 // revisionStates records what Config.OnRevisionState is told.
@@ -122,5 +127,56 @@ func TestRevisionStates(t *testing.T) {
 		if strings.Contains(s.Reason, "secret-output") {
 			t.Fatalf("a hook's output in a reason: %+v", s)
 		}
+	}
+}
+
+// A release conflict fails its module and moves on: the revision is
+// failed, once, also when the reload ends.
+func TestRevisionStateReleaseConflict(t *testing.T) {
+	e := setup(t, twoModules(), nil)
+	cfg, err := helmtest.Config(restCfg, e.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := action.NewInstall(cfg)
+	inst.ReleaseName, inst.Namespace = "beta", e.ns
+	if _, err := inst.Run(&chart.Chart{Metadata: &chart.Metadata{Name: "beta", Version: "0.1.0", APIVersion: "v2"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec := &revisionStates{}
+	e.commit, e.onRevision = sha('c'), rec.record
+	e.start()
+	e.waitReady()
+	want := []string{"applying", "alpha applied", "beta failed: see /status", "failed: module beta: see /status"}
+	if got := rec.of(sha('c')); !slices.Equal(got, want) {
+		t.Fatalf("states %v, want %v", got, want)
+	}
+}
+
+// A global hook that fails fails the revision, naming the hook; once it
+// passes, the reload ends and the revision is applied.
+func TestRevisionStateGlobalHookFailure(t *testing.T) {
+	flag := filepath.Join(t.TempDir(), "fail")
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := merged(map[string]string{
+		"modules/values.yaml": "alphaEnabled: true\n",
+		"global-hooks/g.sh": "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"beforeAll\": 1}'; exit 0; fi\n" +
+			"if [ -e " + flag + " ]; then echo secret-output >&2; exit 2; fi\n",
+	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
+	rec := &revisionStates{}
+	e := setup(t, files, nil)
+	e.commit, e.onRevision = sha('g'), rec.record
+	e.start()
+	failed := "failed: hook g.sh (beforeAll): exited 2"
+	e.eventually("the failure", func() bool { return slices.Contains(rec.of(sha('g')), failed) })
+	if err := os.Remove(flag); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReady()
+	want := []string{"applying", failed, "alpha applied", "applied"}
+	if got := rec.of(sha('g')); !slices.Equal(got, want) {
+		t.Fatalf("states %v, want %v", got, want)
 	}
 }
