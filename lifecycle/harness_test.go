@@ -158,6 +158,8 @@ type env struct {
 	parallel int
 	// purgeLimit is Config.PurgeLimit
 	purgeLimit int
+	// onRevision is Config.OnRevisionState
+	onRevision func(RevisionState)
 }
 
 func newNamespace(t testing.TB) string {
@@ -249,7 +251,7 @@ func (e *env) start() {
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Monitors: KubeMonitors(watcher),
 		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName), CRDs: crds,
 		SourceEvents: kube.NewConfigMap(client, e.ns, e.cmName+"-source"), PurgeLimit: e.purgeLimit,
-		ObjectPatcher: patcher,
+		ObjectPatcher: patcher, OnRevisionState: e.onRevision,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
 		e.op.TreeChanged(gitsync.Revision{Commit: e.commit})

@@ -89,6 +89,10 @@ type Config struct {
 	// ParallelModules bounds how many modules of one weight run at once
 	// (0: the number of CPUs; 1: one by one).
 	ParallelModules int
+	// OnRevisionState, if set, is told when a revision starts applying,
+	// has been applied, or failed (revisionstate.go). It is called from
+	// the tasks of "main" and must not block.
+	OnRevisionState func(RevisionState)
 	// Now and After are the clock of retries, schedules and the
 	// absent-resources check (tests drive them without sleeping).
 	After func(time.Duration) <-chan time.Time
@@ -191,6 +195,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	o.c.mu.Unlock()
 	o.c.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
+	o.c.reportRevision(rev.Commit, "", RevisionApplying, "")
 	o.bind.runCtx = ctx
 	defer o.bind.stopMonitors()
 

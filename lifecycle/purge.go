@@ -50,8 +50,8 @@ func (s *steps) checkPurge(commit, token string, purged []string, total int) err
 	if allowed || confirmed {
 		return nil
 	}
-	return fmt.Errorf("purge guard: revision %s would uninstall %d of %d modules (%s), more than ADDON_OPERATOR_PURGE_LIMIT allows (%s); raise the limit or confirm with `addon-operator source confirm-purge %s`",
-		shortCommit(commit), n, total, strings.Join(purged, ", "), limitText(s.cfg.PurgeLimit, limit), token)
+	return fmt.Errorf("%w: revision %s would uninstall %d of %d modules (%s), more than ADDON_OPERATOR_PURGE_LIMIT allows (%s); raise the limit or confirm with `addon-operator source confirm-purge %s`",
+		errPurgeGuard, shortCommit(commit), n, total, strings.Join(purged, ", "), limitText(s.cfg.PurgeLimit, limit), token)
 }
 
 // planToken names one set of uninstalls on one revision, for a

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -159,6 +160,11 @@ func (s *steps) reloadTree(ctx context.Context, rev gitsync.Revision) error {
 	if err != nil {
 		s.metrics.treeRefused()
 		s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "err", err)
+		reason := "the operator refused its tree; the previous revision keeps running (see /status)"
+		if errors.Is(err, errPurgeGuard) {
+			reason = "held by the purge guard until confirmed (see /status)"
+		}
+		s.reportRevision(rev.Commit, "", RevisionFailed, reason)
 	}
 	return nil // a bad tree waits for the next change, not for a retry
 }
@@ -214,6 +220,7 @@ func (s *steps) adopt(ctx context.Context, rev gitsync.Revision, model *loader.M
 		}
 	}
 	s.mu.Unlock()
+	s.reportRevision(rev.Commit, "", RevisionApplying, "")
 	s.logDropped("the tree changed", dropped)
 	// the old tree's schedules and monitors stop; new ones start as modules run
 	s.bind.syncSchedules()
@@ -222,10 +229,13 @@ func (s *steps) adopt(ctx context.Context, rev gitsync.Revision, model *loader.M
 	switch {
 	case len(purges) > 0:
 		s.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
-		main.AddAfterCurrent(purges...)
+		main.AddAfterCurrent(append(purges, s.revisionAppliedTask())...)
 	case diff.Empty():
 		// the same files (a re-tag, a revert): nothing to run
 		s.logger.Info("tree changed: the same files; nothing to run", "revision", rev.Commit)
+		if !s.reloading() {
+			s.reportOutcome()
+		}
 	case s.moduleScoped(diff):
 		s.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
 		main.Preempt(s.changedModulesTask(old, model, diff.Changed), func(t *queue.Task) bool {
@@ -299,6 +309,7 @@ func (s *steps) changedModulesTask(old, model *loader.Model, changed []string) *
 			s.mu.Unlock()
 			if len(runs) == 0 {
 				s.logger.Info("no enabled module changed")
+				s.reportOutcome()
 				return nil
 			}
 			tasks := s.moduleRunTasks(runs)
@@ -320,4 +331,28 @@ func sameHooks(a, b *loader.Module) bool {
 		}
 	}
 	return true
+}
+
+// reloading: a reload is queued whose converged task reports the revision.
+func (s *steps) reloading() bool {
+	main := s.queues.Main()
+	for _, kind := range []queue.Kind{kindReloadAll, kindReloadChanged, kindDiscover, kindConverged, kindRevisionApplied} {
+		if main.HasQueued(kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// revisionAppliedTask reports the revision once the tasks queued before
+// it (a purge) are done.
+func (s *steps) revisionAppliedTask() *queue.Task {
+	return &queue.Task{
+		Kind:        kindRevisionApplied,
+		Description: "revision applied",
+		Do: func(context.Context) error {
+			s.reportOutcome()
+			return nil
+		},
+	}
 }

@@ -65,6 +65,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			Payload:     binding,
 			Hook:        hookLabel(h), Binding: binding,
+			OnFailure: func(err error, _ int) { s.reportFailure("", err) },
 			Do: func(ctx context.Context) error {
 				h := s.currentHook(h)
 				if h == nil {
@@ -129,6 +130,8 @@ func (s *steps) convergedTask() *queue.Task {
 			if again {
 				s.logger.Info("afterAll hooks changed global values; reloading all modules")
 				s.queues.Main().AddAfterCurrent(s.reloadAllTask())
+			} else {
+				s.reportOutcome()
 			}
 			return nil
 		},
@@ -212,6 +215,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
 			s.setState(name, StateFailed, err)
+			s.reportFailure(name, err)
 			return nil
 		}
 		if err != nil {
@@ -236,6 +240,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 	}
 	s.mu.Unlock()
 	s.setState(name, StateReady, nil)
+	s.reportRevision(s.currentCommit(), name, RevisionApplied, "")
 	s.bind.syncSchedules()
 	if changed {
 		logger.Info("afterHelm hooks changed module values; running module again")
@@ -369,6 +374,7 @@ func (s *steps) moduleFailed(name string, err error) {
 		s.metrics.moduleFailed(name, false)
 	}
 	s.setState(name, StateFailed, err)
+	s.reportFailure(name, err)
 }
 
 func (s *steps) moduleDeleteFailed(name string, err error) {
@@ -376,4 +382,5 @@ func (s *steps) moduleDeleteFailed(name string, err error) {
 		s.metrics.moduleFailed(name, true)
 	}
 	s.setState(name, StateFailed, err)
+	s.reportFailure(name, err)
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/addonops/addon-operator/commitstatus"
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle"
@@ -35,6 +36,7 @@ type startOptions struct {
 	lg    logOptions
 	gt    gitOptions
 	le    leaderOptions
+	cs    commitStatusOptions
 	notes []note
 }
 
@@ -73,6 +75,7 @@ func (o *startOptions) bind(fs *pflag.FlagSet, e *env) {
 	o.lg.bind(fs, e)
 	o.gt.bind(fs, e)
 	o.le.bind(fs, e)
+	o.cs.bind(fs, e)
 	bindOriginal(fs, e)
 }
 
@@ -114,6 +117,7 @@ type startup struct {
 	// configuredRef is GIT_REF, what removing the live ref goes back to.
 	configuredRef string
 	waiting       waitingFor
+	notifier      *commitstatus.Notifier // nil: commit status off
 }
 
 func start(o *startOptions) error {
@@ -183,12 +187,19 @@ func start(o *startOptions) error {
 		return err
 	}
 	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
+	if s.notifier, err = o.cs.notifier(gt.URL, logger); err != nil {
+		return err
+	}
+	var onRevision func(lifecycle.RevisionState)
+	if s.notifier != nil {
+		onRevision = revisionStates(s.notifier)
+	}
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher,
+		ObjectPatcher: patcher, OnRevisionState: onRevision,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
@@ -280,6 +291,9 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 		g.Go(func() error { executor.ReapOrphans(ctx, s.logger); return nil })
 	}
 	serveHTTP(ctx, g, srv, ln)
+	if s.notifier != nil {
+		g.Go(func() error { s.notifier.Run(ctx); return nil })
+	}
 	g.Go(func() error {
 		if s.src != nil {
 			first, err := s.src.first(ctx, s.gt, &s.waiting, s.logger)

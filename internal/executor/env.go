@@ -11,6 +11,8 @@ var secretVars = map[string]bool{
 	"GIT_SSH_KEY_FILE": true, "GIT_KNOWN_HOSTS_FILE": true, "GIT_USERNAME": true,
 	"GIT_PASSWORD_FILE": true, "GIT_TOKEN_FILE": true, "GIT_WEBHOOK_SECRET_FILE": true,
 	"GIT_VERIFY_KEYS_DIR": true, "GIT_URL": true,
+	// a webhook's URL may itself be its credential (a secret path)
+	"ADDON_OPERATOR_COMMIT_STATUS_URL": true,
 }
 
 // hookVars are set per run; stale values from the operator's own
