@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 )
 
@@ -102,7 +103,7 @@ func TestRevisionStates(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(e.dir, "modules/values.yaml"), []byte("alphaEnabled: [\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			e.op.TreeChanged(Revision{Commit: st.commit})
+			e.op.TreeChanged(gitsync.Revision{Commit: st.commit})
 		}
 		last := ""
 		e.eventually(fmt.Sprintf("%s: %v", st.name, st.want), func() bool {
