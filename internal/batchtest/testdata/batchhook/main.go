@@ -32,7 +32,9 @@ func main() {
 		}
 		os.Stdout.Write(cfg)
 	case len(args) == 2 && args[0] == "hook" && args[1] == "list":
-		var c struct{ Hooks []struct{ Metadata struct{ Name string } } }
+		var c struct {
+			Hooks []struct{ Metadata struct{ Name string } }
+		}
 		_ = json.Unmarshal(cfg, &c)
 		fmt.Printf("Found %d items:\n", len(c.Hooks))
 		for i, h := range c.Hooks {
