@@ -48,24 +48,12 @@ func Build(t testing.TB, dir, name string, o Options) string {
 	ldflags := "-s -w -X main.mode=" + o.Mode +
 		" -X main.config=" + base64.RawURLEncoding.EncodeToString([]byte(o.Config)) +
 		" -X main.key=" + o.Key
-	cmd := exec.Command(goTool(), "build", "-trimpath", "-ldflags", ldflags, "-o", out, ".")
+	// go test puts its toolchain's bin first in PATH
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the batch hook: %v\n%s", err, b)
 	}
 	return out
-}
-
-// goTool is the go command of the toolchain running the test.
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
