@@ -74,9 +74,22 @@ type Hook struct {
 	// Hash covers the hook's file and, once its --config ran, what that
 	// printed: a hook whose file or config changed gets a new one.
 	Hash string
+	// Args are the arguments of a run: none for a hook of its own file;
+	// `hook run ID` or `hook ready` for one of a batch executable's hooks,
+	// which share its Path (docs/operator.md, "Batch hooks").
+	Args []string
+	// Env is added to a run's environment: MODULE_NAME for a batch hook.
+	Env []string
 	// scope is the hash of what its --config may read: its module's
 	// directory, or the global hooks directory.
 	scope string
+	// image: the file is an ELF or Mach-O executable, which is asked
+	// `hook config` before --config.
+	image bool
+	// batch holds the hooks a batch executable listed, which replace it.
+	batch []*Hook
+	// isBatch: the file is a batch executable (its batch may be empty).
+	isBatch bool
 }
 
 // Key identifies a hook across trees: its module, its name in the tree and
