@@ -54,10 +54,9 @@ func TestBatchHookRuns(t *testing.T) {
 	e := setup(t, merged(
 		withPrefix("modules/001-batch-mod", moduleChart("batch-mod", "batchMod")),
 		map[string]string{
+			// no .helmignore: the executable stays out of the chart, and so
+			// out of the release Secret, without one (docs/operator.md, "Batch hooks")
 			"modules/001-batch-mod/values.yaml": "batchModEnabled: true\nbatchMod:\n  replicas: 1\n",
-			// the module directory is the chart: without this Helm would
-			// store the executable in the release (docs/operator.md, "Batch hooks")
-			"modules/001-batch-mod/.helmignore": "hooks/\n",
 		},
 	), nil)
 	config := fmt.Sprintf(`{"version":"v1","hooks":[

@@ -262,7 +262,7 @@ func (d *debugAPI) debugRender(ctx context.Context, name, namespace string) (str
 	if err != nil {
 		return "", err
 	}
-	return kube.Render(ctx, kube.Release{Name: m.Name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals}, namespace)
+	return kube.Render(ctx, kube.Release{Name: m.Name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals}, namespace)
 }
 
 // debugHooks lists the running tree's hooks with their bindings: global

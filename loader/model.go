@@ -1,6 +1,12 @@
 package loader
 
-import "github.com/addonops/addon-operator/values"
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/addonops/addon-operator/values"
+)
 
 // Model is one loaded tree. It is immutable once Load returns it.
 type Model struct {
@@ -57,6 +63,27 @@ type Module struct {
 	HasChartFile bool
 	// Hash covers every file of the module.
 	Hash string
+}
+
+// BatchExecutables are the module's batch hook executables, as paths
+// relative to its directory (slash-separated). The directory is also the
+// chart, and Helm would otherwise pack these binaries into the release
+// Secret, which a real one overflows (docs/operator.md, "Batch hooks").
+func (m *Module) BatchExecutables() []string {
+	var out []string
+	for _, h := range m.Hooks {
+		if len(h.Args) == 0 {
+			continue
+		}
+		rel, err := filepath.Rel(m.Dir, h.Path)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		if rel = filepath.ToSlash(rel); !slices.Contains(out, rel) {
+			out = append(out, rel)
+		}
+	}
+	return out
 }
 
 // Hook is one executable found under a hooks directory.
