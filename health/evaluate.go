@@ -127,4 +127,3 @@ func (m *module) evaluate(now time.Time) (ModuleHealth, time.Time) {
 	}
 	return h, next
 }
-

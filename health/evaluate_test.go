@@ -12,7 +12,9 @@ func TestJudge(t *testing.T) {
 	const timeout = time.Minute
 	synced := &watch{synced: true}
 	current := func(gen int64) summary { return summary{Status: "Current", Generation: gen} }
-	inProgress := func(gen int64) summary { return summary{Status: "InProgress", Message: "Available: 0/2", Generation: gen} }
+	inProgress := func(gen int64) summary {
+		return summary{Status: "InProgress", Message: "Available: 0/2", Generation: gen}
+	}
 	cases := []struct {
 		name string
 		obj  object
