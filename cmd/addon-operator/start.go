@@ -35,6 +35,7 @@ type startOptions struct {
 	lg    logOptions
 	gt    gitOptions
 	le    leaderOptions
+	hl    healthOptions
 	notes []note
 }
 
@@ -73,6 +74,7 @@ func (o *startOptions) bind(fs *pflag.FlagSet, e *env) {
 	o.lg.bind(fs, e)
 	o.gt.bind(fs, e)
 	o.le.bind(fs, e)
+	o.hl.bind(fs, e)
 	bindOriginal(fs, e)
 }
 
@@ -114,6 +116,7 @@ type startup struct {
 	// configuredRef is GIT_REF, what removing the live ref goes back to.
 	configuredRef string
 	waiting       waitingFor
+	runHealth     func(context.Context)
 }
 
 func start(o *startOptions) error {
@@ -183,12 +186,14 @@ func start(o *startOptions) error {
 		return err
 	}
 	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
+	healthTracker, runHealth := newHealth(o.hl, watcher, helm, valuesCM, reg, logger)
+	s.runHealth = runHealth
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher,
+		ObjectPatcher: patcher, Health: healthTracker,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
@@ -280,6 +285,9 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 		g.Go(func() error { executor.ReapOrphans(ctx, s.logger); return nil })
 	}
 	serveHTTP(ctx, g, srv, ln)
+	if s.runHealth != nil {
+		g.Go(func() error { s.runHealth(ctx); return nil })
+	}
 	g.Go(func() error {
 		if s.src != nil {
 			first, err := s.src.first(ctx, s.gt, &s.waiting, s.logger)
