@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
@@ -32,6 +33,8 @@ type DebugModule struct {
 	// LastErrorOutput is the end of the failed hook's stderr, which
 	// /status leaves out (docs/security.md, "Who sees what").
 	LastErrorOutput string `json:"lastErrorOutput,omitempty"`
+	// Health is its release's health (docs/operator.md, "Health").
+	Health health.Status `json:"health,omitempty"`
 }
 
 // DebugHook is one hook in /debug/hooks.
@@ -78,6 +81,7 @@ func (e *debugError) Error() string { return e.msg }
 func (d *debugAPI) debugRoutes(mux *http.ServeMux, namespace string) {
 	mux.Handle("GET /debug/modules", debugJSON(func(*http.Request) (any, error) {
 		mods, err := d.debugModules()
+		d.withHealth(mods)
 		return map[string]any{"modules": mods}, err
 	}))
 	mux.Handle("GET /debug/modules/{name}/values", debugJSON(func(r *http.Request) (any, error) {

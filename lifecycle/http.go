@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/queue"
 )
@@ -16,6 +17,9 @@ type ModuleStatus struct {
 	Enabled   bool        `json:"enabled"`
 	State     ModuleState `json:"state"`
 	LastError string      `json:"lastError,omitempty"`
+	// Health is the health of its release's objects, once it deployed
+	// (docs/operator.md, "Health").
+	Health *health.ModuleHealth `json:"health,omitempty"`
 }
 
 // WatchStatus is one kubernetes binding's monitor in /status.
@@ -64,6 +68,9 @@ func (o *Operator) Status() Status {
 		}
 	}
 	o.c.mu.Unlock()
+	for i := range st.Modules {
+		st.Modules[i].Health = o.c.moduleHealth(st.Modules[i].Name)
+	}
 	if queues := o.Queues(); queues != nil {
 		st.Queues = queues.Dump()
 	}

@@ -86,6 +86,8 @@ type Config struct {
 	// ObjectPatcher applies hooks' KUBERNETES_PATCH_PATH operations (nil:
 	// a hook that writes any fails).
 	ObjectPatcher ObjectPatcher
+	// Health follows the health of modules' releases (nil: none).
+	Health HealthTracker
 	// ParallelModules bounds how many modules of one weight run at once
 	// (0: the number of CPUs; 1: one by one).
 	ParallelModules int

@@ -196,6 +196,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 	if _, err := run(loader.BeforeHelm); err != nil {
 		return err
 	}
+	var deployed kube.Result // for health
 	if m.HasChart {
 		if err := store.CheckHelmValues(m.Key); err != nil {
 			return fmt.Errorf("module %s: values for Helm: %w", name, err)
@@ -222,6 +223,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 			return err
 		}
 		s.resolved(name)
+		deployed = res
 		if res.Upgraded {
 			logger.Info("helm release applied", "reason", res.Reason, "revision", res.Revision)
 		} else if inMaintenance {
@@ -241,6 +243,7 @@ func (s *steps) runModule(ctx context.Context, name string, startup bool) error 
 	s.mu.Unlock()
 	s.setState(name, StateReady, nil)
 	s.reportRevision(s.currentCommit(), name, RevisionApplied, "")
+	s.healthDeployed(ctx, name, deployed)
 	s.bind.syncSchedules()
 	if changed {
 		logger.Info("afterHelm hooks changed module values; running module again")
@@ -298,6 +301,7 @@ func (s *steps) moduleDeleteTask(name string) *queue.Task {
 				}
 			}
 			s.setState(name, StateDisabled, err)
+			s.healthRemoved(name)
 			s.bind.syncSchedules()
 			s.bind.syncMonitors()
 			return nil
@@ -317,6 +321,7 @@ func (s *steps) modulePurgeTask(name string) *queue.Task {
 				return err
 			}
 			s.metrics.releaseConflicts.DeleteLabelValues(name)
+			s.healthRemoved(name)
 			if removed {
 				s.logger.Info("helm release purged: its module is gone", "module", name)
 			}

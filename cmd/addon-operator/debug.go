@@ -226,9 +226,9 @@ func modulesTable(w io.Writer, body []byte) error {
 	}
 	var rows [][]string
 	for _, m := range v.Modules {
-		rows = append(rows, []string{m.Name, strconv.Itoa(m.Order), strconv.FormatBool(m.Enabled), string(m.State), m.Path, m.LastError})
+		rows = append(rows, []string{m.Name, strconv.Itoa(m.Order), strconv.FormatBool(m.Enabled), string(m.State), healthOf(m), m.Path, m.LastError})
 	}
-	return table(w, "NAME\tORDER\tENABLED\tSTATE\tPATH\tLAST ERROR", rows)
+	return table(w, "NAME\tORDER\tENABLED\tSTATE\tHEALTH\tPATH\tLAST ERROR", rows)
 }
 
 func hooksTable(w io.Writer, body []byte) error {
@@ -279,4 +279,13 @@ func queuesTable(w io.Writer, body []byte) error {
 		}
 	}
 	return table(w, "QUEUE\t#\tTASK\tDESCRIPTION\tSTATE\tLAST ERROR", rows)
+}
+
+// healthOf is a module's HEALTH column: "-" while it is not tracked
+// (disabled, not deployed yet, or health is off).
+func healthOf(m lifecycle.DebugModule) string {
+	if m.Health == "" {
+		return "-"
+	}
+	return string(m.Health)
 }

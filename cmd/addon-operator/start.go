@@ -37,6 +37,7 @@ type startOptions struct {
 	gt    gitOptions
 	le    leaderOptions
 	cs    commitStatusOptions
+	hl    healthOptions
 	notes []note
 }
 
@@ -76,6 +77,7 @@ func (o *startOptions) bind(fs *pflag.FlagSet, e *env) {
 	o.gt.bind(fs, e)
 	o.le.bind(fs, e)
 	o.cs.bind(fs, e)
+	o.hl.bind(fs, e)
 	bindOriginal(fs, e)
 }
 
@@ -118,6 +120,7 @@ type startup struct {
 	configuredRef string
 	waiting       waitingFor
 	notifier      *commitstatus.Notifier // nil: commit status off
+	runHealth     func(context.Context)
 }
 
 func start(o *startOptions) error {
@@ -194,12 +197,14 @@ func start(o *startOptions) error {
 	if s.notifier != nil {
 		onRevision = revisionStates(s.notifier)
 	}
+	healthTracker, runHealth := newHealth(o.hl, watcher, helm, valuesCM, reg, logger)
+	s.runHealth = runHealth
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher, OnRevisionState: onRevision,
+		ObjectPatcher: patcher, OnRevisionState: onRevision, Health: healthTracker,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
@@ -293,6 +298,9 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	serveHTTP(ctx, g, srv, ln)
 	if s.notifier != nil {
 		g.Go(func() error { s.notifier.Run(ctx); return nil })
+	}
+	if s.runHealth != nil {
+		g.Go(func() error { s.runHealth(ctx); return nil })
 	}
 	g.Go(func() error {
 		if s.src != nil {
