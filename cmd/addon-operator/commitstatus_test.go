@@ -26,8 +26,8 @@ func statesOf(forge *forgetest.Server, commit, context string) []string {
 }
 
 // TestCommitStatus: each revision the operator applies reaches the forge
-// as pending then success, once per state, for the revision and (per
-// module on) for its module; a revision whose hook fails gets failure
+// as pending then success, then its health once settled, once per state,
+// for the revision and (per module on) for its module; a revision whose hook fails gets failure
 // naming the hook, never what it printed; a fix gets success again.
 func TestCommitStatus(t *testing.T) {
 	tests := []struct {
@@ -36,14 +36,15 @@ func TestCommitStatus(t *testing.T) {
 		pending  string // the provider's name of the pending state
 		success  string
 		failure  string
-		broken   bool // also push a broken hook and its fix
+		healthy  string // the revision's health once settled
+		broken   bool   // also push a broken hook and its fix
 	}{
 		{"github", func(f *forgetest.Server) []string {
 			return []string{"ADDON_OPERATOR_COMMIT_STATUS_URL=" + f.GitHubURL(), "ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/addons"}
-		}, "pending", "success", "failure", true},
+		}, "pending", "success", "failure", "success", true},
 		{"gitlab", func(f *forgetest.Server) []string {
 			return []string{"ADDON_OPERATOR_COMMIT_STATUS_URL=" + f.GitLabURL(), "ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/sub/addons"}
-		}, "running", "success", "failed", false},
+		}, "running", "success", "failed", "success", false},
 		{"webhook", func(f *forgetest.Server) []string {
 			f.Secret = "hmac-key"
 			secret := filepath.Join(t.TempDir(), "secret")
@@ -51,7 +52,7 @@ func TestCommitStatus(t *testing.T) {
 				t.Fatal(err)
 			}
 			return []string{"ADDON_OPERATOR_COMMIT_STATUS_URL=" + f.WebhookURL(), "ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE=" + secret}
-		}, "applying", "applied", "failed", false},
+		}, "applying", "applied", "failed", "healthy", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {
@@ -83,8 +84,21 @@ func TestCommitStatus(t *testing.T) {
 					return slices.Equal(statesOf(forge, commit, context), want)
 				})
 			}
-			wantStates(c1, revision, tt.pending, tt.success)
-			wantStates(c1, module, tt.success)
+			// wantHealthy: applied then healthy, or healthy alone when the
+			// module was already Healthy as the revision was applied (the
+			// notifier posts only the newest waiting state of a context)
+			wantHealthy := func(commit, context string, before ...string) {
+				t.Helper()
+				long, short := append(slices.Clone(before), tt.success, tt.healthy), append(slices.Clone(before), tt.healthy)
+				eventually(t, fmt.Sprintf("%s %s: %v or %v", commit[:8], context, long, short), func() bool {
+					got := statesOf(forge, commit, context)
+					return slices.Equal(got, long) || slices.Equal(got, short)
+				})
+			}
+			// applied, then healthy once the module's objects are Current
+			// (docs/operator.md, "Commit status")
+			wantHealthy(c1, revision, tt.pending)
+			wantHealthy(c1, module)
 
 			if tt.broken {
 				// a hook that fails on every run: failure, once, naming the hook
@@ -100,8 +114,8 @@ func TestCommitStatus(t *testing.T) {
 				// the fix: success; the broken revision's failure stays as it was
 				c3 := commitFiles(t, repo, "fixed hook", merged(alphaOn("3"), alphaHook("exit 0")))
 				eventually(t, "alpha v3", func() bool { return cmValue(ns, "001-alpha-cm") == "3" })
-				wantStates(c3, revision, tt.pending, tt.success)
-				wantStates(c3, module, tt.success)
+				wantHealthy(c3, revision, tt.pending)
+				wantHealthy(c3, module)
 				wantStates(c2, revision, tt.pending, tt.failure)
 			}
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/kube"
-	"github.com/addonops/addon-operator/lifecycle"
 )
 
 // healthOptions are the settings of module health (docs/operator.md,
@@ -27,14 +26,19 @@ func (o *healthOptions) bind(fs *pflag.FlagSet, e *env) {
 }
 
 // newHealth wires the health tracker: the shared watches, the releases,
-// Events on the values ConfigMap and its metrics. It returns nil and a
-// no-op when health is off.
-func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events health.Recorder, reg prometheus.Registerer, logger *slog.Logger) (lifecycle.HealthTracker, func(context.Context)) {
+// Events on the values ConfigMap and its metrics; also is told of every
+// transition after the Events are recorded (the commit status). It
+// returns nil and a no-op when health is off.
+func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events health.Recorder, reg prometheus.Registerer, logger *slog.Logger, also func(health.Transition)) (*health.Tracker, func(context.Context)) {
 	if !o.Enabled {
 		return nil, func(context.Context) {}
 	}
+	record := health.Events(events, logger)
 	t := health.NewTracker(health.KubeWatches(watcher), helm, health.Options{
-		ProgressTimeout: o.ProgressTimeout, Logger: logger, OnTransition: health.Events(events, logger),
+		ProgressTimeout: o.ProgressTimeout, Logger: logger, OnTransition: func(tr health.Transition) {
+			record(tr)
+			also(tr)
+		},
 	})
 	reg.MustRegister(t.Collector())
 	return t, t.Run

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/addonops/addon-operator/commitstatus"
+	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle"
@@ -194,11 +195,30 @@ func start(o *startOptions) error {
 		return err
 	}
 	var onRevision func(lifecycle.RevisionState)
+	var onHealth func(health.Transition)
 	if s.notifier != nil {
 		onRevision = revisionStates(s.notifier)
 	}
-	healthTracker, runHealth := newHealth(o.hl, watcher, helm, valuesCM, reg, logger)
+	tracker, runHealth := newHealth(o.hl, watcher, helm, valuesCM, reg, logger, func(tr health.Transition) {
+		if onHealth != nil {
+			onHealth(tr)
+		}
+	})
 	s.runHealth = runHealth
+	var healthTracker lifecycle.HealthTracker // a nil *health.Tracker must stay a nil interface
+	if tracker != nil {
+		healthTracker = tracker
+	}
+	if s.notifier != nil && tracker != nil {
+		// the revision's commit status follows its modules' health once applied
+		ch := newCommitHealth(s.notifier, tracker.Modules)
+		onHealth = ch.transition
+		states := onRevision
+		onRevision = func(st lifecycle.RevisionState) {
+			states(st)
+			ch.revision(st)
+		}
+	}
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
