@@ -54,7 +54,9 @@ func TestCommitHealth(t *testing.T) {
 		mods[name] = h
 		c.transition(health.Transition{Module: name, Health: h})
 	}
-	applied := func(commit string) { c.revision(lifecycle.RevisionState{Commit: commit, State: lifecycle.RevisionApplied}) }
+	applied := func(commit string) {
+		c.revision(lifecycle.RevisionState{Commit: commit, State: lifecycle.RevisionApplied})
+	}
 	steps := []struct {
 		do   func()
 		want []string
@@ -68,12 +70,20 @@ func TestCommitHealth(t *testing.T) {
 		{func() { set("a", health.Degraded) }, []string{"c1 a/degraded: Deployment ns/a InProgress", "c1 degraded: module a: Deployment ns/a InProgress"}},
 		{func() { set("a", health.Healthy) }, []string{"c1 a/healthy", "c1 healthy"}},
 		// a new revision: applying, then applied with the same health
-		{func() { c.revision(lifecycle.RevisionState{Commit: "c2", State: lifecycle.RevisionApplying}); set("a", health.Progressing) }, nil},
+		{func() {
+			c.revision(lifecycle.RevisionState{Commit: "c2", State: lifecycle.RevisionApplying})
+			set("a", health.Progressing)
+		}, nil},
 		{func() { set("a", health.Healthy); applied("c2") }, []string{"c2 a/healthy", "c2 b/healthy", "c2 healthy"}},
 		// a failed revision: no health
-		{func() { c.revision(lifecycle.RevisionState{Commit: "c3", State: lifecycle.RevisionFailed}); set("b", health.Degraded) }, nil},
+		{func() {
+			c.revision(lifecycle.RevisionState{Commit: "c3", State: lifecycle.RevisionFailed})
+			set("b", health.Degraded)
+		}, nil},
 		// module states are not the revision's
-		{func() { c.revision(lifecycle.RevisionState{Commit: "c3", Module: "a", State: lifecycle.RevisionApplied}) }, nil},
+		{func() {
+			c.revision(lifecycle.RevisionState{Commit: "c3", Module: "a", State: lifecycle.RevisionApplied})
+		}, nil},
 	}
 	for i, st := range steps {
 		st.do()
