@@ -157,6 +157,8 @@ type env struct {
 	parallel int
 	// purgeLimit is Config.PurgeLimit
 	purgeLimit int
+	// webhooks is Config.Webhooks
+	webhooks WebhookRegistrar
 }
 
 func newNamespace(t testing.TB) string {
@@ -248,7 +250,7 @@ func (e *env) start() {
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Monitors: KubeMonitors(watcher),
 		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName), CRDs: crds,
 		SourceEvents: kube.NewConfigMap(client, e.ns, e.cmName+"-source"), PurgeLimit: e.purgeLimit,
-		ObjectPatcher: patcher,
+		ObjectPatcher: patcher, Webhooks: e.webhooks,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
 		e.op.TreeChanged(Revision{Commit: e.commit})

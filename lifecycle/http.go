@@ -47,6 +47,8 @@ type Status struct {
 	Watches []kube.WatchInfo `json:"watches"`
 	// Bindings are the kubernetes bindings of running hooks.
 	Bindings []WatchStatus `json:"bindings"`
+	// Webhooks are the running tree's webhook bindings (webhooks.go).
+	Webhooks *WebhookStatus `json:"webhooks,omitempty"`
 }
 
 // Status reports modules in tree order and the queues.
@@ -68,6 +70,7 @@ func (o *Operator) Status() Status {
 		st.Queues = queues.Dump()
 	}
 	st.Bindings = o.bind.watchStatus()
+	st.Webhooks = o.hooks.webhookStatus()
 	st.Watches = []kube.WatchInfo{}
 	if o.c.cfg.Monitors != nil {
 		st.Watches = o.c.cfg.Monitors.Watches()

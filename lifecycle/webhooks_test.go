@@ -1,0 +1,322 @@
+package lifecycle
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/webhook"
+)
+
+// webhookCerts writes a CA and a serving certificate for 127.0.0.1 signed
+// by it: the API server calls the test's webhook server over TLS.
+func webhookCerts(t *testing.T) (caFile, certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webhook test CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	caFile, certFile, keyFile = filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	for f, b := range map[string][]byte{
+		caFile:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		certFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return caFile, certFile, keyFile
+}
+
+// withWebhookServer gives e a webhook server on 127.0.0.1 answered by its
+// operator, registered under a URL (the API server here reaches no
+// Service), with request bodies bounded by maxBody.
+func withWebhookServer(t *testing.T, e *env, configName string, maxBody int64) {
+	t.Helper()
+	caFile, certFile, keyFile := webhookCerts(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := apiextensions.NewForConfigOrDie(restCfg)
+	endpoint := &webhook.Endpoint{URL: "https://" + ln.Addr().String(), CAFile: caFile}
+	e.webhooks = webhook.NewRegistrar(webhook.RegistrarOptions{
+		Client: client, Ext: ext, Instance: kube.InstanceID(e.ns, e.cmName), ConfigurationName: configName,
+		Admission: endpoint, Conversion: endpoint, Logger: quiet(),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	e.beforeRun = func(o *Operator) {
+		srv := &webhook.Server{CertFile: certFile, KeyFile: keyFile, Logger: quiet(),
+			Handler: webhook.NewHandler(webhook.HandlerOptions{Reviewer: o.Webhooks(), Logger: quiet(), MaxRequestBytes: maxBody})}
+		wg.Go(func() { _ = srv.Serve(ctx, ln) })
+	}
+}
+
+const validatingHook = `#!/usr/bin/env bash
+set -euo pipefail
+if [ "${1:-}" = "--config" ]; then cat <<EOF
+configVersion: v1
+kubernetesValidating:
+- name: cm-policy.webhook.test
+  labelSelector: {matchLabels: {webhook-test: "%[1]s"}}
+  failurePolicy: Fail
+  timeoutSeconds: 3
+  rules:
+  - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"], scope: Namespaced}
+%[2]s
+EOF
+exit 0; fi
+jq -e '.[0].type == "Validating" and .[0].binding == "cm-policy.webhook.test"' "$BINDING_CONTEXT_PATH" >/dev/null
+name=$(jq -r '.[0].review.request.name' "$BINDING_CONTEXT_PATH")
+case "$name" in
+  bad-*) echo '{"allowed":false,"message":"names starting with bad- are refused"}' > "$VALIDATING_RESPONSE_PATH" ;;
+  warn-*) echo '{"allowed":true,"warnings":["careful with warn-"]}' > "$VALIDATING_RESPONSE_PATH" ;;
+  hang-*) sleep 60 ;;
+  *) echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH" ;;
+esac
+`
+
+const conversionHook = `#!/usr/bin/env bash
+set -euo pipefail
+if [ "${1:-}" = "--config" ]; then cat <<EOF
+configVersion: v1
+kubernetesCustomResourceConversion:
+- name: widgets
+  crdName: %[1]s
+  conversions:
+  - {fromVersion: v1, toVersion: v2}
+  - {fromVersion: v2, toVersion: v1}
+EOF
+exit 0; fi
+jq -c --arg group %[2]q '.[0] as $c | {convertedObjects: [$c.review.request.objects[] |
+  if $c.toVersion == "v2" then .spec = {colour: .spec.color} else .spec = {color: .spec.colour} end
+  | .apiVersion = $group + "/" + $c.toVersion]}' "$BINDING_CONTEXT_PATH" > "$CONVERSION_RESPONSE_PATH"
+`
+
+// widgetCRD has two versions, v1 stored, without a conversion.
+func widgetCRD(group string) *apiextv1.CustomResourceDefinition {
+	schemaFor := func(field string) *apiextv1.CustomResourceValidation {
+		return &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{
+			"spec": {Type: "object", Properties: map[string]apiextv1.JSONSchemaProps{field: {Type: "string"}}},
+		}}}
+	}
+	return &apiextv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextv1.NamespaceScoped,
+			Names: apiextv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: true, Storage: true, Schema: schemaFor("color")},
+				{Name: "v2", Served: true, Schema: schemaFor("colour")},
+			},
+		},
+	}
+}
+
+// A tree with a kubernetesValidating and a kubernetesCustomResourceConversion
+// hook, as shell-operator's users write them, runs unchanged: the API
+// server calls the operator's webhook over TLS, and the registration
+// follows the tree.
+func TestWebhooksRealAPIServer(t *testing.T) {
+	cluster(t)
+	group := fmt.Sprintf("w%d.webhook.test", nsSeq.Add(1))
+	crdName := "widgets." + group
+	e := setup(t, map[string]string{"modules/.keep": ""}, nil)
+	e.dir = tree(t, map[string]string{
+		"global-hooks/validate.sh": fmt.Sprintf(validatingHook, e.ns, ""),
+		"global-hooks/convert.sh":  fmt.Sprintf(conversionHook, crdName, group),
+		"modules/.keep":            "",
+	})
+	configName := "hooks-" + e.ns
+	withWebhookServer(t, e, configName, 64<<10)
+	ext := apiextensions.NewForConfigOrDie(restCfg)
+	ctx := t.Context()
+	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetCRD(group), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), crdName, metav1.DeleteOptions{}) })
+	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
+	e.start()
+	e.waitReady()
+
+	var cfg *admissionregv1.ValidatingWebhookConfiguration
+	e.eventually("the ValidatingWebhookConfiguration", func() bool {
+		var err error
+		cfg, err = vwc.Get(ctx, configName, metav1.GetOptions{})
+		return err == nil
+	})
+	if len(cfg.Webhooks) != 1 || cfg.Webhooks[0].Name != "cm-policy.webhook.test" || cfg.Labels[kube.LabelInstance] != kube.InstanceID(e.ns, e.cmName) {
+		t.Fatalf("configuration = %+v", cfg)
+	}
+	e.eventually("the CRD's conversion webhook", func() bool {
+		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crdName, metav1.GetOptions{})
+		return err == nil && crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextv1.WebhookConverter
+	})
+
+	// validating: refused with the hook's message, allowed, allowed with a warning
+	warnings := &warningRecorder{}
+	wcfg := rest.CopyConfig(restCfg)
+	wcfg.WarningHandler = warnings
+	wclient := kubernetes.NewForConfigOrDie(wcfg)
+	create := func(name string, data map[string]string) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"webhook-test": e.ns}}, Data: data}
+		_, err := wclient.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	}
+	// the API server may read the configuration a moment after it is written
+	e.eventually("the webhook refuses bad-one", func() bool {
+		err := create("bad-one", nil)
+		return err != nil && strings.Contains(err.Error(), "names starting with bad- are refused")
+	})
+	if err := create("bad-two", nil); err == nil || !strings.Contains(err.Error(), `admission webhook "cm-policy.webhook.test" denied the request: names starting with bad- are refused`) {
+		t.Fatalf("bad-two: %v", err)
+	}
+	if err := create("good", nil); err != nil {
+		t.Fatalf("good: %v", err)
+	}
+	if err := create("warn-me", nil); err != nil {
+		t.Fatalf("warn-me: %v", err)
+	}
+	if !warnings.has("careful with warn-") {
+		t.Fatalf("warnings = %v", warnings.all())
+	}
+
+	// a hook that hangs is cut at the webhook's timeout; failurePolicy Fail refuses
+	start := time.Now()
+	err := create("hang-one", nil)
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("hang-one: %v", err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("hang-one answered after %s", took)
+	}
+
+	// a request body over the bound is refused (and the call fails)
+	err = create("big", map[string]string{"k": strings.Repeat("x", 100<<10)})
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("big: %v", err)
+	}
+
+	// conversion: created at v1, read at v2 through the hook
+	dyn := dynamic.NewForConfigOrDie(restCfg)
+	w := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "w1"}, "spec": map[string]any{"color": "red"},
+	}}
+	if _, err := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}).Namespace(e.ns).Create(ctx, w, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got *unstructured.Unstructured
+	e.eventually("w1 read at v2", func() bool {
+		got, err = dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v2", Resource: "widgets"}).Namespace(e.ns).Get(ctx, "w1", metav1.GetOptions{})
+		return err == nil
+	})
+	if colour, _, _ := unstructured.NestedString(got.Object, "spec", "colour"); colour != "red" || got.GetAPIVersion() != group+"/v2" {
+		t.Fatalf("w1 at v2 = %v", got.Object)
+	}
+
+	// the tree changes: a second webhook is added, then the hooks go
+	write := func(p, c string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(e.dir, p), []byte(c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := `- name: second.webhook.test
+  labelSelector: {matchLabels: {webhook-test: "` + e.ns + `"}}
+  rules:
+  - {apiGroups: [""], apiVersions: ["v1"], operations: ["DELETE"], resources: ["secrets"]}`
+	write("global-hooks/validate.sh", fmt.Sprintf(validatingHook, e.ns, second))
+	e.op.TreeChanged(Revision{})
+	e.eventually("two webhooks", func() bool {
+		cfg, err := vwc.Get(ctx, configName, metav1.GetOptions{})
+		return err == nil && len(cfg.Webhooks) == 2
+	})
+	if err := os.Remove(filepath.Join(e.dir, "global-hooks/validate.sh")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(e.dir, "global-hooks/convert.sh")); err != nil {
+		t.Fatal(err)
+	}
+	e.op.TreeChanged(Revision{})
+	e.eventually("the configuration deleted", func() bool {
+		_, err := vwc.Get(ctx, configName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	e.eventually("the CRD's conversion reset", func() bool {
+		crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crdName, metav1.GetOptions{})
+		return err == nil && crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextv1.NoneConverter && crd.Labels[webhook.LabelConversion] == ""
+	})
+	if err := create("bad-after", nil); err != nil {
+		t.Fatalf("bad-after, with no webhook: %v", err)
+	}
+}
+
+type warningRecorder struct {
+	mu sync.Mutex
+	w  []string
+}
+
+func (r *warningRecorder) HandleWarningHeader(_ int, _ string, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.w = append(r.w, text)
+}
+
+func (r *warningRecorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.w...)
+}
+
+func (r *warningRecorder) has(s string) bool {
+	for _, w := range r.all() {
+		if strings.Contains(w, s) {
+			return true
+		}
+	}
+	return false
+}
