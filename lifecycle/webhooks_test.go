@@ -177,7 +177,9 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 	if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, widgetCRD(group), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), crdName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), crdName, metav1.DeleteOptions{})
+	})
 	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
 	e.start()
