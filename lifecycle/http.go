@@ -122,6 +122,9 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 		if st.PurgeError != "" {
 			body["purgeError"] = st.PurgeError
 		}
+		if st.Webhooks != nil {
+			body["webhooks"] = st.Webhooks
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -35,6 +36,7 @@ type startOptions struct {
 	lg    logOptions
 	gt    gitOptions
 	le    leaderOptions
+	wh    webhookOptions
 	notes []note
 }
 
@@ -73,6 +75,7 @@ func (o *startOptions) bind(fs *pflag.FlagSet, e *env) {
 	o.lg.bind(fs, e)
 	o.gt.bind(fs, e)
 	o.le.bind(fs, e)
+	o.wh.bind(fs, e)
 	bindOriginal(fs, e)
 }
 
@@ -110,6 +113,7 @@ type startup struct {
 	operator *lifecycle.Operator
 	src      *source         // nil in no-git mode
 	leader   *kube.Leader    // nil without leader election
+	webhooks *webhookServers // nil without webhook certificates
 	sourceCM *kube.ConfigMap // the live ref
 	// configuredRef is GIT_REF, what removing the live ref goes back to.
 	configuredRef string
@@ -183,12 +187,23 @@ func start(o *startOptions) error {
 		return err
 	}
 	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
+	ext, err := apiextensions.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	if s.webhooks, err = newWebhookServers(o.wh, op.Namespace, instance, client, ext, logger); err != nil {
+		return err
+	}
+	var webhooks lifecycle.WebhookRegistrar
+	if s.webhooks != nil {
+		webhooks = s.webhooks
+	}
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher,
+		ObjectPatcher: patcher, Webhooks: webhooks,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
@@ -280,6 +295,9 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 		g.Go(func() error { executor.ReapOrphans(ctx, s.logger); return nil })
 	}
 	serveHTTP(ctx, g, srv, ln)
+	if s.webhooks != nil {
+		g.Go(func() error { s.webhooks.run(ctx, s.operator.Webhooks()); return nil })
+	}
 	g.Go(func() error {
 		if s.src != nil {
 			first, err := s.src.first(ctx, s.gt, &s.waiting, s.logger)

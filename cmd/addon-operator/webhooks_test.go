@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/internal/testenv"
+)
+
+// guardHook is a module hook as shell-operator's users write it: a
+// kubernetesValidating binding (it refuses ConfigMaps named bad-*), and a
+// conversion binding that no conversion server is configured for.
+const guardHook = `#!/usr/bin/env bash
+set -euo pipefail
+if [ "${1:-}" = "--config" ]; then cat <<EOF
+configVersion: v1
+kubernetesValidating:
+- name: guard.webhook.test
+  labelSelector: {matchLabels: {guarded: "%[1]s"}}
+  rules:
+  - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+kubernetesCustomResourceConversion:
+- name: convert
+  crdName: things.guard.webhook.test
+  conversions: [{fromVersion: v1, toVersion: v2}]
+EOF
+exit 0; fi
+case "$(jq -r '.[0].review.request.name' "$BINDING_CONTEXT_PATH")" in
+  bad-*) echo '{"allowed":false,"message":"the guard refuses bad-*"}' > "$VALIDATING_RESPONSE_PATH" ;;
+  *) echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH" ;;
+esac
+`
+
+// A module hook's validating webhook, with shell-operator's settings and
+// our URL clientConfig: the API server calls the operator's binary over
+// TLS while the module is enabled; disabling the module removes the
+// configuration. A binding whose server has no certificate is an error on
+// /status naming the hook.
+func TestWebhooksAsShellOperatorUsersRunThem(t *testing.T) {
+	ns := namespace(t, "webhooks")
+	base := t.TempDir()
+	writeFiles(t, base, merged(
+		moduleFiles("001-guard", "guard", "1"),
+		map[string]string{
+			"modules/values.yaml":              "guardEnabled: true\n",
+			"modules/001-guard/hooks/guard.sh": fmt.Sprintf(guardHook, ns),
+			"global-hooks/.keep":               "",
+		}))
+	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookAddr := freeAddr(t)
+	_, port, _ := strings.Cut(hookAddr, ":")
+	configName := "hooks-" + ns
+	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
+	op := startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns,
+		"MODULES_DIR="+filepath.Join(base, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(base, "global-hooks"),
+		"VALIDATING_WEBHOOK_SERVER_CERT="+certFile, "VALIDATING_WEBHOOK_SERVER_KEY="+keyFile, "VALIDATING_WEBHOOK_CA="+caFile,
+		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT="+port,
+		"VALIDATING_WEBHOOK_URL=https://"+hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME="+configName,
+		"VALIDATING_WEBHOOK_FAILURE_POLICY=Fail")
+	create := func(name string) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"guarded": ns}}}
+		_, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
+		return err
+	}
+	eventually(t, "the guard refuses bad-one", func() bool {
+		err := create("bad-one")
+		return err != nil && strings.Contains(err.Error(), `admission webhook "guard.webhook.test" denied the request: the guard refuses bad-*`)
+	})
+	if err := create("good"); err != nil {
+		t.Fatalf("good: %v", err)
+	}
+	// the conversion binding has no server: /status names the hook
+	eventually(t, "the conversion binding's error on /status", func() bool {
+		st := status(t, op.addr)
+		wh, _ := st["webhooks"].(map[string]any)
+		for _, b := range asList(wh["bindings"]) {
+			if b["kind"] == "conversion" && strings.Contains(fmt.Sprint(b["error"]), "hook 001-guard/hooks/guard.sh binds a conversion of CRD things.guard.webhook.test") &&
+				strings.Contains(fmt.Sprint(b["error"]), "CONVERSION_WEBHOOK_SERVER_CERT") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// disabling the module removes its webhook
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"}, Data: map[string]string{"guardEnabled": "false"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the configuration deleted", func() bool {
+		_, err := vwc.Get(context.Background(), configName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	eventually(t, "bad-two admitted", func() bool { return create("bad-two") == nil })
+}
+
+func asList(v any) []map[string]any {
+	var out []map[string]any
+	items, _ := v.([]any)
+	for _, i := range items {
+		if m, ok := i.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
