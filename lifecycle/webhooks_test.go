@@ -61,9 +61,18 @@ const validatingHook = `#!/usr/bin/env bash
 set -euo pipefail
 if [ "${1:-}" = "--config" ]; then cat <<EOF
 configVersion: v1
+kubernetes:
+- name: locks
+  kind: ConfigMap
+  namespace: {nameSelector: {matchNames: ["%[1]s"]}}
+  labelSelector: {matchLabels: {lock: "%[1]s"}}
+  executeHookOnEvent: []
+  executeHookOnSynchronization: false
+  jqFilter: .metadata.name
 kubernetesValidating:
 - name: cm-policy.webhook.test
   labelSelector: {matchLabels: {webhook-test: "%[1]s"}}
+  includeSnapshotsFrom: [locks]
   failurePolicy: Fail
   timeoutSeconds: 3
   rules:
@@ -75,10 +84,29 @@ jq -e '.[0].type == "Validating" and .[0].binding == "cm-policy.webhook.test"' "
 name=$(jq -r '.[0].review.request.name' "$BINDING_CONTEXT_PATH")
 case "$name" in
   bad-*) echo '{"allowed":false,"message":"names starting with bad- are refused"}' > "$VALIDATING_RESPONSE_PATH" ;;
+  locked-*) jq -c '.[0].snapshots.locks | if length > 0 then {allowed: false, message: ("locked by " + .[0].filterResult)} else {allowed: true} end' \
+      "$BINDING_CONTEXT_PATH" > "$VALIDATING_RESPONSE_PATH" ;;
   warn-*) echo '{"allowed":true,"warnings":["careful with warn-"]}' > "$VALIDATING_RESPONSE_PATH" ;;
   hang-*) sleep 60 ;;
   *) echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH" ;;
 esac
+`
+
+// mutatingHook labels the ConfigMaps it admits.
+const mutatingHook = `#!/usr/bin/env bash
+set -euo pipefail
+if [ "${1:-}" = "--config" ]; then cat <<EOF
+configVersion: v1
+kubernetesMutating:
+- name: cm-label.webhook.test
+  labelSelector: {matchLabels: {webhook-test: "%[1]s"}}
+  rules:
+  - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"], scope: Namespaced}
+EOF
+exit 0; fi
+jq -e '.[0].type == "Mutating"' "$BINDING_CONTEXT_PATH" >/dev/null
+patch=$(echo '[{"op":"add","path":"/metadata/labels/mutated","value":"yes"}]' | base64 -w0)
+echo "{\"allowed\":true,\"patch\":\"$patch\"}" > "$ADMISSION_RESPONSE_PATH"
 `
 
 const conversionHook = `#!/usr/bin/env bash
@@ -130,6 +158,7 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 	e.dir = tree(t, map[string]string{
 		"global-hooks/validate.sh": fmt.Sprintf(validatingHook, e.ns, ""),
 		"global-hooks/convert.sh":  fmt.Sprintf(conversionHook, crdName, group),
+		"global-hooks/mutate.sh":   fmt.Sprintf(mutatingHook, e.ns),
 		"modules/.keep":            "",
 	})
 	configName := "hooks-" + e.ns
@@ -143,7 +172,10 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 		_ = ext.ApiextensionsV1().CustomResourceDefinitions().Delete(context.Background(), crdName, metav1.DeleteOptions{})
 	})
 	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{})
+		_ = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), configName, metav1.DeleteOptions{})
+	})
 	e.start()
 	e.waitReady()
 
@@ -182,6 +214,22 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 	if err := create("good", nil); err != nil {
 		t.Fatalf("good: %v", err)
 	}
+	// mutating: the hook's patch labelled it
+	if cm, err := client.CoreV1().ConfigMaps(e.ns).Get(ctx, "good", metav1.GetOptions{}); err != nil || cm.Labels["mutated"] != "yes" {
+		t.Fatalf("good was not mutated: %v %v", cm.Labels, err)
+	}
+	// snapshots: the hook sees its kubernetes binding's objects
+	if err := create("locked-zero", nil); err != nil {
+		t.Fatalf("locked-zero, before the lock: %v", err)
+	}
+	lock := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "the-lock", Labels: map[string]string{"lock": e.ns}}}
+	if _, err := client.CoreV1().ConfigMaps(e.ns).Create(ctx, lock, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("locked-one refused with the snapshot's object", func() bool {
+		err := create("locked-one", nil)
+		return err != nil && strings.Contains(err.Error(), "locked by the-lock")
+	})
 	if err := create("warn-me", nil); err != nil {
 		t.Fatalf("warn-me: %v", err)
 	}
@@ -245,9 +293,16 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 	if err := os.Remove(filepath.Join(e.dir, "global-hooks/convert.sh")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Remove(filepath.Join(e.dir, "global-hooks/mutate.sh")); err != nil {
+		t.Fatal(err)
+	}
 	e.op.TreeChanged(Revision{})
 	e.eventually("the configuration deleted", func() bool {
 		_, err := vwc.Get(ctx, configName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	e.eventually("the mutating configuration deleted", func() bool {
+		_, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, configName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 	e.eventually("the CRD's conversion reset", func() bool {
