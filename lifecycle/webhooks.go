@@ -214,3 +214,20 @@ func (w *webhooks) current() webhookTable {
 	defer w.mu.Unlock()
 	return w.table
 }
+
+// webhookDebugBindings are a hook's webhook bindings for `hook list`: an
+// admission webhook with its name, a conversion with its CRD as the kind.
+func webhookDebugBindings(c *loader.HookConfig) []DebugBinding {
+	var out []DebugBinding
+	for _, a := range c.Admission {
+		b := loader.KubernetesValidating
+		if a.Mutating {
+			b = loader.KubernetesMutating
+		}
+		out = append(out, DebugBinding{Binding: b, Name: a.Name})
+	}
+	for _, v := range c.Conversion {
+		out = append(out, DebugBinding{Binding: loader.KubernetesConversion, Name: v.Name, Kind: v.CRDName})
+	}
+	return out
+}

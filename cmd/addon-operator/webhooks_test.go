@@ -93,6 +93,12 @@ func TestWebhooksAsShellOperatorUsersRunThem(t *testing.T) {
 		return false
 	})
 
+	code, out, errOut := cli(t, []string{"ADDON_OPERATOR_LISTEN_ADDRESS=" + op.addr}, "hook", "list")
+	if code != 0 || !strings.Contains(out, "kubernetesValidating:guard.webhook.test") ||
+		!strings.Contains(out, "kubernetesCustomResourceConversion:convert(things.guard.webhook.test)") {
+		t.Errorf("hook list: %d %s %s", code, out, errOut)
+	}
+
 	// disabling the module removes its webhook
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"}, Data: map[string]string{"guardEnabled": "false"},
