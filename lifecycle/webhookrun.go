@@ -213,7 +213,9 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 		Usage:   &usage,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("hook %s: %w", h.Name, err)
+		// one line, without what the hook printed: the API server hands
+		// the message to the client (docs/security.md, "Who sees what")
+		return nil, r.hookFailed(h.Name, binding, err)
 	}
 	what := "VALIDATING_RESPONSE_PATH"
 	if bc["type"] == typeConversion {

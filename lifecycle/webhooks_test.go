@@ -88,6 +88,7 @@ case "$name" in
       "$BINDING_CONTEXT_PATH" > "$VALIDATING_RESPONSE_PATH" ;;
   warn-*) echo '{"allowed":true,"warnings":["careful with warn-"]}' > "$VALIDATING_RESPONSE_PATH" ;;
   hang-*) sleep 60 ;;
+  fail-*) echo "password=s3cr3t" >&2; exit 1 ;;
   *) echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH" ;;
 esac
 `
@@ -245,6 +246,12 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 	}
 	if took := time.Since(start); took > 15*time.Second {
 		t.Fatalf("hang-one answered after %s", took)
+	}
+
+	// a hook that fails fails the call; what it printed stays in the log
+	err = create("fail-one", nil)
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("fail-one: %v", err)
 	}
 
 	// a request body over the bound is refused (and the call fails)
