@@ -77,10 +77,16 @@ kubernetesValidating:
   timeoutSeconds: 3
   rules:
   - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"], scope: Namespaced}
+- name: lenient.webhook.test
+  labelSelector: {matchLabels: {webhook-test-lenient: "%[1]s"}}
+  failurePolicy: Ignore
+  timeoutSeconds: 2
+  rules:
+  - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"], scope: Namespaced}
 %[2]s
 EOF
 exit 0; fi
-jq -e '.[0].type == "Validating" and .[0].binding == "cm-policy.webhook.test"' "$BINDING_CONTEXT_PATH" >/dev/null
+jq -e '.[0].type == "Validating" and (.[0].binding | endswith(".webhook.test"))' "$BINDING_CONTEXT_PATH" >/dev/null
 name=$(jq -r '.[0].review.request.name' "$BINDING_CONTEXT_PATH")
 case "$name" in
   bad-*) echo '{"allowed":false,"message":"names starting with bad- are refused"}' > "$VALIDATING_RESPONSE_PATH" ;;
@@ -186,7 +192,7 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 		cfg, err = vwc.Get(ctx, configName, metav1.GetOptions{})
 		return err == nil
 	})
-	if len(cfg.Webhooks) != 1 || cfg.Webhooks[0].Name != "cm-policy.webhook.test" || cfg.Labels[kube.LabelInstance] != kube.InstanceID(e.ns, e.cmName) {
+	if len(cfg.Webhooks) != 2 || cfg.Webhooks[0].Name != "cm-policy.webhook.test" || cfg.Labels[kube.LabelInstance] != kube.InstanceID(e.ns, e.cmName) {
 		t.Fatalf("configuration = %+v", cfg)
 	}
 	e.eventually("the CRD's conversion webhook", func() bool {
@@ -248,6 +254,12 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 		t.Fatalf("hang-one answered after %s", took)
 	}
 
+	// failurePolicy Ignore: the same hang lets the object through
+	lenient := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hang-lenient", Labels: map[string]string{"webhook-test-lenient": e.ns}}}
+	if _, err := client.CoreV1().ConfigMaps(e.ns).Create(ctx, lenient, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("hang-lenient, failurePolicy Ignore: %v", err)
+	}
+
 	// a hook that fails fails the call; what it printed stays in the log
 	err = create("fail-one", nil)
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") || strings.Contains(err.Error(), "s3cr3t") {
@@ -277,7 +289,7 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 		t.Fatalf("w1 at v2 = %v", got.Object)
 	}
 
-	// the tree changes: a second webhook is added, then the hooks go
+	// the tree changes: a third webhook is added, then the hooks go
 	write := func(p, c string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(e.dir, p), []byte(c), 0o755); err != nil {
@@ -290,9 +302,9 @@ func TestWebhooksRealAPIServer(t *testing.T) {
   - {apiGroups: [""], apiVersions: ["v1"], operations: ["DELETE"], resources: ["secrets"]}`
 	write("global-hooks/validate.sh", fmt.Sprintf(validatingHook, e.ns, second))
 	e.op.TreeChanged(Revision{})
-	e.eventually("two webhooks", func() bool {
+	e.eventually("a third webhook", func() bool {
 		cfg, err := vwc.Get(ctx, configName, metav1.GetOptions{})
-		return err == nil && len(cfg.Webhooks) == 2
+		return err == nil && len(cfg.Webhooks) == 3
 	})
 	if err := os.Remove(filepath.Join(e.dir, "global-hooks/validate.sh")); err != nil {
 		t.Fatal(err)
