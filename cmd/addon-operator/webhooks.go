@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -94,14 +96,19 @@ func (o *webhookServerOptions) address() string {
 // started once a tree binds a webhook it serves.
 type webhookServers struct {
 	logger  *slog.Logger
-	servers map[string]*lazyServer // by kind: validating (and mutating), conversion
+	servers map[string]*lazyServer // by address: two kinds on one address share it
+	byKind  map[string]*lazyServer // validating (and mutating), conversion
 	reg     *webhook.Registrar
 }
 
+// lazyServer is one server, started when first wanted.
 type lazyServer struct {
 	srv    *webhook.Server
 	wanted chan struct{}
 	once   sync.Once
+	// ready is closed once the server listens, or failed to (err)
+	ready chan struct{}
+	err   error
 }
 
 func (l *lazyServer) want() { l.once.Do(func() { close(l.wanted) }) }
@@ -110,7 +117,7 @@ func (l *lazyServer) want() { l.once.Do(func() { close(l.wanted) }) }
 // when none has.
 func newWebhookServers(o webhookOptions, namespace, instance string, client kubernetes.Interface, ext apiextensions.Interface, logger *slog.Logger) (*webhookServers, error) {
 	opts := webhook.RegistrarOptions{Client: client, Ext: ext, Instance: instance, ConfigurationName: o.ConfigurationName, Logger: logger}
-	w := &webhookServers{logger: logger, servers: map[string]*lazyServer{}}
+	w := &webhookServers{logger: logger, servers: map[string]*lazyServer{}, byKind: map[string]*lazyServer{}}
 	for _, s := range []struct {
 		kind string
 		o    *webhookServerOptions
@@ -124,9 +131,16 @@ func newWebhookServers(o webhookOptions, namespace, instance string, client kube
 			continue
 		}
 		*s.ep = s.o.endpoint(namespace)
-		w.servers[s.kind] = &lazyServer{wanted: make(chan struct{}), srv: &webhook.Server{
-			Addr: s.o.address(), CertFile: s.o.ServerCert, KeyFile: s.o.ServerKey, ClientCAFiles: s.o.ClientCA, Logger: logger.With("server", s.kind+" webhook"),
-		}}
+		addr := s.o.address()
+		l := w.servers[addr]
+		if l == nil {
+			// the first kind's certificate serves both on a shared address
+			l = &lazyServer{wanted: make(chan struct{}), ready: make(chan struct{}), srv: &webhook.Server{
+				Addr: addr, CertFile: s.o.ServerCert, KeyFile: s.o.ServerKey, ClientCAFiles: s.o.ClientCA, Logger: logger.With("server", s.kind+" webhook"),
+			}}
+			w.servers[addr] = l
+		}
+		w.byKind[s.kind] = l
 	}
 	if len(w.servers) == 0 {
 		return nil, nil
@@ -135,13 +149,32 @@ func newWebhookServers(o webhookOptions, namespace, instance string, client kube
 	return w, nil
 }
 
-// Apply starts the servers the bindings need, then registers them.
+// serverStartTimeout bounds the wait for a server to listen before its
+// webhooks are registered.
+const serverStartTimeout = 10 * time.Second
+
+// Apply starts the servers the bindings need and, once they listen (so the
+// API server's first calls find them), registers the bindings.
 func (w *webhookServers) Apply(ctx context.Context, b webhook.Bindings) error {
-	if len(b.Admission) > 0 && w.servers["validating"] != nil {
-		w.servers["validating"].want()
+	var need []*lazyServer
+	if l := w.byKind["validating"]; l != nil && len(b.Admission) > 0 {
+		need = append(need, l)
 	}
-	if len(b.Conversion) > 0 && w.servers["conversion"] != nil {
-		w.servers["conversion"].want()
+	if l := w.byKind["conversion"]; l != nil && len(b.Conversion) > 0 {
+		need = append(need, l)
+	}
+	for _, l := range need {
+		l.want()
+		select {
+		case <-l.ready:
+			if l.err != nil {
+				return fmt.Errorf("webhook server on %s: %w", l.srv.Addr, l.err)
+			}
+		case <-time.After(serverStartTimeout):
+			return fmt.Errorf("webhook server on %s: not listening after %s", l.srv.Addr, serverStartTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return w.reg.Apply(ctx, b)
 }
@@ -151,12 +184,10 @@ func (w *webhookServers) Serves(kind webhook.Kind) bool { return w.reg.Serves(ki
 var _ lifecycle.WebhookRegistrar = (*webhookServers)(nil)
 
 // run serves each wanted server with the operator's answers until ctx
-// ends. Two kinds on one address share a server.
+// ends.
 func (w *webhookServers) run(ctx context.Context, reviewer webhook.Reviewer) {
 	handler := webhook.NewHandler(webhook.HandlerOptions{Reviewer: reviewer, Logger: w.logger})
 	var wg sync.WaitGroup
-	started := map[string]bool{}
-	var mu sync.Mutex
 	for _, l := range w.servers {
 		l.srv.Handler = handler
 		wg.Go(func() {
@@ -165,16 +196,24 @@ func (w *webhookServers) run(ctx context.Context, reviewer webhook.Reviewer) {
 				return
 			case <-l.wanted:
 			}
-			mu.Lock()
-			dup := started[l.srv.Addr]
-			started[l.srv.Addr] = true
-			mu.Unlock()
-			if dup {
+			// a pair that does not load would fail every handshake
+			var ln net.Listener
+			_, err := tls.LoadX509KeyPair(l.srv.CertFile, l.srv.KeyFile)
+			if err == nil {
+				var lc net.ListenConfig
+				ln, err = lc.Listen(ctx, "tcp", l.srv.Addr)
+			}
+			if err != nil {
+				// the operator goes on: the API server's calls fail and each
+				// webhook's failurePolicy decides, as when the pod is down;
+				// /status shows the error
+				l.err = err
+				close(l.ready)
+				w.logger.Error("webhook server not started", "address", l.srv.Addr, "error", err)
 				return
 			}
-			// the operator goes on: the API server's calls fail and each
-			// webhook's failurePolicy decides, as when the pod is down
-			if err := l.srv.Run(ctx); err != nil {
+			close(l.ready)
+			if err := l.srv.Serve(ctx, ln); err != nil {
 				w.logger.Error("webhook server stopped", "address", l.srv.Addr, "error", err)
 			}
 		})
