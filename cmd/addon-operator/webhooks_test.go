@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/addonops/addon-operator/internal/testenv"
+	"github.com/addonops/addon-operator/webhook"
 )
 
 // guardHook is a module hook as shell-operator's users write it: a
@@ -121,4 +124,75 @@ func asList(v any) []map[string]any {
 		}
 	}
 	return out
+}
+
+// shell-operator's webhook settings, from the environment or flags (the
+// flag wins); a server is configured only when its certificate and key
+// exist, and a path set to a missing file is an error.
+func TestWebhookSettings(t *testing.T) {
+	_, cert, key, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		env        map[string]string
+		args       []string
+		validating bool // configured
+		conversion bool
+		bad        string
+		check      func(t *testing.T, o webhookOptions)
+	}{
+		{name: "defaults: no certificate, no server", check: func(t *testing.T, o webhookOptions) {
+			if o.Validating.ListenPort != "9680" || o.Conversion.ListenPort != "9681" || o.ConfigurationName != "addon-operator-hooks" ||
+				o.Validating.ServerCert != "/validating-certs/tls.crt" || o.Conversion.ServiceName != "addon-operator-conversion-svc" {
+				t.Errorf("defaults = %+v", o)
+			}
+		}},
+		{name: "environment", env: map[string]string{"VALIDATING_WEBHOOK_SERVER_CERT": cert, "VALIDATING_WEBHOOK_SERVER_KEY": key,
+			"VALIDATING_WEBHOOK_CLIENT_CA": "/a.crt,/b.crt", "VALIDATING_WEBHOOK_CONFIGURATION_NAME": "mine", "VALIDATING_WEBHOOK_LISTEN_PORT": "1234"},
+			validating: true, check: func(t *testing.T, o webhookOptions) {
+				if len(o.Validating.ClientCA) != 2 || o.ConfigurationName != "mine" || o.Validating.address() != "0.0.0.0:1234" {
+					t.Errorf("options = %+v", o)
+				}
+			}},
+		{name: "flags win", env: map[string]string{"CONVERSION_WEBHOOK_LISTEN_PORT": "1"},
+			args:       []string{"--conversion-webhook-server-cert", cert, "--conversion-webhook-server-key", key, "--conversion-webhook-listen-port", "2", "--conversion-webhook-url", "https://10.0.0.5:2"},
+			conversion: true, check: func(t *testing.T, o webhookOptions) {
+				if o.Conversion.ListenPort != "2" || o.Conversion.endpoint("ns").URL != "https://10.0.0.5:2" {
+					t.Errorf("options = %+v", o.Conversion)
+				}
+			}},
+		{name: "a certificate set to a missing file", env: map[string]string{"CONVERSION_WEBHOOK_SERVER_CERT": "/nowhere/tls.crt"}, bad: "conversion webhook server"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			o, err := parseStart(tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := newWebhookServers(o.wh, "ns", "ns.addon-operator", nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if tt.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.bad) {
+					t.Fatalf("error %v, want %q", err, tt.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := w != nil && w.Serves(webhook.Validating); got != tt.validating {
+				t.Errorf("validating configured: %v", got)
+			}
+			if got := w != nil && w.Serves(webhook.Conversion); got != tt.conversion {
+				t.Errorf("conversion configured: %v", got)
+			}
+			if tt.check != nil {
+				tt.check(t, o.wh)
+			}
+		})
+	}
 }
