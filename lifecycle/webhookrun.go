@@ -221,5 +221,9 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 	if bc["type"] == typeConversion {
 		what = "CONVERSION_RESPONSE_PATH"
 	}
-	return readResultFile(h.Name, what, response)
+	b, err := readResultFile(h.Name, what, response)
+	if err == nil {
+		r.hookSucceeded(h.Name)
+	}
+	return b, err
 }
