@@ -217,13 +217,15 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 		// the message to the client (docs/security.md, "Who sees what")
 		return nil, r.hookFailed(h.Name, binding, err)
 	}
-	what := "VALIDATING_RESPONSE_PATH"
+	what, limit := "VALIDATING_RESPONSE_PATH", int64(executor.MaxResultFile)
 	if bc["type"] == typeConversion {
-		what = "CONVERSION_RESPONSE_PATH"
+		// converted objects are as large as the request's: a list's worth
+		what, limit = "CONVERSION_RESPONSE_PATH", webhook.DefaultMaxRequestBytes
 	}
-	b, err := readResultFile(h.Name, what, response)
-	if err == nil {
-		r.hookSucceeded(h.Name)
+	b, err := executor.ReadResultFile(response, limit)
+	if err != nil {
+		return nil, fmt.Errorf("hook %s: %s: %w", h.Name, what, err)
 	}
-	return b, err
+	r.hookSucceeded(h.Name)
+	return b, nil
 }
