@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -18,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -287,6 +289,31 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 	})
 	if colour, _, _ := unstructured.NestedString(got.Object, "spec", "colour"); colour != "red" || got.GetAPIVersion() != group+"/v2" {
 		t.Fatalf("w1 at v2 = %v", got.Object)
+	}
+
+	// objects of several apiVersions go their own ways, in the request's order
+	raw := func(version, field, name string) runtime.RawExtension {
+		return runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"apiVersion":%q,"kind":"Widget","metadata":{"name":%q},"spec":{%q:"blue"}}`, group+"/"+version, name, field))}
+	}
+	mixed := &apiextv1.ConversionReview{Request: &apiextv1.ConversionRequest{UID: "mixed", DesiredAPIVersion: group + "/v1",
+		Objects: []runtime.RawExtension{raw("v2", "colour", "a"), raw("v1", "color", "b"), raw("v2", "colour", "c")}}}
+	objs, err := e.op.Webhooks().Convert(ctx, crdName, mixed)
+	if err != nil || len(objs) != 3 {
+		t.Fatalf("mixed conversion: %v %v", objs, err)
+	}
+	for i, name := range []string{"a", "b", "c"} {
+		var o struct {
+			APIVersion string            `json:"apiVersion"`
+			Metadata   map[string]string `json:"metadata"`
+			Spec       map[string]string `json:"spec"`
+		}
+		if err := json.Unmarshal(objs[i].Raw, &o); err != nil || o.APIVersion != group+"/v1" || o.Metadata["name"] != name || o.Spec["color"] != "blue" {
+			t.Errorf("object %d = %s", i, objs[i].Raw)
+		}
+	}
+	mixed.Request.DesiredAPIVersion = group + "/v3"
+	if _, err := e.op.Webhooks().Convert(ctx, crdName, mixed); err == nil || !strings.Contains(err.Error(), "no hook converts "+crdName+" from "+group+"/v2 to "+group+"/v3") {
+		t.Errorf("no path: %v", err)
 	}
 
 	// the tree changes: a third webhook is added, then the hooks go
