@@ -299,6 +299,7 @@ func (d *debugAPI) debugHooks() ([]DebugHook, error) {
 			for _, k := range c.Kubernetes {
 				dh.Bindings = append(dh.Bindings, DebugBinding{Binding: loader.Kubernetes, Name: k.Name, Kind: k.Kind, Queue: k.Queue})
 			}
+			dh.Bindings = append(dh.Bindings, webhookDebugBindings(c)...)
 		}
 		out = append(out, dh)
 	}

@@ -5,5 +5,7 @@
 // enabled scripts with their files and environment and applies their
 // patches. It owns the running state (model, values store, ConfigMap data,
 // revision), changed under one lock, and adopts the revisions the git
-// syncer checked (docs/operator.md, "Git wins").
+// syncer checked (docs/operator.md, "Git wins"). It gives the webhook
+// package the running tree's webhook bindings and answers its requests by
+// running the bound hooks (webhooks.go, webhookrun.go).
 package lifecycle

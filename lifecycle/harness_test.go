@@ -160,6 +160,8 @@ type env struct {
 	purgeLimit int
 	// onRevision is Config.OnRevisionState
 	onRevision func(RevisionState)
+	// webhooks is Config.Webhooks
+	webhooks WebhookRegistrar
 }
 
 func newNamespace(t testing.TB) string {
@@ -251,7 +253,7 @@ func (e *env) start() {
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Monitors: KubeMonitors(watcher),
 		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName), CRDs: crds,
 		SourceEvents: kube.NewConfigMap(client, e.ns, e.cmName+"-source"), PurgeLimit: e.purgeLimit,
-		ObjectPatcher: patcher, OnRevisionState: e.onRevision,
+		ObjectPatcher: patcher, OnRevisionState: e.onRevision, Webhooks: e.webhooks,
 	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
 		e.op.TreeChanged(gitsync.Revision{Commit: e.commit})

@@ -51,6 +51,8 @@ type Status struct {
 	Watches []kube.WatchInfo `json:"watches"`
 	// Bindings are the kubernetes bindings of running hooks.
 	Bindings []WatchStatus `json:"bindings"`
+	// Webhooks are the running tree's webhook bindings (webhooks.go).
+	Webhooks *WebhookStatus `json:"webhooks,omitempty"`
 }
 
 // Status reports modules in tree order and the queues.
@@ -75,6 +77,7 @@ func (o *Operator) Status() Status {
 		st.Queues = queues.Dump()
 	}
 	st.Bindings = o.bind.watchStatus()
+	st.Webhooks = o.hooks.webhookStatus()
 	st.Watches = []kube.WatchInfo{}
 	if o.c.cfg.Monitors != nil {
 		st.Watches = o.c.cfg.Monitors.Watches()
@@ -125,6 +128,9 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 		body["revision"], body["treeError"], body["watches"], body["bindings"] = st.Revision, st.TreeError, st.Watches, st.Bindings
 		if st.PurgeError != "" {
 			body["purgeError"] = st.PurgeError
+		}
+		if st.Webhooks != nil {
+			body["webhooks"] = st.Webhooks
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

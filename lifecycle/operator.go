@@ -15,6 +15,7 @@ import (
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
+	"github.com/addonops/addon-operator/webhook"
 )
 
 // ConfigBackend is where config values live (ConfigMap/addon-operator).
@@ -95,6 +96,9 @@ type Config struct {
 	// has been applied, or failed (revisionstate.go). It is called from
 	// the tasks of "main" and must not block.
 	OnRevisionState func(RevisionState)
+	// Webhooks registers the webhooks the running tree binds (nil: no
+	// webhook server; a tree that binds one gets an error on /status).
+	Webhooks WebhookRegistrar
 	// Now and After are the clock of retries, schedules and the
 	// absent-resources check (tests drive them without sleeping).
 	After func(time.Duration) <-chan time.Time
@@ -135,6 +139,7 @@ type Operator struct {
 	run     *runner
 	bind    *bindings
 	steps   *steps
+	hooks   *webhooks
 	backend ConfigBackend
 }
 
@@ -151,8 +156,12 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	st := &steps{core: c, run: run, bind: bind, helm: helm, loader: ld}
 	bind.steps = st
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{c})
-	return &Operator{c: c, run: run, bind: bind, steps: st, backend: backend}
+	wh := &webhooks{core: c, run: run, bind: bind, reg: cfg.Webhooks}
+	return &Operator{c: c, run: run, bind: bind, steps: st, hooks: wh, backend: backend}
 }
+
+// Webhooks answers the webhook server's requests (webhooks.go).
+func (o *Operator) Webhooks() webhook.Reviewer { return o.hooks }
 
 // Run adopts the revision handed over by TreeChanged (or loads the
 // configured directories when there is none), reads and validates the
@@ -229,6 +238,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { o.steps.healLoop(ctx, o.c.cfg.ResourcesCheckInterval) })
 	wg.Go(func() { o.backend.Watch(ctx, o.steps.onConfigChange) })
+	wg.Go(func() { o.hooks.loop(ctx) })
 	<-ctx.Done()
 	o.bind.schedules.stop()
 	queues.Wait()

@@ -248,6 +248,8 @@ func hooksTable(w io.Writer, body []byte) error {
 				s += ":" + b.Name + "(" + b.Crontab + ")"
 			case b.Kind != "":
 				s += ":" + b.Name + "(" + b.Kind + ")"
+			case b.Name != "":
+				s += ":" + b.Name
 			}
 			bs = append(bs, s)
 		}

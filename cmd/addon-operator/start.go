@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -39,6 +40,7 @@ type startOptions struct {
 	le    leaderOptions
 	cs    commitStatusOptions
 	hl    healthOptions
+	wh    webhookOptions
 	notes []note
 }
 
@@ -79,6 +81,7 @@ func (o *startOptions) bind(fs *pflag.FlagSet, e *env) {
 	o.le.bind(fs, e)
 	o.cs.bind(fs, e)
 	o.hl.bind(fs, e)
+	o.wh.bind(fs, e)
 	bindOriginal(fs, e)
 }
 
@@ -116,6 +119,7 @@ type startup struct {
 	operator *lifecycle.Operator
 	src      *source         // nil in no-git mode
 	leader   *kube.Leader    // nil without leader election
+	webhooks *webhookServers // nil without webhook certificates
 	sourceCM *kube.ConfigMap // the live ref
 	// configuredRef is GIT_REF, what removing the live ref goes back to.
 	configuredRef string
@@ -219,12 +223,23 @@ func start(o *startOptions) error {
 			ch.revision(st)
 		}
 	}
+	ext, err := apiextensions.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	if s.webhooks, err = newWebhookServers(o.wh, op.Namespace, instance, client, ext, logger); err != nil {
+		return err
+	}
+	var webhooks lifecycle.WebhookRegistrar
+	if s.webhooks != nil {
+		webhooks = s.webhooks
+	}
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher, OnRevisionState: onRevision, Health: healthTracker,
+		ObjectPatcher: patcher, OnRevisionState: onRevision, Health: healthTracker, Webhooks: webhooks,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
@@ -321,6 +336,9 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	}
 	if s.runHealth != nil {
 		g.Go(func() error { s.runHealth(ctx); return nil })
+	}
+	if s.webhooks != nil {
+		g.Go(func() error { s.webhooks.run(ctx, s.operator.Webhooks()); return nil })
 	}
 	g.Go(func() error {
 		if s.src != nil {

@@ -20,6 +20,7 @@ var secretVars = map[string]bool{
 var hookVars = map[string]bool{
 	"BINDING_CONTEXT_PATH": true, "WORKING_DIR": true, "CONFIG_VALUES_PATH": true, "VALUES_PATH": true,
 	"CONFIG_VALUES_JSON_PATCH_PATH": true, "VALUES_JSON_PATCH_PATH": true, "MODULE_ENABLED_RESULT": true,
+	"VALIDATING_RESPONSE_PATH": true, "ADMISSION_RESPONSE_PATH": true, "CONVERSION_RESPONSE_PATH": true,
 }
 
 // BaseEnv is the operator's environment without its credential settings,
