@@ -94,3 +94,60 @@ func joinKey(path, k string) string {
 	}
 	return path + "." + k
 }
+
+// Covers reports whether every field the chart sets has the same value in
+// the live object: then applying it changes nothing, and the dry-run is
+// not needed. It is conservative: a list must have as many elements as
+// the chart's, and a value the API server normalises (a quantity written
+// another way) is not covered; such objects go to the dry-run.
+func Covers(live, desired map[string]any) bool {
+	return covers(live, desired)
+}
+
+func covers(live, desired any) bool {
+	switch dv := desired.(type) {
+	case map[string]any:
+		lv, ok := live.(map[string]any)
+		if !ok {
+			return len(dv) == 0 && live == nil
+		}
+		for k, v := range dv {
+			if !covers(lv[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		lv, ok := live.([]any)
+		if !ok || len(lv) != len(dv) {
+			return false
+		}
+		for i := range dv {
+			if !covers(lv[i], dv[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return live == nil
+	}
+	if df, ok := number(desired); ok {
+		lf, ok := number(live)
+		return ok && lf == df
+	}
+	return desired == live
+}
+
+// number reads a JSON number as decoded by either parser (int64 from the
+// API's, float64 from YAML's).
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
+}

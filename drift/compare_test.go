@@ -85,3 +85,32 @@ func readFixture(t *testing.T, path string, into any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestCovers: the precheck that spares a clean object its dry-run.
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		live, desired string
+		want          bool
+	}{
+		{"server-added fields", `{spec: {replicas: 1, strategy: {type: RollingUpdate}}, status: {}}`, `{spec: {replicas: 1}}`, true},
+		{"numbers of either parser", `{spec: {ports: [{port: 80, protocol: TCP}]}}`, `{spec: {ports: [{port: 80}]}}`, true},
+		{"changed value", `{spec: {image: b}}`, `{spec: {image: a}}`, false},
+		{"missing field", `{spec: {}}`, `{spec: {image: a}}`, false},
+		{"longer list goes to the dry-run", `{args: [a, b]}`, `{args: [a]}`, false},
+		{"normalised quantity goes to the dry-run", `{cpu: 500m}`, `{cpu: 0.5}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var live, desired map[string]any
+			if err := yaml.Unmarshal([]byte(tc.live), &live); err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.Unmarshal([]byte(tc.desired), &desired); err != nil {
+				t.Fatal(err)
+			}
+			if got := Covers(live, desired); got != tc.want {
+				t.Fatalf("Covers = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
