@@ -2,12 +2,16 @@ package drift
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
 )
+
+// ErrNoRelease: there is no deployed release of ours of that name.
+var ErrNoRelease = errors.New("no deployed release")
 
 // Diff is the live diff of a release's drifted objects: for each, a
 // unified diff from the live object to what applying the chart would make
@@ -20,7 +24,7 @@ func (d *Detector) Diff(ctx context.Context, release string) (string, error) {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("module %s has no deployed release", release)
+		return "", fmt.Errorf("release %s: %w", release, ErrNoRelease)
 	}
 	var b strings.Builder
 	for _, in := range ins {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -250,5 +251,9 @@ func (s *steps) moduleDiff(ctx context.Context, name string) (string, error) {
 	if model == nil || model.Module(name) == nil {
 		return "", &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q not found (addon-operator module list shows the modules)", name)}
 	}
-	return s.cfg.Drift.Diff(ctx, name)
+	diff, err := s.cfg.Drift.Diff(ctx, name)
+	if errors.Is(err, drift.ErrNoRelease) {
+		return "", &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q has no deployed release", name)}
+	}
+	return diff, err
 }
