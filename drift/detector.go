@@ -181,11 +181,10 @@ func (d *Detector) Check(ctx context.Context, release string) (Report, bool, err
 // object again (without those other controllers own); it returns what it
 // found and corrected.
 func (d *Detector) Correct(ctx context.Context, release string) (Report, error) {
+	// an object that cannot be checked (its kind no longer served) does
+	// not keep the others from being corrected
 	rep, ins, _, err := d.check(ctx, release)
-	if err != nil {
-		return rep, err
-	}
-	var errs []error
+	errs := []error{err}
 	for _, in := range ins {
 		if len(in.obj.Fields) == 0 {
 			continue
@@ -227,7 +226,7 @@ func (d *Detector) check(ctx context.Context, release string) (Report, []*inspec
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return rep, nil, true, err
+		return rep, nil, true, err // cancelled
 	}
 	var out []*inspection
 	for _, in := range ins {
@@ -342,6 +341,7 @@ func (d *Detector) dryRun(ctx context.Context, in *inspection, desired *unstruct
 				return nil, fmt.Errorf("%s: %w", in.obj.Ref(), err)
 			}
 			in.obj.Ignored = append(in.obj.Ignored, c.String())
+			d.opts.Logger.Debug("field left to another controller", "object", in.obj.Ref(), "field", c.Field, "manager", c.Manager, "subresource", c.Subresource)
 		}
 		dry.Force = true
 		applied, err = in.res.Apply(ctx, desired.GetName(), in.desired, dry)

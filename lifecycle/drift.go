@@ -134,8 +134,11 @@ func (s *steps) checkDrift(ctx context.Context) {
 		}
 		rep, ok, err := s.cfg.Drift.Check(ctx, m.Name)
 		if err != nil {
+			// the objects it could check are reported still
 			s.logger.Warn("drift check failed", "module", m.Name, "err", err)
-			continue
+			if ctx.Err() != nil || rep.Checked == 0 {
+				continue
+			}
 		}
 		if !ok {
 			s.reportDrift(ctx, m.Name, nil)
