@@ -20,6 +20,9 @@ type ModuleStatus struct {
 	// Health is the health of its release's objects, once it deployed
 	// (docs/operator.md, "Health").
 	Health *health.ModuleHealth `json:"health,omitempty"`
+	// Drift is the last drift check's drifted objects (docs/operator.md,
+	// "Drift"); absent when there are none.
+	Drift *DriftStatus `json:"drift,omitempty"`
 }
 
 // WatchStatus is one kubernetes binding's monitor in /status.
@@ -66,6 +69,7 @@ func (o *Operator) Status() Status {
 			if s := o.c.modules[m.Name]; s != nil {
 				ms.Enabled, ms.State, ms.LastError = s.enabled, s.state, s.lastError
 			}
+			ms.Drift = o.steps.driftOf(m.Name)
 			st.Modules = append(st.Modules, ms)
 		}
 	}
@@ -99,6 +103,17 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	extra := opts.Extra
 	mux := http.NewServeMux()
 	(&debugAPI{core: o.c}).debugRoutes(mux, opts.Namespace)
+	// a diff may show what a hand edit put in a ConfigMap: local only, as
+	// /debug/ (docs/security.md, "Who sees what")
+	mux.Handle("GET /debug/modules/{name}/diff", LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		diff, err := o.steps.moduleDiff(r.Context(), r.PathValue("name"))
+		if err != nil {
+			writeDebugError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
+		_, _ = w.Write([]byte(diff))
+	})))
 	mux.Handle("/metrics", promhttp.HandlerFor(o.c.cfg.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	// what hooks wrote to METRICS_PATH, apart from the operator's own
 	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.c.metrics.hookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))

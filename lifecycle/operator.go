@@ -89,6 +89,13 @@ type Config struct {
 	ObjectPatcher ObjectPatcher
 	// Health follows the health of modules' releases (nil: none).
 	Health HealthTracker
+	// Drift checks modules' releases for drift on the auto-healing
+	// interval (nil: no drift checks); DriftMode is what is done about it
+	// by default, DriftWarn or DriftCorrect (the default), which a
+	// module's <module>Drift ConfigMap key overrides (docs/operator.md,
+	// "Drift").
+	Drift     DriftDetector
+	DriftMode string
 	// ParallelModules bounds how many modules of one weight run at once
 	// (0: the number of CPUs; 1: one by one).
 	ParallelModules int
@@ -121,6 +128,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.After == nil {
 		cfg.After = time.After
+	}
+	if cfg.DriftMode == "" {
+		cfg.DriftMode = DriftCorrect
 	}
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()

@@ -32,6 +32,7 @@ type steps struct {
 	bind   *bindings
 	helm   Helm
 	loader *loader.Loader
+	drift  driftReports // the last drift checks (drift.go)
 }
 
 // ordered returns the hooks with an ordered binding, by ORDER then name.

@@ -44,6 +44,8 @@ var debugGroups = []struct {
 			example: "  addon-operator module values ingress-nginx -g"},
 		{use: "config NAME", short: "Print a module's ConfigMap section (-g adds the global one)", path: "/debug/modules/{name}/config", needName: true},
 		{use: "render NAME", short: "Print a module's chart rendered with its values", path: "/debug/modules/{name}/render", needName: true, raw: true},
+		{use: "diff NAME", short: "Print the live diff of a module's release: its objects that differ from the chart (Secret values redacted)", path: "/debug/modules/{name}/diff", needName: true, raw: true,
+			example: "  addon-operator module diff ingress-nginx"},
 	}},
 	{"global", "Inspect the global values of a running operator", []debugCmd{
 		{use: "values", short: "Print the global values", path: "/debug/global/values"},

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/addonops/addon-operator/commitstatus"
+	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/kube"
@@ -186,6 +187,22 @@ func start(o *startOptions) error {
 	if err != nil {
 		return err
 	}
+	var detector lifecycle.DriftDetector // nil: off
+	switch op.Drift {
+	case lifecycle.DriftWarn, lifecycle.DriftCorrect:
+		// as Helm's own writes, so a correction's fields stay Helm's
+		ignore := op.DriftIgnoreManagers
+		if ignore == nil {
+			ignore = []string{}
+		}
+		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{FieldManager: kube.FieldManager(), IgnoreManagers: ignore, Logger: logger})
+		if err != nil {
+			return err
+		}
+	case "off":
+	default:
+		return fmt.Errorf("--drift=%q: want correct, warn or off", op.Drift)
+	}
 	if op.ParallelModules < 1 {
 		return fmt.Errorf("--parallel-modules=%d: want at least 1", op.ParallelModules)
 	}
@@ -240,6 +257,7 @@ func start(o *startOptions) error {
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
 		ObjectPatcher: patcher, OnRevisionState: onRevision, Health: healthTracker, Webhooks: webhooks,
+		Drift: detector, DriftMode: op.Drift,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
