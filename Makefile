@@ -6,9 +6,10 @@ BIN := $(CURDIR)/bin
 # The local control plane: versions pinned in hack/testcluster/go.mod.
 K8S_VERSION := v1.37.1
 ETCD_VERSION := v3.7.0
+KWOK_VERSION := v0.8.0
 # Built once per machine and copied into bin/, so a fresh clone reuses it.
 TESTCLUSTER_CACHE ?= $(HOME)/.cache/addon-operator/testcluster-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
-TESTCLUSTER_STAMP := $(BIN)/.testcluster-$(K8S_VERSION)-etcd-$(ETCD_VERSION)
+TESTCLUSTER_STAMP := $(BIN)/.testcluster-$(K8S_VERSION)-etcd-$(ETCD_VERSION)-kwok-$(KWOK_VERSION)
 
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
@@ -33,15 +34,25 @@ build:
 
 testcluster: $(TESTCLUSTER_STAMP)
 
-$(TESTCLUSTER_STAMP): hack/testcluster/go.mod hack/testcluster/go.sum hack/testcluster/etcd/main.go
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler from
+# hack/testcluster; kwok (simulated nodes and kubelets) at its own pinned
+# version, with the stages it runs (hack/kwok-stages.sh).
+CONTROL_PLANE := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwok-stages.yaml
+
+$(TESTCLUSTER_STAMP): hack/testcluster/go.mod hack/testcluster/go.sum hack/testcluster/etcd/main.go hack/kwok-stages.sh hack/kwok-never-ready.yaml
 	@mkdir -p $(BIN) $(TESTCLUSTER_CACHE)
-	@if [ ! -x $(TESTCLUSTER_CACHE)/kube-apiserver ] || [ ! -x $(TESTCLUSTER_CACHE)/etcd ]; then \
-		echo "building etcd $(ETCD_VERSION) and kube-apiserver $(K8S_VERSION) (a cold build takes several minutes)"; \
-		cd hack/testcluster && \
-		$(GO) build -trimpath -ldflags='-s -w' -o $(TESTCLUSTER_CACHE)/etcd ./etcd && \
-		$(GO) build -trimpath -ldflags='-s -w' -o $(TESTCLUSTER_CACHE)/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver; \
+	@cd hack/testcluster && for b in etcd kube-apiserver kube-controller-manager kube-scheduler; do \
+		[ -x $(TESTCLUSTER_CACHE)/$$b ] && continue; \
+		echo "building $$b (a cold build of the control plane takes several minutes)"; \
+		case $$b in etcd) pkg=./etcd;; *) pkg=k8s.io/kubernetes/cmd/$$b;; esac; \
+		$(GO) build -trimpath -ldflags='-s -w' -o $(TESTCLUSTER_CACHE)/$$b $$pkg || exit 1; \
+	done
+	@if [ ! -x $(TESTCLUSTER_CACHE)/kwok ]; then \
+		echo "building kwok $(KWOK_VERSION)"; \
+		GOBIN=$(TESTCLUSTER_CACHE) $(GO) install -trimpath -ldflags='-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION) || exit 1; \
 	fi
-	cp $(TESTCLUSTER_CACHE)/etcd $(TESTCLUSTER_CACHE)/kube-apiserver $(BIN)/
+	GO=$(GO) hack/kwok-stages.sh $(KWOK_VERSION) > $(TESTCLUSTER_CACHE)/kwok-stages.yaml.tmp && mv $(TESTCLUSTER_CACHE)/kwok-stages.yaml.tmp $(TESTCLUSTER_CACHE)/kwok-stages.yaml
+	cp $(addprefix $(TESTCLUSTER_CACHE)/,$(CONTROL_PLANE)) $(BIN)/
 	@touch $@
 
 test: deps testcluster

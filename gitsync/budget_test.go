@@ -95,19 +95,19 @@ func TestIndexingStopsWithTheContext(t *testing.T) {
 	must(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err = s.receivePack(ctx, strings.NewReader(string(pack)))
+	err = fetcherOf(s).receivePack(ctx, strings.NewReader(string(pack)))
 	if !errors.Is(err, context.Canceled) || isDamaged(err) {
 		t.Fatalf("err = %v; want the context's, not damage", err)
 	}
-	if here, _ := s.has(blobHashOf(blob)); here {
+	if here, _ := storeOf(s).has(blobHashOf(blob)); here {
 		t.Fatal("the pack was stored")
 	}
 	// with a live context, the same pack is stored and read back
-	must(t, s.receivePack(t.Context(), strings.NewReader(string(pack))))
-	if here, err := s.has(blobHashOf(blob)); !here || err != nil {
+	must(t, fetcherOf(s).receivePack(t.Context(), strings.NewReader(string(pack))))
+	if here, err := storeOf(s).has(blobHashOf(blob)); !here || err != nil {
 		t.Fatalf("stored: %v, %v", here, err)
 	}
-	if _, err := os.Stat(s.storeDir()); err != nil {
+	if _, err := os.Stat(storeOf(s).dir); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,13 +4,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"golang.org/x/sys/unix"
 )
+
+// checkoutWriter writes revisions: revisions/<sha> holds a commit's tree
+// within Paths, with its manifest beside it (manifests/<sha>); it also
+// removes the revisions nothing needs any more (prune).
+type checkoutWriter struct {
+	dir     string // CheckoutDir
+	logger  *slog.Logger
+	objects objectReader
+	why     explainer
+	plan    planning
+	// pruning: old revisions are being removed, after a publish and off
+	// its critical path; the next checkout waits for it
+	pruning sync.WaitGroup
+}
+
+var _ revisionWriter = (*checkoutWriter)(nil)
+
+// planning is what writing a revision asks of the planner.
+type planning interface {
+	planTree(tree *object.Tree, known *manifest) (*plan, error)
+	fileLimit(path string, n int64) error
+}
 
 // checkout makes revisions/<sha> hold exactly the commit's tree within
 // Paths, byte for byte and mode for mode, and returns it. The tree is
@@ -20,57 +43,57 @@ import (
 // into place (no reader sees half a tree), with hard links to the files
 // of the previous revision (or of the one it replaces) that are known to
 // hold the right blob.
-func (s *Syncer) checkout(c *object.Commit, prev *Revision) (string, error) {
-	s.cleaning.Wait()
+func (w *checkoutWriter) checkout(c *object.Commit, prev *Revision) (string, error) {
+	w.pruning.Wait()
 	sha := c.Hash.String()
 	tree, err := c.Tree()
 	if err != nil {
-		return "", s.objectErr("tree", c.TreeHash, "", err)
+		return "", w.why.objectErr("tree", c.TreeHash, "", err)
 	}
 	// the revision files are taken from: this one's, already on disk, or
 	// the previous one
-	final := filepath.Join(s.revisionsDir(), sha)
+	final := filepath.Join(w.revisionsDir(), sha)
 	from := ""
 	_, err = os.Lstat(final)
 	exists := err == nil
 	switch {
 	case exists:
 		from = sha
-	case prev != nil && prev.Commit != sha && filepath.Dir(prev.Dir) == s.revisionsDir():
+	case prev != nil && prev.Commit != sha && filepath.Dir(prev.Dir) == w.revisionsDir():
 		from = prev.Commit
 	}
 	var known *manifest
 	if from != "" {
-		known = s.readManifest(from)
+		known = w.readManifest(from)
 	}
-	p, err := s.planTree(tree, known)
+	p, err := w.plan.planTree(tree, known)
 	if err != nil {
 		return "", fmt.Errorf("revision %s: %w", short(sha), err)
 	}
 	if exists {
-		diff, err := s.differs(p, sha, known)
+		diff, err := w.differs(p, sha, known)
 		if err != nil {
 			return "", err
 		}
 		if diff == "" {
 			return final, nil
 		}
-		s.logger.Warn("the revision on disk differs from its commit; writing it again", "revision", sha, "difference", diff)
+		w.logger.Warn("the revision on disk differs from its commit; writing it again", "revision", sha, "difference", diff)
 	}
-	if err := s.build(p, sha, from, known); err != nil {
+	if err := w.build(p, sha, from, known); err != nil {
 		return "", fmt.Errorf("check out %s: %w", short(sha), err)
 	}
 	return final, nil
 }
 
-func (s *Syncer) revisionsDir() string { return filepath.Join(s.opts.CheckoutDir, "revisions") }
+func (w *checkoutWriter) revisionsDir() string { return filepath.Join(w.dir, "revisions") }
 
 // build writes the plan into a temporary directory, records its manifest
 // and renames it to revisions/<sha>; a revision there already (which
 // differs) is moved aside (the temporary name, unique, plus ".stale") for
 // cleanup to remove, since a hook may still run from it.
-func (s *Syncer) build(p *plan, sha, from string, known *manifest) error {
-	tmp, err := os.MkdirTemp(s.revisionsDir(), ".tmp-")
+func (w *checkoutWriter) build(p *plan, sha, from string, known *manifest) error {
+	tmp, err := os.MkdirTemp(w.revisionsDir(), ".tmp-")
 	if err != nil {
 		return err
 	}
@@ -80,14 +103,14 @@ func (s *Syncer) build(p *plan, sha, from string, known *manifest) error {
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	files, err := s.materialize(p, filepath.Base(tmp), from, known)
+	files, err := w.materialize(p, filepath.Base(tmp), from, known)
 	if err != nil {
 		return err
 	}
-	if err := s.writeManifest(sha, files); err != nil {
+	if err := w.writeManifest(sha, files); err != nil {
 		return err
 	}
-	final := filepath.Join(s.revisionsDir(), sha)
+	final := filepath.Join(w.revisionsDir(), sha)
 	if _, err := os.Lstat(final); err == nil {
 		if err := os.Rename(final, tmp+".stale"); err != nil {
 			return err
@@ -107,21 +130,21 @@ func (s *Syncer) build(p *plan, sha, from string, known *manifest) error {
 // outside the revision. Files of revisions/<from> are linked where they
 // hold the right blob (src is their manifest). It returns the files'
 // stats.
-func (s *Syncer) materialize(p *plan, tmp, from string, src *manifest) (map[string]fileStat, error) {
-	root, err := os.OpenRoot(filepath.Join(s.revisionsDir(), tmp))
+func (w *checkoutWriter) materialize(p *plan, tmp, from string, src *manifest) (map[string]fileStat, error) {
+	root, err := os.OpenRoot(filepath.Join(w.revisionsDir(), tmp))
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
 	var srcRoot *os.Root
-	if dir := filepath.Join(s.revisionsDir(), from); from != "" && isDir(dir) {
+	if dir := filepath.Join(w.revisionsDir(), from); from != "" && isDir(dir) {
 		if srcRoot, err = os.OpenRoot(dir); err == nil {
 			defer srcRoot.Close()
 		}
 	}
 	files := make(map[string]fileStat, len(p.entries))
 	for _, dir := range p.dirs() {
-		if err := s.fillDir(p, dir, root, srcRoot, src, files); err != nil {
+		if err := w.fillDir(p, dir, root, srcRoot, src, files); err != nil {
 			return nil, err
 		}
 	}
@@ -129,7 +152,7 @@ func (s *Syncer) materialize(p *plan, tmp, from string, src *manifest) (map[stri
 }
 
 // fillDir makes the entries of one directory (which exists).
-func (s *Syncer) fillDir(p *plan, dir string, root, srcRoot *os.Root, src *manifest, files map[string]fileStat) error {
+func (w *checkoutWriter) fillDir(p *plan, dir string, root, srcRoot *os.Root, src *manifest, files map[string]fileStat) error {
 	dst, err := openDir(root, dir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", displayPath(dir), err)
@@ -152,7 +175,7 @@ func (s *Syncer) fillDir(p *plan, dir string, root, srcRoot *os.Root, src *manif
 			// links, not ours) is written
 			st, linked := reusable(from, src, e, name)
 			if !linked || dst.linkFrom(from, name) != nil {
-				st, err = s.writeBlob(dst, e, name)
+				st, err = w.writeBlob(dst, e, name)
 			}
 			files[e.path] = st
 		}
@@ -196,20 +219,20 @@ func reusable(from *dirFD, src *manifest, e planEntry, name string) (fileStat, b
 
 // writeBlob streams a blob to a new file, hashing it on the way: content
 // that does not hash to the blob is a damaged store.
-func (s *Syncer) writeBlob(dst *dirFD, e planEntry, name string) (fileStat, error) {
-	obj, err := s.repo.Storer.EncodedObject(plumbing.BlobObject, e.hash)
+func (w *checkoutWriter) writeBlob(dst *dirFD, e planEntry, name string) (fileStat, error) {
+	obj, err := w.objects.blob(e.hash)
 	if err != nil {
-		return fileStat{}, s.objectErr("blob", e.hash, e.path, err)
+		return fileStat{}, w.why.objectErr("blob", e.hash, e.path, err)
 	}
 	if obj.Size() != e.size { // the size came from a manifest that was wrong
-		if err := s.fileLimit(e.path, obj.Size()); err != nil {
+		if err := w.plan.fileLimit(e.path, obj.Size()); err != nil {
 			return fileStat{}, err
 		}
 		e.size = obj.Size()
 	}
 	r, err := obj.Reader()
 	if err != nil {
-		return fileStat{}, s.objectErr("blob", e.hash, e.path, err)
+		return fileStat{}, w.why.objectErr("blob", e.hash, e.path, err)
 	}
 	defer r.Close()
 	out, err := dst.create(name, e.perm())
@@ -221,7 +244,7 @@ func (s *Syncer) writeBlob(dst *dirFD, e planEntry, name string) (fileStat, erro
 	got, err := blobHash(io.TeeReader(in, out), e.size)
 	switch {
 	case in.err != nil:
-		return fileStat{}, s.objectErr("blob", e.hash, e.path, in.err)
+		return fileStat{}, w.why.objectErr("blob", e.hash, e.path, in.err)
 	case err != nil:
 		return fileStat{}, err
 	case got != e.hash:
@@ -250,3 +273,26 @@ func (r *readErr) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// prune removes, off the caller's path, the revisions keep does not
+// name, with their manifests (and the leftovers of a build, or of a
+// revision written again); the next checkout waits for it.
+func (w *checkoutWriter) prune(keep func() map[string]bool) {
+	w.pruning.Go(func() {
+		k := keep()
+		for _, dir := range []string{w.revisionsDir(), w.manifestsDir()} {
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				if !k[e.Name()] {
+					_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+				}
+			}
+		}
+	})
+}
+
+// wait returns once no prune runs.
+func (w *checkoutWriter) wait() { w.pruning.Wait() }

@@ -14,8 +14,8 @@ import (
 // not trusted: a hook may have written to it, and its files are shared
 // with other revisions. A file whose stat matches its manifest record is
 // taken as it is; any other is read and hashed (and recorded anew).
-func (s *Syncer) differs(p *plan, sha string, m *manifest) (string, error) {
-	dir := filepath.Join(s.revisionsDir(), sha)
+func (w *checkoutWriter) differs(p *plan, sha string, m *manifest) (string, error) {
+	dir := filepath.Join(w.revisionsDir(), sha)
 	if !isDir(dir) {
 		return "not a directory", nil
 	}
@@ -36,8 +36,8 @@ func (s *Syncer) differs(p *plan, sha string, m *manifest) (string, error) {
 		changed = changed || st != m.files[path]
 	}
 	if changed {
-		if err := s.writeManifest(sha, files); err != nil {
-			s.logger.Warn("manifest not saved; the revision's files are read again next time", "revision", sha, "err", err)
+		if err := w.writeManifest(sha, files); err != nil {
+			w.logger.Warn("manifest not saved; the revision's files are read again next time", "revision", sha, "err", err)
 		}
 	}
 	return "", nil

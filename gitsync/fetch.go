@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
@@ -17,11 +20,59 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
+// fetcher talks to the remote: it lists its refs, fetches a ref's commit
+// (blob-less where the remote filters, then the checked-out paths' blobs
+// by hash), and takes each pack it receives into the object store within
+// the pack budgets, leaving out objects over the limits (dropped).
+type fetcher struct {
+	url    string
+	dir    string // CheckoutDir: received packs are written beside the store
+	logger *slog.Logger
+	limits limits
+	paths  []string // Options.Paths, cleaned
+	store  packStore
+	plan   surveyor
+	// dropped: objects fetches left out for their size
+	dropped *dropped
+	// whole: the remote refused the blob wants it advertised; fetches are
+	// whole from then on (fetchWhole)
+	whole bool
+}
+
+var _ fetching = (*fetcher)(nil)
+
+// packStore is what fetching needs of the object store.
+type packStore interface {
+	has(h plumbing.Hash) (bool, error)
+	haves() ([]plumbing.Hash, error)
+	shallows() ([]plumbing.Hash, error)
+	addShallows(more []plumbing.Hash) error
+	setRef(name plumbing.ReferenceName, h plumbing.Hash) error
+	storePack(ctx context.Context, f *os.File) error
+	reset() error
+}
+
+// surveyor lists the blobs a tree's checked-out paths need that the
+// store lacks, refusing the tree as a checkout would (the planner).
+type surveyor interface {
+	survey(tree *object.Tree) (map[plumbing.Hash]bool, error)
+}
+
+// reset starts the object store over.
+func (f *fetcher) reset() error {
+	f.dropped.commit = plumbing.ZeroHash
+	return f.store.reset()
+}
+
+// published: a revision was published, so an object missing from now on
+// is damage again, not one the last fetch left out.
+func (f *fetcher) published() { f.dropped.deltas = 0 }
+
 // open starts a conversation with the remote's upload-pack and lists its
 // refs (one round trip); a fetch in the same session asks for objects
 // without listing them again.
-func (s *Syncer) open(ctx context.Context, auth transport.AuthMethod) (transport.UploadPackSession, *packp.AdvRefs, error) {
-	ep, err := transport.NewEndpoint(s.opts.URL)
+func (f *fetcher) open(ctx context.Context, auth transport.AuthMethod) (transport.UploadPackSession, *packp.AdvRefs, error) {
+	ep, err := transport.NewEndpoint(f.url)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,76 +157,63 @@ func remoteHead(all memory.ReferenceStorage, byName map[string]*plumbing.Referen
 // ref is fetched in the session that listed it; a commit SHA fetches
 // branches and tags, then looks for it. Whether what arrived is complete
 // is for the checkout to find (it reads every object it needs).
-func (s *Syncer) fetch(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, remoteRef, hash string, auth transport.AuthMethod) error {
+func (f *fetcher) fetch(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, remoteRef, hash string, auth transport.AuthMethod) error {
 	want := plumbing.NewHash(hash)
-	if here, err := s.has(want); err != nil || here {
+	if here, err := f.store.has(want); err != nil || here {
 		return err // already here (a ref moved back, or a pinned SHA we have)
 	}
-	haves, err := s.haves()
+	haves, err := f.store.haves()
 	if err != nil {
 		return err
 	}
-	s.dropped.deltas = 0
+	f.dropped.deltas = 0
 	depth := 0
 	if remoteRef != "" && len(haves) == 0 {
 		// the first fetch needs only the commit, not its history
 		depth = 1
 	}
 	if sess != nil && remoteRef != "" {
-		err = s.fetchRef(ctx, sess, ar, want, depth, haves)
+		err = f.fetchRef(ctx, sess, ar, want, depth, haves)
 	} else {
-		err = s.fetchAll(ctx, auth, haves)
+		err = f.fetchAll(ctx, auth, haves)
 	}
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", orHash(remoteRef, hash), err)
 	}
-	if here, err := s.has(want); err != nil || here {
+	if here, err := f.store.has(want); err != nil || here {
 		return err
 	}
-	if depth == 0 && remoteRef != "" && s.shallow() {
+	if depth == 0 && remoteRef != "" && shallow(f.store) {
 		// the ref moved behind the shallow boundary (a force-push to an
 		// older commit): start the store over with that commit
-		s.logger.Info("ref moved behind the fetched history; fetching it afresh", "ref", remoteRef)
-		if err := s.resetStore(); err != nil {
+		f.logger.Info("ref moved behind the fetched history; fetching it afresh", "ref", remoteRef)
+		if err := f.reset(); err != nil {
 			return err
 		}
 		// a session serves one fetch: talk to the remote afresh
-		fresh, far, err := s.open(ctx, auth)
+		fresh, far, err := f.open(ctx, auth)
 		if err != nil {
 			return err
 		}
 		defer fresh.Close()
-		return s.fetch(ctx, fresh, far, remoteRef, hash, auth)
+		return f.fetch(ctx, fresh, far, remoteRef, hash, auth)
 	}
 	return fmt.Errorf("commit %s not found on the remote", hash)
 }
 
-// has reports whether the store holds an object; an error reading the
-// store (a garbled index) is damage.
-func (s *Syncer) has(h plumbing.Hash) (bool, error) {
-	err := s.repo.Storer.HasEncodedObject(h)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, plumbing.ErrObjectNotFound):
-		return false, nil
-	}
-	return false, damaged(fmt.Errorf("object store: %w", err))
-}
-
 // fetchRef fetches one commit (with depth, only it) and keeps it as
 // refs/sync/target, which the next fetch offers as a have.
-func (s *Syncer) fetchRef(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, want plumbing.Hash, depth int, haves []plumbing.Hash) error {
-	if err := s.fetchPack(ctx, sess, ar, []plumbing.Hash{want}, depth, haves); err != nil {
+func (f *fetcher) fetchRef(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, want plumbing.Hash, depth int, haves []plumbing.Hash) error {
+	if err := f.fetchPack(ctx, sess, ar, []plumbing.Hash{want}, depth, haves); err != nil {
 		return err
 	}
-	return damaged(s.repo.Storer.SetReference(plumbing.NewHashReference("refs/sync/target", want)))
+	return f.store.setRef("refs/sync/target", want)
 }
 
 // fetchAll fetches every branch and tag (a commit SHA can be anywhere in
 // their history) and keeps them as refs/sync/heads/* and refs/sync/tags/*.
-func (s *Syncer) fetchAll(ctx context.Context, auth transport.AuthMethod, haves []plumbing.Hash) error {
-	sess, ar, err := s.open(ctx, auth)
+func (f *fetcher) fetchAll(ctx context.Context, auth transport.AuthMethod, haves []plumbing.Hash) error {
+	sess, ar, err := f.open(ctx, auth)
 	if err != nil {
 		return err
 	}
@@ -199,7 +237,7 @@ func (s *Syncer) fetchAll(ctx context.Context, auth transport.AuthMethod, haves 
 		default:
 			continue
 		}
-		here, err := s.has(r.Hash())
+		here, err := f.store.has(r.Hash())
 		if err != nil {
 			return err
 		}
@@ -208,13 +246,13 @@ func (s *Syncer) fetchAll(ctx context.Context, auth transport.AuthMethod, haves 
 		}
 	}
 	if len(wants) > 0 {
-		if err := s.fetchPack(ctx, sess, ar, wants, 0, haves); err != nil {
+		if err := f.fetchPack(ctx, sess, ar, wants, 0, haves); err != nil {
 			return err
 		}
 	}
 	for name, h := range keep {
-		if err := s.repo.Storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
-			return damaged(err)
+		if err := f.store.setRef(name, h); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -224,7 +262,7 @@ func (s *Syncer) fetchAll(ctx context.Context, auth transport.AuthMethod, haves 
 // telling it which commits the store has (haves), and stores the pack it
 // sends. A remote that filters sends commits and trees only: fill then
 // fetches the blobs the checkout needs.
-func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants []plumbing.Hash, depth int, haves []plumbing.Hash) (err error) {
+func (f *fetcher) fetchPack(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants []plumbing.Hash, depth int, haves []plumbing.Hash) (err error) {
 	req, err := request(ar)
 	if err != nil {
 		return err
@@ -232,8 +270,8 @@ func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession
 	req.Wants = wants
 	// like git, tell the remote where a shallow store's history ends, so
 	// it does not count on objects behind it
-	if req.Shallows, err = s.repo.Storer.Shallow(); err != nil {
-		return damaged(err)
+	if req.Shallows, err = f.store.shallows(); err != nil {
+		return err
 	}
 	if depth > 0 {
 		req.Depth = packp.DepthCommits(depth)
@@ -243,14 +281,14 @@ func (s *Syncer) fetchPack(ctx context.Context, sess transport.UploadPackSession
 			return err
 		}
 	}
-	if s.filters(ar) {
+	if f.filters(ar) {
 		req.Filter = packp.FilterBlobNone()
 		if err := req.Capabilities.Set(capability.Filter); err != nil {
 			return err
 		}
 	}
 	req.Haves = haves
-	return s.uploadPack(ctx, sess, req)
+	return f.uploadPack(ctx, sess, req)
 }
 
 // request is an upload-pack request with the capabilities every fetch
@@ -267,14 +305,14 @@ func request(ar *packp.AdvRefs) (*packp.UploadPackRequest, error) {
 
 // uploadPack sends the request and stores the pack the remote answers
 // with (receivePack), and, for a depth, where the history now ends.
-func (s *Syncer) uploadPack(ctx context.Context, sess transport.UploadPackSession, req *packp.UploadPackRequest) (err error) {
+func (f *fetcher) uploadPack(ctx context.Context, sess transport.UploadPackSession, req *packp.UploadPackRequest) (err error) {
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, resp.Close()) }()
 	if !req.Depth.IsZero() && len(resp.Shallows) > 0 {
-		if err := s.addShallows(resp.Shallows); err != nil {
+		if err := f.store.addShallows(resp.Shallows); err != nil {
 			return err
 		}
 	}
@@ -285,44 +323,12 @@ func (s *Syncer) uploadPack(ctx context.Context, sess transport.UploadPackSessio
 	case req.Capabilities.Supports(capability.Sideband):
 		pack = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	return s.receivePack(ctx, pack)
-}
-
-// addShallows records where a shallow fetch's history ends.
-func (s *Syncer) addShallows(more []plumbing.Hash) error {
-	shallows, err := s.repo.Storer.Shallow()
-	if err != nil {
-		return damaged(err)
-	}
-	for _, h := range more {
-		if !slices.Contains(shallows, h) {
-			shallows = append(shallows, h)
-		}
-	}
-	return damaged(s.repo.Storer.SetShallow(shallows))
-}
-
-// haves are the commits the store's refs point at, which the remote need
-// not send again; none means nothing was fetched yet.
-func (s *Syncer) haves() ([]plumbing.Hash, error) {
-	refs, err := s.repo.References()
-	if err != nil {
-		return nil, damaged(err)
-	}
-	defer refs.Close()
-	var out []plumbing.Hash
-	err = refs.ForEach(func(r *plumbing.Reference) error {
-		if r.Type() == plumbing.HashReference && strings.HasPrefix(r.Name().String(), "refs/sync/") && !slices.Contains(out, r.Hash()) {
-			out = append(out, r.Hash())
-		}
-		return nil
-	})
-	return out, damaged(err)
+	return f.receivePack(ctx, pack)
 }
 
 // shallow: the store was fetched with a depth.
-func (s *Syncer) shallow() bool {
-	sh, err := s.repo.Storer.Shallow()
+func shallow(store packStore) bool {
+	sh, err := store.shallows()
 	return err == nil && len(sh) > 0
 }
 

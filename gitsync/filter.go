@@ -22,8 +22,8 @@ const blobBatch = 4096
 // ("allow-reachable-sha1-in-want", which git advertises for
 // uploadpack.allowAnySHA1InWant too, as GitHub, GitLab and Gitea do). It
 // pays only when the checkout is limited to Paths.
-func (s *Syncer) filters(ar *packp.AdvRefs) bool {
-	return !s.whole && len(s.paths) > 0 && ar.Capabilities.Supports(capability.Filter) &&
+func (f *fetcher) filters(ar *packp.AdvRefs) bool {
+	return !f.whole && len(f.paths) > 0 && ar.Capabilities.Supports(capability.Filter) &&
 		ar.Capabilities.Supports(capability.AllowReachableSHA1InWant)
 }
 
@@ -34,23 +34,23 @@ func (s *Syncer) filters(ar *packp.AdvRefs) bool {
 // checkout to find). Nor are blobs a fetch left out for their size, nor
 // any for the commit whose blobs' fetch left deltas out: they would be
 // left out again.
-func (s *Syncer) fill(ctx context.Context, c *object.Commit, sess transport.UploadPackSession, ar *packp.AdvRefs, auth transport.AuthMethod) error {
-	if len(s.paths) == 0 || ar != nil && !s.filters(ar) || s.dropped.commit == c.Hash {
+func (f *fetcher) fill(ctx context.Context, c *object.Commit, sess transport.UploadPackSession, ar *packp.AdvRefs, auth transport.AuthMethod) error {
+	if len(f.paths) == 0 || ar != nil && !f.filters(ar) || f.dropped.commit == c.Hash {
 		return nil
 	}
 	tree, err := c.Tree()
 	if err != nil {
-		return s.objectErr("tree", c.TreeHash, "", err)
+		return f.dropped.objectErr("tree", c.TreeHash, "", err)
 	}
-	missing, err := s.missingBlobs(tree)
+	missing, err := f.missingBlobs(tree)
 	if err != nil {
 		return fmt.Errorf("revision %s: %w", short(c.Hash.String()), err)
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	stateless := s.stateless()
-	s.dropped.deltas = 0
+	stateless := stateless(f.url)
+	f.dropped.deltas = 0
 	// the session opened here last, closed when the next replaces it
 	var own transport.UploadPackSession
 	defer func() {
@@ -62,7 +62,7 @@ func (s *Syncer) fill(ctx context.Context, c *object.Commit, sess transport.Uplo
 		if sess == nil || !stateless {
 			// a session over ssh or file:// serves one request (and a
 			// commit SHA needed none): a new one lists the refs again
-			fresh, far, err := s.open(ctx, auth)
+			fresh, far, err := f.open(ctx, auth)
 			if err != nil {
 				return err
 			}
@@ -71,19 +71,19 @@ func (s *Syncer) fill(ctx context.Context, c *object.Commit, sess transport.Uplo
 			}
 			own, sess, ar = fresh, fresh, far
 		}
-		if !s.filters(ar) {
+		if !f.filters(ar) {
 			return nil
 		}
-		if err := s.fetchBlobs(ctx, sess, ar, batch); err != nil {
+		if err := f.fetchBlobs(ctx, sess, ar, batch); err != nil {
 			err = fmt.Errorf("fetch %d blobs of %s: %w", len(batch), short(c.Hash.String()), err)
 			if ctx.Err() != nil {
 				return err
 			}
-			return s.fetchWhole(ctx, c.Hash, auth, err)
+			return f.fetchWhole(ctx, c.Hash, auth, err)
 		}
 	}
-	if s.dropped.deltas > 0 {
-		s.dropped.commit = c.Hash
+	if f.dropped.deltas > 0 {
+		f.dropped.commit = c.Hash
 	}
 	return nil
 }
@@ -92,33 +92,33 @@ func (s *Syncer) fill(ctx context.Context, c *object.Commit, sess transport.Uplo
 // without a filter or haves), after the remote refused the blob wants it
 // advertised it would take; from then on this syncer fetches whole, so
 // polls do not fail on the same refusal (docs/git.md).
-func (s *Syncer) fetchWhole(ctx context.Context, commit plumbing.Hash, auth transport.AuthMethod, cause error) error {
-	s.logger.Warn("the remote refused blob wants it advertised; fetching the commit whole from now on", "err", Scrub(cause.Error()))
-	sess, ar, err := s.open(ctx, auth)
+func (f *fetcher) fetchWhole(ctx context.Context, commit plumbing.Hash, auth transport.AuthMethod, cause error) error {
+	f.logger.Warn("the remote refused blob wants it advertised; fetching the commit whole from now on", "err", Scrub(cause.Error()))
+	sess, ar, err := f.open(ctx, auth)
 	if err != nil {
 		return errors.Join(cause, err)
 	}
 	defer sess.Close()
-	s.whole = true
-	if err := s.fetchPack(ctx, sess, ar, []plumbing.Hash{commit}, 1, nil); err != nil {
-		s.whole = false // the next poll tries the filtered fetch again
+	f.whole = true
+	if err := f.fetchPack(ctx, sess, ar, []plumbing.Hash{commit}, 1, nil); err != nil {
+		f.whole = false // the next poll tries the filtered fetch again
 		return errors.Join(cause, fmt.Errorf("and the whole fetch failed too: %w", err))
 	}
-	return damaged(s.repo.Storer.SetReference(plumbing.NewHashReference("refs/sync/target", commit)))
+	return f.store.setRef("refs/sync/target", commit)
 }
 
-// missingBlobs walks the tree within Paths as planTree does, so that a
-// tree it would refuse (a name, the number of entries) is refused before
-// any blob is fetched, but reads no blob: it lists those the store lacks,
-// less those a fetch left out for their size.
-func (s *Syncer) missingBlobs(tree *object.Tree) ([]plumbing.Hash, error) {
-	p := &plan{index: map[string]int{}, children: map[string][]string{"": {}}, missing: map[plumbing.Hash]bool{}}
-	if err := s.walk(p, tree, ""); err != nil {
+// missingBlobs surveys the tree within Paths (the planner refuses a tree
+// it would refuse for a checkout before any blob is fetched, but reads no
+// blob): it lists the blobs the store lacks, less those a fetch left out
+// for their size.
+func (f *fetcher) missingBlobs(tree *object.Tree) ([]plumbing.Hash, error) {
+	missing, err := f.plan.survey(tree)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]plumbing.Hash, 0, len(p.missing))
-	for h := range p.missing {
-		if _, big := s.dropped.sizes[h]; !big {
+	out := make([]plumbing.Hash, 0, len(missing))
+	for h := range missing {
+		if _, big := f.dropped.sizes[h]; !big {
 			out = append(out, h)
 		}
 	}
@@ -129,18 +129,18 @@ func (s *Syncer) missingBlobs(tree *object.Tree) ([]plumbing.Hash, error) {
 // fetchBlobs asks for blobs by hash, with no filter, depth or haves: the
 // store's commits lack blobs, so the remote must not leave out one they
 // hold.
-func (s *Syncer) fetchBlobs(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, blobs []plumbing.Hash) error {
+func (f *fetcher) fetchBlobs(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, blobs []plumbing.Hash) error {
 	req, err := request(ar)
 	if err != nil {
 		return err
 	}
 	req.Wants = blobs
-	return s.uploadPack(ctx, sess, req)
+	return f.uploadPack(ctx, sess, req)
 }
 
 // stateless: the remote speaks HTTP, where each request stands alone, so
 // one session serves many.
-func (s *Syncer) stateless() bool {
-	ep, err := transport.NewEndpoint(s.opts.URL)
+func stateless(url string) bool {
+	ep, err := transport.NewEndpoint(url)
 	return err == nil && (ep.Protocol == "http" || ep.Protocol == "https")
 }

@@ -129,7 +129,7 @@ func (m *monorepo) sameWithinPaths(t *testing.T, dir, commit string) {
 // storeBlobs lists the blobs in the syncer's object store.
 func storeBlobs(t *testing.T, s *Syncer) map[string]bool {
 	t.Helper()
-	iter, err := s.repo.BlobObjects()
+	iter, err := storeOf(s).repo.BlobObjects()
 	must(t, err)
 	out := map[string]bool{}
 	must(t, iter.ForEach(func(b *object.Blob) error {

@@ -94,3 +94,7 @@ func listing(t *testing.T, root string) map[string]string {
 		return fmt.Sprintf("%v %q", info.Mode().Perm(), b)
 	})
 }
+
+// fetcherOf and storeOf reach the syncer's parts.
+func fetcherOf(s *Syncer) *fetcher   { return s.remote.(*fetcher) }
+func storeOf(s *Syncer) *objectStore { return s.commits.(*objectStore) }

@@ -64,13 +64,13 @@ func (m *manifest) fresh(path string, blob plumbing.Hash, st *unix.Stat_t) bool 
 	return ok && f.blob == blob && f.mtime < m.at && f == statOf(blob, st)
 }
 
-func (s *Syncer) manifestsDir() string { return filepath.Join(s.opts.CheckoutDir, "manifests") }
+func (w *checkoutWriter) manifestsDir() string { return filepath.Join(w.dir, "manifests") }
 
 // readManifest reads a revision's manifest; a missing or unreadable one
 // is empty (every file is then read).
-func (s *Syncer) readManifest(sha string) *manifest {
+func (w *checkoutWriter) readManifest(sha string) *manifest {
 	m := &manifest{files: map[string]fileStat{}}
-	p := filepath.Join(s.manifestsDir(), sha)
+	p := filepath.Join(w.manifestsDir(), sha)
 	info, err := os.Stat(p)
 	if err != nil {
 		return m
@@ -109,16 +109,16 @@ func parseRecord(rec string) (string, fileStat, bool) {
 
 // writeManifest records a revision's files. It is written after them, so
 // its mtime is not older than theirs.
-func (s *Syncer) writeManifest(sha string, files map[string]fileStat) error {
+func (w *checkoutWriter) writeManifest(sha string, files map[string]fileStat) error {
 	var b bytes.Buffer
 	for path, st := range files {
 		fmt.Fprintf(&b, "%s %o %d %d %d %s\x00", st.blob, st.mode, st.size, st.mtime, st.ino, path)
 	}
-	tmp := filepath.Join(s.manifestsDir(), "."+sha+".tmp")
+	tmp := filepath.Join(w.manifestsDir(), "."+sha+".tmp")
 	if err := os.WriteFile(tmp, b.Bytes(), 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(s.manifestsDir(), sha))
+	return os.Rename(tmp, filepath.Join(w.manifestsDir(), sha))
 }
 
 // blobHash hashes r as git hashes a blob of n bytes; it reads at most n+1

@@ -19,7 +19,7 @@ import (
 // builds first checks ctx, so a pack that takes long to index (deltas
 // that each make a big object) stops with the sync's deadline instead of
 // holding the syncer, and start-up, past it (docs/git.md, "Limits").
-func (s *Syncer) storePack(ctx context.Context, f *os.File) error {
+func (o *objectStore) storePack(ctx context.Context, f *os.File) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -35,14 +35,14 @@ func (s *Syncer) storePack(ctx context.Context, f *os.File) error {
 	if err != nil {
 		return damaged(fmt.Errorf("index the fetched pack: %w", err))
 	}
-	return damaged(s.addPack(f.Name(), sum, idx))
+	return damaged(o.addPack(f.Name(), sum, idx))
 }
 
 // addPack puts the pack and its index into the store's objects/pack: the
 // index first, so that a pack the store lists always has one, then the
 // pack, each by a rename (or a link of the received file).
-func (s *Syncer) addPack(packFile string, sum plumbing.Hash, w *idxfile.Writer) error {
-	dir := filepath.Join(s.storeDir(), "objects", "pack")
+func (o *objectStore) addPack(packFile string, sum plumbing.Hash, w *idxfile.Writer) error {
+	dir := filepath.Join(o.dir, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (s *Syncer) addPack(packFile string, sum plumbing.Hash, w *idxfile.Writer) 
 		return err
 	}
 	// the store lists its packs once: make it look again
-	s.store.Reindex()
+	o.st.Reindex()
 	return nil
 }
 

@@ -19,22 +19,22 @@ import (
 // one. Only then does the store take it (storePack). Errors while
 // receiving are the remote's; errors while storing are the store's
 // (damaged), but for the sync's context ending.
-func (s *Syncer) receivePack(ctx context.Context, r io.Reader) error {
-	tmp, err := os.CreateTemp(s.opts.CheckoutDir, ".pack-")
+func (f *fetcher) receivePack(ctx context.Context, r io.Reader) error {
+	tmp, err := os.CreateTemp(f.dir, ".pack-")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	out := bufio.NewWriterSize(tmp, 64<<10)
-	scan, err := scanPack(ctx, r, out, s.limits)
+	scan, err := scanPack(ctx, r, out, f.limits)
 	if err != nil {
 		return fmt.Errorf("receive the pack: %w", err)
 	}
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	s.dropped.note(scan)
+	f.dropped.note(scan)
 	if scan.kept() == 0 {
 		return nil
 	}
@@ -43,9 +43,9 @@ func (s *Syncer) receivePack(ctx context.Context, r io.Reader) error {
 		return err
 	}
 	if scan.nDropped > 0 {
-		s.logger.Warn("objects over the size limit left out of the fetched pack",
-			"objects", scan.nDropped, "limit", size(s.limits.fileSize))
-		thin, err := os.CreateTemp(s.opts.CheckoutDir, ".pack-")
+		f.logger.Warn("objects over the size limit left out of the fetched pack",
+			"objects", scan.nDropped, "limit", size(f.limits.fileSize))
+		thin, err := os.CreateTemp(f.dir, ".pack-")
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func (s *Syncer) receivePack(ctx context.Context, r io.Reader) error {
 		}
 		pack = thin
 	}
-	return s.storePack(ctx, pack)
+	return f.store.storePack(ctx, pack)
 }
 
 // rewritePack copies the kept entries of the scanned pack in src to dst:

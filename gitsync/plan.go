@@ -61,10 +61,39 @@ type plan struct {
 	missing map[plumbing.Hash]bool
 }
 
+// planner plans a revision of a tree within Paths, and surveys a tree
+// for the blobs a filtered fetch left out (missingBlobs), refusing what
+// a checkout would refuse either way.
+type planner struct {
+	objects objectReader
+	why     explainer
+	limits  limits
+	paths   []string // Options.Paths, cleaned
+}
+
+var (
+	_ planning = (*planner)(nil)
+	_ surveyor = (*planner)(nil)
+)
+
+// objectReader is what planning and writing a revision read from the
+// object store.
+type objectReader interface {
+	has(h plumbing.Hash) (bool, error)
+	blob(h plumbing.Hash) (plumbing.EncodedObject, error)
+	tree(h plumbing.Hash) (*object.Tree, error)
+}
+
+// explainer says why the store did not give an object a revision needs:
+// a fetch left it out for a limit, or the store is damaged (dropped).
+type explainer interface {
+	objectErr(kind string, h plumbing.Hash, path string, err error) error
+}
+
 // planTree plans a revision of the tree.
-func (s *Syncer) planTree(tree *object.Tree, known *manifest) (*plan, error) {
+func (pl *planner) planTree(tree *object.Tree, known *manifest) (*plan, error) {
 	p := &plan{index: map[string]int{}, children: map[string][]string{"": {}}, known: known}
-	if err := s.walk(p, tree, ""); err != nil {
+	if err := pl.walk(p, tree, ""); err != nil {
 		return nil, err
 	}
 	if err := checkLinks(p); err != nil {
@@ -73,15 +102,25 @@ func (s *Syncer) planTree(tree *object.Tree, known *manifest) (*plan, error) {
 	return p, nil
 }
 
+// survey walks the tree as planTree does but reads no blob: it lists
+// those the store lacks.
+func (pl *planner) survey(tree *object.Tree) (map[plumbing.Hash]bool, error) {
+	p := &plan{index: map[string]int{}, children: map[string][]string{"": {}}, missing: map[plumbing.Hash]bool{}}
+	if err := pl.walk(p, tree, ""); err != nil {
+		return nil, err
+	}
+	return p.missing, nil
+}
+
 // walk adds the entries of the tree at dir.
-func (s *Syncer) walk(p *plan, tree *object.Tree, dir string) error {
+func (pl *planner) walk(p *plan, tree *object.Tree, dir string) error {
 	seen := make(map[string]bool, len(tree.Entries))
 	for _, te := range tree.Entries {
 		name := te.Name
 		if dir != "" {
 			name = dir + "/" + te.Name
 		}
-		if !s.wanted(name) && !(te.Mode == filemode.Dir && s.leadsToWanted(name)) || te.Mode == filemode.Submodule {
+		if !pl.wanted(name) && !(te.Mode == filemode.Dir && pl.leadsToWanted(name)) || te.Mode == filemode.Submodule {
 			continue
 		}
 		if err := checkName(te.Name); err != nil {
@@ -107,7 +146,7 @@ func (s *Syncer) walk(p *plan, tree *object.Tree, dir string) error {
 		default:
 			return fmt.Errorf("%s: entry %q has mode %s, which git does not write", displayPath(dir), te.Name, te.Mode)
 		}
-		if err := s.add(p, e); err != nil {
+		if err := pl.add(p, e); err != nil {
 			return err
 		}
 	}
@@ -115,16 +154,16 @@ func (s *Syncer) walk(p *plan, tree *object.Tree, dir string) error {
 }
 
 // add checks one entry and adds it (a directory with what it holds).
-func (s *Syncer) add(p *plan, e planEntry) error {
+func (pl *planner) add(p *plan, e planEntry) error {
 	var sub *object.Tree
 	var err error
 	switch {
 	case e.kind == kindDir:
-		if sub, err = object.GetTree(s.repo.Storer, e.hash); err != nil {
-			return s.objectErr("tree", e.hash, e.path, err)
+		if sub, err = pl.objects.tree(e.hash); err != nil {
+			return pl.why.objectErr("tree", e.hash, e.path, err)
 		}
 	case p.missing != nil:
-		here, err := s.has(e.hash)
+		here, err := pl.objects.has(e.hash)
 		if err != nil {
 			return err
 		}
@@ -132,11 +171,11 @@ func (s *Syncer) add(p *plan, e planEntry) error {
 			p.missing[e.hash] = true
 		}
 	case e.kind == kindLink:
-		if e.target, err = s.linkTarget(e); err != nil {
+		if e.target, err = pl.linkTarget(e); err != nil {
 			return err
 		}
 	default:
-		if err := s.sizeFile(p, &e); err != nil {
+		if err := pl.sizeFile(p, &e); err != nil {
 			return err
 		}
 	}
@@ -144,44 +183,44 @@ func (s *Syncer) add(p *plan, e planEntry) error {
 	p.entries = append(p.entries, e)
 	parent, base := splitPath(e.path)
 	p.children[parent] = append(p.children[parent], base)
-	if over(int64(len(p.entries)), int64(s.limits.files)) {
-		return &limitError{path: e.path, what: fmt.Sprintf("the checked-out paths hold more than %d files, symlinks and directories, the limit", s.limits.files)}
+	if over(int64(len(p.entries)), int64(pl.limits.files)) {
+		return &limitError{path: e.path, what: fmt.Sprintf("the checked-out paths hold more than %d files, symlinks and directories, the limit", pl.limits.files)}
 	}
 	if sub == nil {
 		return nil
 	}
 	p.children[e.path] = []string{}
-	return s.walk(p, sub, e.path)
+	return pl.walk(p, sub, e.path)
 }
 
 // sizeFile takes a file's size from the revision on disk that holds its
 // blob, or else from its object's header, before any of its content, and
 // checks it against the limits.
-func (s *Syncer) sizeFile(p *plan, e *planEntry) error {
+func (pl *planner) sizeFile(p *plan, e *planEntry) error {
 	if f, ok := p.known.file(e.path); ok && f.blob == e.hash {
 		e.size = f.size
 	} else {
-		n, err := s.blobSize(e.hash)
+		n, err := pl.blobSize(e.hash)
 		if err != nil {
-			return s.objectErr("blob", e.hash, e.path, err)
+			return pl.why.objectErr("blob", e.hash, e.path, err)
 		}
 		e.size = n
 	}
-	if err := s.fileLimit(e.path, e.size); err != nil {
+	if err := pl.fileLimit(e.path, e.size); err != nil {
 		return err
 	}
 	n := e.size
 	p.bytes += n
-	if over(p.bytes, s.limits.checkoutSize) {
-		return &limitError{path: e.path, what: fmt.Sprintf("the checked-out paths hold more than %s of files, the limit", size(s.limits.checkoutSize))}
+	if over(p.bytes, pl.limits.checkoutSize) {
+		return &limitError{path: e.path, what: fmt.Sprintf("the checked-out paths hold more than %s of files, the limit", size(pl.limits.checkoutSize))}
 	}
 	return nil
 }
 
 // fileLimit refuses a file over MaxFileSize.
-func (s *Syncer) fileLimit(path string, n int64) error {
-	if over(n, s.limits.fileSize) {
-		return &limitError{path: path, what: fmt.Sprintf("a file of %s, over the limit of %s per file", size(n), size(s.limits.fileSize))}
+func (pl *planner) fileLimit(path string, n int64) error {
+	if over(n, pl.limits.fileSize) {
+		return &limitError{path: path, what: fmt.Sprintf("a file of %s, over the limit of %s per file", size(n), size(pl.limits.fileSize))}
 	}
 	return nil
 }
@@ -190,8 +229,8 @@ func (s *Syncer) fileLimit(path string, n int64) error {
 // object's size from its pack header (a delta's from the delta's header),
 // and a small one (16 KiB packed) whole, which costs less than the
 // loose-object lookup EncodedObjectSize makes first, a dozen system calls.
-func (s *Syncer) blobSize(h plumbing.Hash) (int64, error) {
-	obj, err := s.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+func (pl *planner) blobSize(h plumbing.Hash) (int64, error) {
+	obj, err := pl.objects.blob(h)
 	if err != nil {
 		return 0, err
 	}
@@ -199,22 +238,22 @@ func (s *Syncer) blobSize(h plumbing.Hash) (int64, error) {
 }
 
 // linkTarget reads a symlink's target (bounded: it is read whole).
-func (s *Syncer) linkTarget(e planEntry) (string, error) {
-	obj, err := s.repo.Storer.EncodedObject(plumbing.BlobObject, e.hash)
+func (pl *planner) linkTarget(e planEntry) (string, error) {
+	obj, err := pl.objects.blob(e.hash)
 	if err != nil {
-		return "", s.objectErr("blob", e.hash, e.path, err)
+		return "", pl.why.objectErr("blob", e.hash, e.path, err)
 	}
 	if n := obj.Size(); n > maxLinkTarget || n == 0 {
 		return "", fmt.Errorf("%s: a symlink whose target is %d bytes long", e.path, n)
 	}
 	r, err := obj.Reader()
 	if err != nil {
-		return "", s.objectErr("blob", e.hash, e.path, err)
+		return "", pl.why.objectErr("blob", e.hash, e.path, err)
 	}
 	defer r.Close()
 	b, err := io.ReadAll(io.LimitReader(r, maxLinkTarget))
 	if err != nil {
-		return "", s.objectErr("blob", e.hash, e.path, err)
+		return "", pl.why.objectErr("blob", e.hash, e.path, err)
 	}
 	if strings.ContainsRune(string(b), 0) {
 		return "", fmt.Errorf("%s: a symlink whose target holds NUL", e.path)
@@ -235,11 +274,11 @@ func (p *plan) dirs() []string {
 }
 
 // wanted: the path is one of the checked-out subtrees, or under one.
-func (s *Syncer) wanted(name string) bool {
-	if len(s.paths) == 0 {
+func (pl *planner) wanted(name string) bool {
+	if len(pl.paths) == 0 {
 		return true
 	}
-	for _, p := range s.paths {
+	for _, p := range pl.paths {
 		if name == p || strings.HasPrefix(name, p+"/") {
 			return true
 		}
@@ -248,8 +287,8 @@ func (s *Syncer) wanted(name string) bool {
 }
 
 // leadsToWanted: the directory holds one of the checked-out subtrees.
-func (s *Syncer) leadsToWanted(dir string) bool {
-	for _, p := range s.paths {
+func (pl *planner) leadsToWanted(dir string) bool {
+	for _, p := range pl.paths {
 		if strings.HasPrefix(p, dir+"/") {
 			return true
 		}

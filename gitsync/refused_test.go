@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/addonops/addon-operator/loader"
 )
 
 func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
@@ -42,7 +40,7 @@ func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
 	}, "leads out of the checkout")
 	must(t, f.repo.Remove("modules/passwd"))
 
-	s.opts.Validate = func(_ context.Context, dir string) (*loader.Model, error) {
+	s.opts.Validate = func(_ context.Context, dir string) (any, error) {
 		b, _ := os.ReadFile(filepath.Join(dir, "modules/values.yaml"))
 		if strings.Contains(string(b), "[") {
 			return nil, errors.New("modules/values.yaml: bad YAML")

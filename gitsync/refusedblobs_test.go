@@ -19,7 +19,7 @@ func TestRefusedBlobWantsFallBackToWholeFetch(t *testing.T) {
 	rev, _, err := s.Sync(t.Context())
 	must(t, err)
 	m.sameWithinPaths(t, rev.Dir, m.head)
-	if !s.whole {
+	if !fetcherOf(s).whole {
 		t.Fatal("the refusal was not remembered")
 	}
 	uploads := srv.UploadPackRequests()

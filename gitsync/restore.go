@@ -2,7 +2,6 @@ package gitsync
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 
@@ -18,8 +17,8 @@ import (
 // written incrementally. It returns nil when none qualifies. A revision
 // refused here is never run, even if it was published before.
 func (s *Syncer) Restore(ctx context.Context) *Revision {
-	for _, rev := range s.readHistory() {
-		dir := filepath.Join(s.revisionsDir(), rev.Commit)
+	for _, rev := range s.history.read() {
+		dir := filepath.Join(s.opts.CheckoutDir, "revisions", rev.Commit)
 		if !shaRe.MatchString(rev.Commit) {
 			continue
 		}
@@ -45,53 +44,24 @@ func (s *Syncer) Restore(ctx context.Context) *Revision {
 // signature against today's keys, its files against the commit's tree,
 // rewriting what differs, Require and Validate), and publishes it.
 func (s *Syncer) reuse(ctx context.Context, rev *Revision) error {
-	c, err := s.repo.CommitObject(plumbing.NewHash(rev.Commit))
+	c, err := s.commits.commit(plumbing.NewHash(rev.Commit))
 	if err != nil {
 		return err
 	}
-	if err := s.verify(c); err != nil {
+	if err := verify(s.opts.VerifyKeysDir, c); err != nil {
 		return err
 	}
 	rev.Subject, rev.Author, rev.Time = firstLine(c.Message), c.Author.Name+" <"+c.Author.Email+">", c.Author.When
-	if rev.Dir, err = s.checkout(c, nil); err != nil {
+	if rev.Dir, err = s.revisions.checkout(c, nil); err != nil {
 		return err
 	}
-	if err := s.require(rev); err != nil {
+	if err := require(s.opts.Require, rev); err != nil {
 		return err
 	}
 	if s.opts.Validate != nil {
-		if rev.Model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+		if rev.Checked, err = s.opts.Validate(ctx, rev.Dir); err != nil {
 			return err
 		}
 	}
-	return s.publish(rev.Dir)
-}
-
-// readHistory lists the revisions published by earlier runs, newest
-// first; a checkout without the list (an older layout) offers the one its
-// current link points at.
-func (s *Syncer) readHistory() []Revision {
-	var hist []Revision
-	if b, err := os.ReadFile(filepath.Join(s.opts.CheckoutDir, historyFile)); err == nil {
-		if json.Unmarshal(b, &hist) == nil {
-			return hist
-		}
-	}
-	if target, err := os.Readlink(s.CurrentDir()); err == nil {
-		hist = append(hist, Revision{Commit: filepath.Base(target)})
-	}
-	return hist
-}
-
-// writeHistory records the published revisions for the next run's Restore.
-func (s *Syncer) writeHistory(hist []Revision) error {
-	b, err := json.Marshal(hist)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(s.opts.CheckoutDir, "."+historyFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(s.opts.CheckoutDir, historyFile))
+	return s.history.publish(rev.Dir)
 }

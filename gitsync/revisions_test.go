@@ -34,7 +34,7 @@ func TestRevisionsPinnedWhileInUse(t *testing.T) {
 		must(t, err)
 		published = append(published, rev.Commit)
 	}
-	s.cleaning.Wait()
+	s.revisions.wait()
 	exists := func(c string) bool {
 		_, err := os.Stat(filepath.Join(s.opts.CheckoutDir, "revisions", c, "modules", "values.yaml"))
 		return err == nil
@@ -51,7 +51,7 @@ func TestRevisionsPinnedWhileInUse(t *testing.T) {
 	f.commit(t, "one more", map[string]string{"modules/values.yaml": "global: {v: last}\n"})
 	_, _, err = s.Sync(t.Context())
 	must(t, err)
-	s.cleaning.Wait()
+	s.revisions.wait()
 	if exists(running.Commit) {
 		t.Fatal("a revision no longer in use stayed")
 	}

@@ -3,14 +3,17 @@ package gitsync
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
-	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -19,26 +22,48 @@ import (
 // does not grow with its files.
 const streamAbove = 1 << 20
 
-// openStore opens (or creates) the bare object store under CheckoutDir.
-// One that cannot be opened (a damaged config, say) is started over: it
-// holds nothing a fetch cannot bring back.
-func (s *Syncer) openStore() error {
-	err := s.tryOpenStore()
+// objectStore is the bare repository under CheckoutDir (repo.git): the
+// objects fetches brought, the refs that offer them as haves, and where
+// a shallow history ends. It holds nothing a fetch cannot bring back, so
+// one that cannot be opened is started over.
+type objectStore struct {
+	dir    string
+	url    string // the remote, without credentials, for the store's config
+	logger *slog.Logger
+	repo   *git.Repository
+	st     *filesystem.Storage
+}
+
+var (
+	_ packStore    = (*objectStore)(nil)
+	_ objectReader = (*objectStore)(nil)
+	_ commitReader = (*objectStore)(nil)
+)
+
+// openStore opens (or creates) the object store at dir.
+func openStore(dir, url string, logger *slog.Logger) (*objectStore, error) {
+	o := &objectStore{dir: dir, url: Scrub(url), logger: logger}
+	return o, o.open()
+}
+
+// open opens (or creates) the store. One that cannot be opened (a
+// damaged config, say) is started over.
+func (o *objectStore) open() error {
+	err := o.tryOpen()
 	if err == nil {
 		return nil
 	}
-	s.logger.Warn("object store unreadable; starting it over", "err", Scrub(err.Error()))
-	if err := os.RemoveAll(s.storeDir()); err != nil {
+	o.logger.Warn("object store unreadable; starting it over", "err", Scrub(err.Error()))
+	if err := os.RemoveAll(o.dir); err != nil {
 		return err
 	}
-	return s.tryOpenStore()
+	return o.tryOpen()
 }
 
-// tryOpenStore opens the store. Pack files stay open between reads (a
+// tryOpen opens the store. Pack files stay open between reads (a
 // checkout reads thousands of objects), up to a bound.
-func (s *Syncer) tryOpenStore() error {
-	dir := s.storeDir()
-	st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(),
+func (o *objectStore) tryOpen() error {
+	st := filesystem.NewStorageWithOptions(osfs.New(o.dir), cache.NewObjectLRUDefault(),
 		filesystem.Options{MaxOpenDescriptors: 16, LargeObjectThreshold: streamAbove})
 	repo, err := git.Open(st, nil)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
@@ -46,31 +71,127 @@ func (s *Syncer) tryOpenStore() error {
 	}
 	if err != nil {
 		_ = st.Close()
-		return fmt.Errorf("object store %s: %w", dir, err)
+		return fmt.Errorf("object store %s: %w", o.dir, err)
 	}
 	// the store's config is readable by hooks: its remote is the URL
 	// without credentials (which Auth.method takes from the URL), and a
 	// remote written with them by an earlier version is replaced
 	_ = repo.DeleteRemote("origin")
-	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{Scrub(s.opts.URL)}}); err != nil {
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{o.url}}); err != nil {
 		_ = st.Close()
-		return fmt.Errorf("remote %s: %w", Scrub(s.opts.URL), err)
+		return fmt.Errorf("remote %s: %w", o.url, err)
 	}
-	s.repo, s.store = repo, st
+	o.repo, o.st = repo, st
 	return nil
 }
 
-// resetStore empties the object store (checked-out revisions stay).
-func (s *Syncer) resetStore() error {
-	s.dropped.commit = plumbing.ZeroHash
-	_ = s.store.Close()
-	if err := os.RemoveAll(s.storeDir()); err != nil {
+// reset empties the object store (checked-out revisions stay).
+func (o *objectStore) reset() error {
+	_ = o.st.Close()
+	if err := os.RemoveAll(o.dir); err != nil {
 		return err
 	}
-	return s.openStore()
+	return o.open()
 }
 
-func (s *Syncer) storeDir() string { return filepath.Join(s.opts.CheckoutDir, "repo.git") }
+// has reports whether the store holds an object; an error reading the
+// store (a garbled index) is damage.
+func (o *objectStore) has(h plumbing.Hash) (bool, error) {
+	err := o.repo.Storer.HasEncodedObject(h)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, plumbing.ErrObjectNotFound):
+		return false, nil
+	}
+	return false, damaged(fmt.Errorf("object store: %w", err))
+}
+
+// blob reads a blob's object (its header; the content streams from it).
+func (o *objectStore) blob(h plumbing.Hash) (plumbing.EncodedObject, error) {
+	return o.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+}
+
+// tree reads a tree.
+func (o *objectStore) tree(h plumbing.Hash) (*object.Tree, error) {
+	return object.GetTree(o.repo.Storer, h)
+}
+
+// peel follows annotated tags to their commit. An object the store
+// cannot read is damage; one of another type is not a commit.
+func (o *objectStore) peel(h plumbing.Hash) (*object.Commit, error) {
+	for range 10 {
+		obj, err := o.repo.Storer.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return nil, damaged(fmt.Errorf("commit %s cannot be read from the object store: %w", h, err))
+		}
+		switch obj.Type() {
+		case plumbing.TagObject:
+			tag, err := object.DecodeTag(o.repo.Storer, obj)
+			if err != nil {
+				return nil, damaged(fmt.Errorf("tag %s: %w", h, err))
+			}
+			h = tag.Target
+		case plumbing.CommitObject:
+			c, err := object.DecodeCommit(o.repo.Storer, obj)
+			if err != nil {
+				return nil, damaged(fmt.Errorf("commit %s: %w", h, err))
+			}
+			return c, nil
+		default:
+			return nil, fmt.Errorf("%s is a %s, not a commit", h, obj.Type())
+		}
+	}
+	return nil, fmt.Errorf("%s: tag chain too long", h)
+}
+
+// commit reads a commit (not through tags).
+func (o *objectStore) commit(h plumbing.Hash) (*object.Commit, error) {
+	return o.repo.CommitObject(h)
+}
+
+// setRef points one of the store's own refs (refs/sync/...) at h.
+func (o *objectStore) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
+	return damaged(o.repo.Storer.SetReference(plumbing.NewHashReference(name, h)))
+}
+
+// haves are the commits the store's refs point at, which the remote need
+// not send again; none means nothing was fetched yet.
+func (o *objectStore) haves() ([]plumbing.Hash, error) {
+	refs, err := o.repo.References()
+	if err != nil {
+		return nil, damaged(err)
+	}
+	defer refs.Close()
+	var out []plumbing.Hash
+	err = refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() == plumbing.HashReference && strings.HasPrefix(r.Name().String(), "refs/sync/") && !slices.Contains(out, r.Hash()) {
+			out = append(out, r.Hash())
+		}
+		return nil
+	})
+	return out, damaged(err)
+}
+
+// shallows are where a shallow store's history ends (none: not shallow).
+func (o *objectStore) shallows() ([]plumbing.Hash, error) {
+	sh, err := o.repo.Storer.Shallow()
+	return sh, damaged(err)
+}
+
+// addShallows records where a shallow fetch's history ends.
+func (o *objectStore) addShallows(more []plumbing.Hash) error {
+	shallows, err := o.repo.Storer.Shallow()
+	if err != nil {
+		return damaged(err)
+	}
+	for _, h := range more {
+		if !slices.Contains(shallows, h) {
+			shallows = append(shallows, h)
+		}
+	}
+	return damaged(o.repo.Storer.SetShallow(shallows))
+}
 
 // damagedError: the object store lacks or cannot read an object that must
 // be there (one a revision needs, or one the store's own refs name). A
@@ -90,52 +211,4 @@ func damaged(err error) error {
 func isDamaged(err error) bool {
 	var d *damagedError
 	return errors.As(err, &d)
-}
-
-// dropped remembers the objects fetches left out for their size, so that
-// a revision needing one is refused for the limit, not taken for a damaged
-// store (which would fetch the same pack again at every sync).
-type dropped struct {
-	sizes map[plumbing.Hash]int64 // whole objects, by hash
-	// deltas (whose hash is unknown) the last fetch left out (of its one
-	// or more packs), until a revision is published: then what is missing
-	// is damage again
-	deltas int
-	// commit whose blobs' fetch (fill) left deltas out: its missing blobs
-	// are not asked for again, they would be left out again
-	commit plumbing.Hash
-}
-
-// maxDropped bounds what dropped remembers.
-const maxDropped = 1024
-
-// note records what a fetch left out.
-func (d *dropped) note(scan *packScan) {
-	if len(d.sizes)+len(scan.dropped) > maxDropped || d.sizes == nil {
-		d.sizes = map[plumbing.Hash]int64{}
-	}
-	for h, n := range scan.dropped {
-		d.sizes[h] = n
-	}
-	d.deltas += scan.droppedDeltas
-}
-
-// objectErr explains an object a revision needs that the store does not
-// give: over the size limit when a fetch left it out for that, a damaged
-// (or incomplete) store otherwise.
-func (s *Syncer) objectErr(kind string, h plumbing.Hash, path string, err error) error {
-	if n, ok := s.dropped.sizes[h]; ok {
-		if kind != "blob" {
-			return &limitError{path: path, what: fmt.Sprintf("a %s of %s, over the limit of %s per object", kind, size(n), size(s.limits.objectSize()))}
-		}
-		return &limitError{path: path, what: fmt.Sprintf("a file of %s, over the limit of %s per file", size(n), size(s.limits.fileSize))}
-	}
-	if !errors.Is(err, plumbing.ErrObjectNotFound) {
-		return damaged(fmt.Errorf("%s: %s %s cannot be read from the object store: %w", displayPath(path), kind, h, err))
-	}
-	if s.dropped.deltas > 0 {
-		return &limitError{path: path, what: fmt.Sprintf("%s %s is not in the object store: the fetch left out %d objects over the limit of %s per file",
-			kind, h, s.dropped.deltas, size(s.limits.fileSize))}
-	}
-	return damaged(fmt.Errorf("%s: %s %s is missing from the object store", displayPath(path), kind, h))
 }

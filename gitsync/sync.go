@@ -45,7 +45,7 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	var sess transport.UploadPackSession
 	var ar *packp.AdvRefs
 	if !shaRe.MatchString(ref) {
-		if sess, ar, err = s.open(netCtx, auth); err != nil {
+		if sess, ar, err = s.remote.open(netCtx, auth); err != nil {
 			return nil, false, err
 		}
 		defer sess.Close()
@@ -75,15 +75,15 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 		return cur, false, nil
 	}
 	if s.opts.Validate != nil {
-		if rev.Model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+		if rev.Checked, err = s.opts.Validate(ctx, rev.Dir); err != nil {
 			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
 		}
 	}
-	if err := s.publish(rev.Dir); err != nil {
+	if err := s.history.publish(rev.Dir); err != nil {
 		return nil, false, err
 	}
 	rev.AppliedAt = s.opts.Now()
-	s.dropped.deltas = 0
+	s.remote.published()
 	s.mu.Lock()
 	s.current, s.resolved = rev, hash
 	s.status.History = append([]Revision{*rev}, s.status.History...)
@@ -92,10 +92,10 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	}
 	hist := slices.Clone(s.status.History)
 	s.mu.Unlock()
-	if err := s.writeHistory(hist); err != nil {
+	if err := s.history.write(hist); err != nil {
 		s.logger.Warn("revision history not saved; a restart resumes from the current link only", "err", err)
 	}
-	s.cleaning.Go(s.cleanup)
+	s.revisions.prune(s.keep)
 	s.logger.Info("revision published", "revision", rev.Commit, "ref", ref, "subject", rev.Subject)
 	return rev, true, nil
 }
@@ -139,30 +139,30 @@ type target struct {
 // left out, and writes its revision (checkout refuses an incomplete or
 // unsafe one); it returns cur when the commit is the current one.
 func (s *Syncer) prepare(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, t target, cur *Revision) (*Revision, error) {
-	if err := s.fetch(ctx, sess, ar, t.remoteRef, t.hash, t.auth); err != nil {
+	if err := s.remote.fetch(ctx, sess, ar, t.remoteRef, t.hash, t.auth); err != nil {
 		return nil, err
 	}
-	commit, err := s.peel(plumbing.NewHash(t.hash))
+	commit, err := s.commits.peel(plumbing.NewHash(t.hash))
 	if err != nil {
 		return nil, err
 	}
 	if cur != nil && commit.Hash.String() == cur.Commit {
 		return cur, nil
 	}
-	if err := s.verify(commit); err != nil {
+	if err := verify(s.opts.VerifyKeysDir, commit); err != nil {
 		return nil, err
 	}
-	if err := s.fill(ctx, commit, sess, ar, t.auth); err != nil {
+	if err := s.remote.fill(ctx, commit, sess, ar, t.auth); err != nil {
 		return nil, err
 	}
 	rev := &Revision{
 		Commit: commit.Hash.String(), Ref: t.ref, RemoteRef: t.remoteRef, Subject: firstLine(commit.Message),
 		Author: commit.Author.Name + " <" + commit.Author.Email + ">", Time: commit.Author.When,
 	}
-	if rev.Dir, err = s.checkout(commit, cur); err != nil {
+	if rev.Dir, err = s.revisions.checkout(commit, cur); err != nil {
 		return nil, err
 	}
-	return rev, s.require(rev)
+	return rev, require(s.opts.Require, rev)
 }
 
 // prepareAgain starts the object store over when prepare found an object
@@ -171,14 +171,14 @@ func (s *Syncer) prepare(ctx context.Context, sess transport.UploadPackSession, 
 // the remote is at fault: it sends an incomplete pack.
 func (s *Syncer) prepareAgain(ctx context.Context, t target, cur *Revision, cause error) (*Revision, error) {
 	s.logger.Warn("the object store lacks or cannot read an object; starting it over and fetching again", "err", Scrub(cause.Error()))
-	if err := s.resetStore(); err != nil {
+	if err := s.remote.reset(); err != nil {
 		return nil, errors.Join(cause, err)
 	}
 	var sess transport.UploadPackSession
 	var ar *packp.AdvRefs
 	if t.remoteRef != "" { // a session serves one fetch
 		var err error
-		if sess, ar, err = s.open(ctx, t.auth); err != nil {
+		if sess, ar, err = s.remote.open(ctx, t.auth); err != nil {
 			return nil, err
 		}
 		defer sess.Close()
@@ -191,8 +191,8 @@ func (s *Syncer) prepareAgain(ctx context.Context, t target, cur *Revision, caus
 }
 
 // require checks the paths every revision must have.
-func (s *Syncer) require(rev *Revision) error {
-	for _, p := range s.opts.Require {
+func require(paths []string, rev *Revision) error {
+	for _, p := range paths {
 		if _, err := os.Stat(filepath.Join(rev.Dir, p)); err != nil {
 			return fmt.Errorf("revision %s has no %s", short(rev.Commit), p)
 		}
@@ -200,26 +200,10 @@ func (s *Syncer) require(rev *Revision) error {
 	return nil
 }
 
-// publish points the current link at dir with one rename.
-func (s *Syncer) publish(dir string) error {
-	rel, err := filepath.Rel(s.opts.CheckoutDir, dir)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(s.opts.CheckoutDir, ".current.tmp")
-	_ = os.Remove(tmp)
-	if err := os.Symlink(rel, tmp); err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.CurrentDir())
-}
-
-// cleanup removes the revisions nothing needs, with their manifests (and
-// the leftovers of a build, or of a revision written again): it keeps the
-// current and the previous published one (a restart falls back to it when
-// the current one is refused) and those Options.InUse names (the running
-// model's).
-func (s *Syncer) cleanup() {
+// keep names the revisions that must stay on disk: the current and the
+// previous published one (a restart falls back to it when the current
+// one is refused) and those Options.InUse names (the running model's).
+func (s *Syncer) keep() map[string]bool {
 	s.mu.Lock()
 	keep := map[string]bool{}
 	for i, r := range s.status.History {
@@ -233,15 +217,5 @@ func (s *Syncer) cleanup() {
 			keep[c] = true
 		}
 	}
-	for _, dir := range []string{s.revisionsDir(), s.manifestsDir()} {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			if !keep[e.Name()] {
-				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
-		}
-	}
+	return keep
 }

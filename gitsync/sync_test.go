@@ -101,7 +101,7 @@ func TestPollFollowsBranch(t *testing.T) {
 	}
 	// only the current and previous revisions stay on disk, once the
 	// removal that follows a publish is done
-	s.cleaning.Wait()
+	s.revisions.wait()
 	entries, _ := os.ReadDir(filepath.Join(filepath.Dir(s.CurrentDir()), "revisions"))
 	if len(entries) != 2 {
 		t.Fatalf("revisions kept: %d", len(entries))
@@ -150,7 +150,7 @@ func TestRevertBehindShallowBoundary(t *testing.T) {
 	s := f.syncer(t, f.http.URL("addons"), "main", Auth{Username: "alice", PasswordFile: f.passFile})
 	_, _, err := s.Sync(t.Context())
 	must(t, err)
-	if !s.shallow() {
+	if !shallow(storeOf(s)) {
 		t.Fatal("the first fetch was meant to be shallow")
 	}
 	f.commit(t, "revert", map[string]string{"modules/values.yaml": "global: {v: old-and-unique}\n"})

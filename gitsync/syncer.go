@@ -15,10 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/storage/filesystem"
-
-	"github.com/addonops/addon-operator/loader"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // Options configure a Syncer.
@@ -55,9 +55,10 @@ type Options struct {
 	// 0: DefaultMaxCheckoutSize; negative: no limit.
 	MaxCheckoutSize int64
 	// Validate checks a checked-out revision before it is published, and
-	// a revision restored from disk before it is used again; what it loaded
-	// rides on the Revision (Model). A refused revision is never current.
-	Validate func(ctx context.Context, dir string) (*loader.Model, error)
+	// a revision restored from disk before it is used again; what it
+	// returns rides on the Revision (Checked), opaque to the syncer. A
+	// refused revision is never current.
+	Validate func(ctx context.Context, dir string) (any, error)
 	// InUse lists commits whose checkouts must stay on disk (the running
 	// model's files); old revisions are removed otherwise.
 	InUse  func() []string
@@ -67,7 +68,10 @@ type Options struct {
 	After func(time.Duration) <-chan time.Time
 }
 
-// Revision is one checked-out commit.
+// Revision is one tree the operator can run: a checked-out commit, or
+// (Commit "") a working copy. The operator runs what Checked holds when it
+// is set (the files are not read again), and records Commit on releases
+// and in /status.
 type Revision struct {
 	Commit string `json:"commit"`
 	Ref    string `json:"ref"`
@@ -78,10 +82,11 @@ type Revision struct {
 	Author    string    `json:"author"`
 	Time      time.Time `json:"time"`
 	AppliedAt time.Time `json:"appliedAt,omitzero"`
-	// Dir is the revision's checkout.
+	// Dir is the revision's checkout ("" for a working copy).
 	Dir string `json:"-"`
-	// Model is what Options.Validate loaded from Dir (nil without it).
-	Model *loader.Model `json:"-"`
+	// Checked is what Options.Validate returned for Dir (nil without it):
+	// the operator's loaded model.
+	Checked any `json:"-"`
 }
 
 // Status is what `source status` and /status show.
@@ -100,19 +105,18 @@ const (
 	historyFile = "history.json"
 )
 
-// Syncer keeps a checkout of one ref of a remote repository.
+// Syncer keeps a checkout of one ref of a remote repository: the sync
+// loop (polls, triggers, live ref changes) and what a sync decides
+// (whether the ref moved, which full ref it may resolve to, publishing).
+// It fetches through a fetcher, reads commits from the object store,
+// writes revisions through a checkoutWriter and records them in history.
 type Syncer struct {
-	opts   Options
-	logger *slog.Logger
-	repo   *git.Repository
-	store  *filesystem.Storage
-	limits limits
-	paths  []string // Options.Paths, cleaned
-	// dropped: objects fetches left out for their size
-	dropped dropped
-	// whole: the remote refused the blob wants it advertised; fetches are
-	// whole from then on (fetchWhole)
-	whole bool
+	opts      Options
+	logger    *slog.Logger
+	remote    fetching
+	commits   commitReader
+	revisions revisionWriter
+	history   historyKeeper
 
 	mu      sync.Mutex
 	ref     string
@@ -127,9 +131,37 @@ type Syncer struct {
 	fullRef string
 	status  Status
 	trigger chan struct{}
-	// cleaning: old revisions are being removed, after a publish and off
-	// its critical path; the next checkout waits for it
-	cleaning sync.WaitGroup
+}
+
+// fetching is what a sync asks of the fetcher: a session listing the
+// remote's refs, a commit's objects, and starting the store over.
+type fetching interface {
+	open(ctx context.Context, auth transport.AuthMethod) (transport.UploadPackSession, *packp.AdvRefs, error)
+	fetch(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, remoteRef, hash string, auth transport.AuthMethod) error
+	fill(ctx context.Context, c *object.Commit, sess transport.UploadPackSession, ar *packp.AdvRefs, auth transport.AuthMethod) error
+	reset() error
+	published()
+}
+
+// commitReader reads the commits a sync checks out from the object store.
+type commitReader interface {
+	peel(h plumbing.Hash) (*object.Commit, error)
+	commit(h plumbing.Hash) (*object.Commit, error)
+}
+
+// revisionWriter writes a commit's revision and removes old ones.
+type revisionWriter interface {
+	checkout(c *object.Commit, prev *Revision) (string, error)
+	prune(keep func() map[string]bool)
+	wait()
+}
+
+// historyKeeper records the published revisions on disk.
+type historyKeeper interface {
+	currentDir() string
+	publish(dir string) error
+	read() []Revision
+	write(hist []Revision) error
 }
 
 var shaRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
@@ -168,16 +200,24 @@ func New(opts Options) (*Syncer, error) {
 			_ = os.Remove(p)
 		}
 	}
-	s := &Syncer{
-		opts: opts, logger: opts.Logger.With("source", Scrub(opts.URL)), ref: opts.Ref,
-		limits: limitsOf(opts), paths: cleanPaths(opts.Paths),
-		trigger: make(chan struct{}, 1),
-	}
-	if err := s.openStore(); err != nil {
+	logger := opts.Logger.With("source", Scrub(opts.URL))
+	store, err := openStore(filepath.Join(opts.CheckoutDir, "repo.git"), opts.URL, logger)
+	if err != nil {
 		return nil, err
 	}
+	lim, paths := limitsOf(opts), cleanPaths(opts.Paths)
+	left := &dropped{lim: lim}
+	pl := &planner{objects: store, why: left, limits: lim, paths: paths}
+	s := &Syncer{
+		opts: opts, logger: logger, ref: opts.Ref, trigger: make(chan struct{}, 1),
+		remote: &fetcher{url: opts.URL, dir: opts.CheckoutDir, logger: logger, limits: lim, paths: paths,
+			store: store, plan: pl, dropped: left},
+		commits:   store,
+		revisions: &checkoutWriter{dir: opts.CheckoutDir, logger: logger, objects: store, why: left, plan: pl},
+		history:   history{dir: opts.CheckoutDir},
+	}
 	s.status = Status{URL: Scrub(opts.URL), DesiredRef: opts.Ref, History: []Revision{}}
-	if hist := s.readHistory(); len(hist) > 0 && hist[0].Ref == opts.Ref && pinnable(opts.Ref) {
+	if hist := s.history.read(); len(hist) > 0 && hist[0].Ref == opts.Ref && pinnable(opts.Ref) {
 		s.fullRef = hist[0].RemoteRef
 	}
 	return s, nil
@@ -249,14 +289,14 @@ func (s *Syncer) Current() *Revision {
 }
 
 // CurrentDir is the stable path of the published revision (a symlink).
-func (s *Syncer) CurrentDir() string { return filepath.Join(s.opts.CheckoutDir, currentLink) }
+func (s *Syncer) CurrentDir() string { return s.history.currentDir() }
 
 // Run syncs every interval (and at once on Trigger) until ctx is done,
 // calling onPublish for each new revision. Failures back off exponentially
 // up to the interval; the current revision keeps running meanwhile. A
 // panic in a sync is logged and counts as a failure.
 func (s *Syncer) Run(ctx context.Context, interval time.Duration, onPublish func(*Revision)) {
-	defer s.cleaning.Wait()
+	defer s.revisions.wait()
 	failures := 0
 	for {
 		wait := interval

@@ -15,7 +15,7 @@ trap cleanup EXIT INT TERM
 if [ -z "${KUBECONFIG:-}" ]; then
   KUBECONFIG="$PWD/$RUN_DIR/kubeconfig"
   rm -f "$KUBECONFIG"
-  echo "starting the local control plane (etcd + kube-apiserver on 127.0.0.1)"
+  echo "starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on 127.0.0.1)"
   bin/devcluster --kubeconfig "$KUBECONFIG" > "$RUN_DIR/devcluster.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 600); do

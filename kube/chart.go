@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -80,6 +81,9 @@ func loadChart(r Release) (*chart.Chart, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w", r.ChartDir, err)
+	}
+	if len(r.Exclude) > 0 {
+		c.Files = slices.DeleteFunc(slices.Clone(c.Files), func(f *chart.File) bool { return slices.Contains(r.Exclude, f.Name) })
 	}
 	// The module directory is the chart, so its values.yaml holds Helm's
 	// defaults for subcharts and keys outside the module's section. The

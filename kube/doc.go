@@ -8,7 +8,8 @@
 //   - configmap.go, event.go: the values ConfigMap and Events on it.
 //   - helm.go: the Helm client, release ownership and the releases snapshot;
 //     upgrade.go installs and upgrades, heal.go repairs stuck releases and
-//     finds missing resources, chart.go loads, caches and renders charts,
+//     finds missing resources, manifest.go gives drift checks a release's
+//     manifest and Helm's field manager, chart.go loads, caches and renders charts,
 //     restgetter.go hands Helm its clients.
 //   - monitor.go: a binding's Monitor; sources.go, its memberships in shared
 //     watches, one per namespace, following a namespace label selector.

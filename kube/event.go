@@ -16,6 +16,12 @@ const eventSource = "addon-operator"
 // user fixes in the cluster or the repository (a release name another
 // tool owns).
 func (c *ConfigMap) Warning(ctx context.Context, reason, message string) error {
+	return c.Event(ctx, corev1.EventTypeWarning, reason, message)
+}
+
+// Event records an Event of eventType (Normal or Warning) on the values
+// ConfigMap.
+func (c *ConfigMap) Event(ctx context.Context, eventType, reason, message string) error {
 	ref := corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: c.namespace, Name: c.name}
 	if cm, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(ctx, c.name, metav1.GetOptions{}); err == nil {
 		ref.UID, ref.ResourceVersion = cm.UID, cm.ResourceVersion
@@ -23,7 +29,7 @@ func (c *ConfigMap) Warning(ctx context.Context, reason, message string) error {
 	now := metav1.NewTime(time.Now())
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: c.name + ".", Namespace: c.namespace},
-		InvolvedObject: ref, Reason: reason, Message: message, Type: corev1.EventTypeWarning,
+		InvolvedObject: ref, Reason: reason, Message: message, Type: eventType,
 		Source: corev1.EventSource{Component: eventSource}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: "addonops.io/" + eventSource, ReportingInstance: eventSource,
 	}

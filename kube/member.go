@@ -12,6 +12,8 @@ import (
 type member struct {
 	name string
 	jq   *gojq.Code
+	// summarize is a Go filter, run instead of jq on the decoded object
+	summarize func(map[string]any) any
 	// onFilter is told how long each filter run took (nil: not measured)
 	onFilter func(time.Duration)
 	keep     bool     // keeps whole objects: its snapshot has them
@@ -25,6 +27,27 @@ type member struct {
 	ready chan error
 	slot  int
 	count int // objects it sees; guarded by the watch's lock
+}
+
+// filters: the member's result comes from a filter, so an update that
+// leaves it unchanged is not reported.
+func (mb *member) filters() bool { return mb.jq != nil || mb.summarize != nil }
+
+// result is the member's filter result for an object: obj is the object
+// when the caller has it decoded (nil: decode decodes it), in its jq
+// input.
+func (mb *member) result(obj map[string]any, decode func() map[string]any, in jqInput) any {
+	if mb.summarize == nil {
+		return mb.filter(in)
+	}
+	if obj == nil {
+		obj = decode()
+	}
+	if obj == nil {
+		return nil
+	}
+	defer recoverPanic("summarize of " + mb.name)
+	return mb.summarize(obj)
 }
 
 func (mb *member) sees(name string) bool {

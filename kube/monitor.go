@@ -42,6 +42,11 @@ type MonitorSpec struct {
 	// OnFilter, when set, is told how long each jqFilter run took (the
 	// operator's kube_jq_filter_duration_seconds).
 	OnFilter func(time.Duration)
+	// Summarize, when set, is a Go filter: it runs instead of JqFilter on
+	// every object as the API server sent it, and its result is kept and
+	// reported as the filter result (an update with the same result is not
+	// reported). Health uses it to keep an object's status, not the object.
+	Summarize func(obj map[string]any) any
 	// KeepFullObjects keeps whole objects in the snapshot; false keeps
 	// only filter results (and the object's coordinates).
 	KeepFullObjects bool

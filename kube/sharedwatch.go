@@ -192,7 +192,7 @@ func (sw *sharedWatch) join(mb *member) {
 		if mb.jq != nil {
 			in = sw.inputOf(rec.body)
 		}
-		notes = append(notes, note{mb, change{typ: loader.EventAdded, rec: rec, result: mb.filter(in)}})
+		notes = append(notes, note{mb, change{typ: loader.EventAdded, rec: rec, result: mb.result(nil, rec.object, in)}})
 	}
 	sw.mu.Lock()
 	for _, n := range notes {

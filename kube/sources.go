@@ -100,7 +100,7 @@ func (m *Monitor) addSource(ns string) {
 // member is the monitor's part of a watch of the objects it watches.
 func (m *Monitor) member() *member {
 	return &member{
-		name: m.name, jq: m.spec.JqFilter, onFilter: m.spec.OnFilter, keep: m.spec.KeepFullObjects, names: m.spec.Names,
+		name: m.name, jq: m.spec.JqFilter, summarize: m.spec.Summarize, onFilter: m.spec.OnFilter, keep: m.spec.KeepFullObjects, names: m.spec.Names,
 		on: m.observe, onError: m.noteError, ready: make(chan error, 1),
 	}
 }

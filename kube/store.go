@@ -100,7 +100,7 @@ func (sw *sharedWatch) put(notes []note, typ string, u *unstructured.Unstructure
 	results := make([]any, len(sw.members))
 	for _, mb := range sw.members {
 		if mb != nil && mb.sees(rec.name) {
-			results[mb.slot] = mb.filter(in)
+			results[mb.slot] = mb.result(u.Object, nil, in)
 		}
 	}
 	sw.mu.Lock()
@@ -124,7 +124,7 @@ func (sw *sharedWatch) put(notes []note, typ string, u *unstructured.Unstructure
 		case t == loader.EventAdded:
 			t = loader.EventModified // seen again after a re-list
 		}
-		if t == loader.EventModified && seen && mb.jq != nil && reflect.DeepEqual(old, res) {
+		if t == loader.EventModified && seen && mb.filters() && reflect.DeepEqual(old, res) {
 			continue // the part the hook filters on did not change
 		}
 		notes = append(notes, note{mb, change{typ: t, rec: rec, object: u.Object, result: res}})
@@ -150,7 +150,7 @@ func (sw *sharedWatch) remove(notes []note, u *unstructured.Unstructured) []note
 			continue
 		}
 		if _, ok := prev.get(mb.slot); ok {
-			results[mb.slot] = mb.filter(in)
+			results[mb.slot] = mb.result(u.Object, nil, in)
 		}
 	}
 	sw.mu.Lock()

@@ -23,6 +23,9 @@ type Release struct {
 	// Helm's defaults, as in the original addon-operator, except this key
 	// and "global": those come whole from Values.
 	Key string
+	// Exclude are files of ChartDir (slash-separated, relative) left out
+	// of the chart: a module's batch hook executables.
+	Exclude []string
 	// Commit is recorded on the release (LabelCommit) when set.
 	Commit string
 	// Maintenance leaves an existing release as it is (no upgrade, no

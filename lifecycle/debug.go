@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
@@ -32,6 +33,8 @@ type DebugModule struct {
 	// LastErrorOutput is the end of the failed hook's stderr, which
 	// /status leaves out (docs/security.md, "Who sees what").
 	LastErrorOutput string `json:"lastErrorOutput,omitempty"`
+	// Health is its release's health (docs/operator.md, "Health").
+	Health health.Status `json:"health,omitempty"`
 }
 
 // DebugHook is one hook in /debug/hooks.
@@ -65,6 +68,7 @@ type debugAPI struct {
 	trees    *treeHolder
 	modules  *moduleRegistry
 	failures *hookFailures
+	health   HealthTracker // nil: none
 }
 
 // debugError is a debug request that cannot be answered, with its status.
@@ -80,6 +84,7 @@ func (e *debugError) Error() string { return e.msg }
 func (d *debugAPI) debugRoutes(mux *http.ServeMux, namespace string) {
 	mux.Handle("GET /debug/modules", debugJSON(func(*http.Request) (any, error) {
 		mods, err := d.debugModules()
+		withHealth(d.health, mods)
 		return map[string]any{"modules": mods}, err
 	}))
 	mux.Handle("GET /debug/modules/{name}/values", debugJSON(func(r *http.Request) (any, error) {
@@ -263,7 +268,7 @@ func (d *debugAPI) debugRender(ctx context.Context, name, namespace string) (str
 	if err != nil {
 		return "", err
 	}
-	return kube.Render(ctx, kube.Release{Name: m.Name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals}, namespace)
+	return kube.Render(ctx, kube.Release{Name: m.Name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals}, namespace)
 }
 
 // debugHooks lists the running tree's hooks with their bindings: global
@@ -294,6 +299,7 @@ func (d *debugAPI) debugHooks() ([]DebugHook, error) {
 			for _, k := range c.Kubernetes {
 				dh.Bindings = append(dh.Bindings, DebugBinding{Binding: loader.Kubernetes, Name: k.Name, Kind: k.Kind, Queue: k.Queue})
 			}
+			dh.Bindings = append(dh.Bindings, webhookDebugBindings(c)...)
 		}
 		out = append(out, dh)
 	}

@@ -7,5 +7,7 @@
 // ConfigMap data, revision, as one immutable value replaced whole; each
 // module's state), admits a tree against the ConfigMap data in one place,
 // and adopts the revisions the git syncer checked (docs/operator.md, "Git
-// wins"; docs/architecture.md, "The running state").
+// wins"; docs/architecture.md, "The running state"). It gives the webhook
+// package the running tree's webhook bindings and answers its requests by
+// running the bound hooks (webhooks.go, webhookrun.go).
 package lifecycle

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 	"github.com/addonops/addon-operator/kube"
 )
@@ -106,14 +107,14 @@ func gatedHook(config, gate, body string) string {
 
 // checked is a revision of the tree files, checked as the git syncer
 // checks one before it publishes it.
-func (e *env) checked(commit string, files map[string]string) Revision {
+func (e *env) checked(commit string, files map[string]string) gitsync.Revision {
 	e.t.Helper()
 	dir := tree(e.t, files)
 	model, err := e.op.CheckTree(e.t.Context(), dir, "modules", "global-hooks")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return Revision{Commit: commit, Dir: dir, Model: model}
+	return gitsync.Revision{Commit: commit, Dir: dir, Checked: model}
 }
 
 // Two revisions reported while the queue is busy: the newest runs, and

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -153,10 +154,16 @@ type env struct {
 	backend func(*kube.ConfigMap) ConfigBackend
 	// beforeRun, if set, sees the operator between New and Run
 	beforeRun func(*Operator)
+	// configure, if set, edits the Config before New
+	configure func(*Config)
 	// parallel is Config.ParallelModules
 	parallel int
 	// purgeLimit is Config.PurgeLimit
 	purgeLimit int
+	// onRevision is Config.OnRevisionState
+	onRevision func(RevisionState)
+	// webhooks is Config.Webhooks
+	webhooks WebhookRegistrar
 }
 
 func newNamespace(t testing.TB) string {
@@ -242,16 +249,20 @@ func (e *env) start() {
 	if e.backend != nil {
 		backend = e.backend(kube.NewConfigMap(client, e.ns, e.cmName))
 	}
-	e.op = New(Config{
+	cfg := Config{
 		ModulesDir: filepath.Join(e.dir, "modules"), GlobalHooksDir: filepath.Join(e.dir, "global-hooks"),
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, HookTimeout: e.hookTimeout,
 		ResourcesCheckInterval: e.checkInterval, Logger: quiet(), Registry: e.reg, Monitors: KubeMonitors(watcher),
 		ParallelModules: e.parallel, Events: kube.NewConfigMap(client, e.ns, e.cmName), CRDs: crds,
 		SourceEvents: kube.NewConfigMap(client, e.ns, e.cmName+"-source"), PurgeLimit: e.purgeLimit,
-		ObjectPatcher: patcher,
-	}, backend, e.helm, loader.New(loader.WithLogger(quiet())))
+		ObjectPatcher: patcher, OnRevisionState: e.onRevision, Webhooks: e.webhooks,
+	}
+	if e.configure != nil {
+		e.configure(&cfg)
+	}
+	e.op = New(cfg, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
-		e.op.TreeChanged(Revision{Commit: e.commit})
+		e.op.TreeChanged(gitsync.Revision{Commit: e.commit})
 	}
 	if e.beforeRun != nil {
 		e.beforeRun(e.op)

@@ -18,6 +18,7 @@ func (s *steps) healLoop(ctx context.Context, interval time.Duration) {
 			return
 		case <-s.cfg.After(interval):
 			s.checkAbsent(ctx)
+			s.drift.check(ctx)
 		}
 	}
 }

@@ -138,8 +138,11 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 	logger.Debug("running hook")
 	_, err = executor.Run(ctx, executor.Command{
 		Path: hook.Path,
+		// a batch executable's hook runs as `hook run ID` (docs/operator.md,
+		// "Batch hooks"); any other hook with no arguments
+		Args: hook.Args,
 		Dir:  filepath.Dir(hook.Path),
-		Env: []string{
+		Env: append([]string{
 			"BINDING_CONTEXT_PATH=" + files.bindingContext,
 			"WORKING_DIR=" + hook.WorkingDir,
 			"CONFIG_VALUES_PATH=" + files.configValues,
@@ -148,7 +151,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 			"VALUES_JSON_PATCH_PATH=" + files.valuesPatch,
 			"METRICS_PATH=" + files.metrics,
 			"KUBERNETES_PATCH_PATH=" + files.kubePatch,
-		},
+		}, hook.Env...),
 		Timeout: r.cfg.HookTimeout,
 		Logger:  logger,
 		Usage:   &usage,

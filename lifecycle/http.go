@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"encoding/json"
+	"github.com/addonops/addon-operator/health"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,6 +20,12 @@ type ModuleStatus struct {
 	// Reason names a failure that is not retried (queue.TerminalError):
 	// ReleaseConflict, ValuesRefused; the next change runs the module.
 	Reason string `json:"reason,omitempty"`
+	// Health is the health of its release's objects, once it deployed
+	// (docs/operator.md, "Health").
+	Health *health.ModuleHealth `json:"health,omitempty"`
+	// Drift is the last drift check's drifted objects (docs/operator.md,
+	// "Drift"); absent when there are none.
+	Drift *DriftStatus `json:"drift,omitempty"`
 }
 
 // WatchStatus is one kubernetes binding's monitor in /status.
@@ -53,6 +60,8 @@ type Status struct {
 	Watches []kube.WatchInfo `json:"watches"`
 	// Bindings are the kubernetes bindings of running hooks.
 	Bindings []WatchStatus `json:"bindings"`
+	// Webhooks are the running tree's webhook bindings (webhooks.go).
+	Webhooks *WebhookStatus `json:"webhooks,omitempty"`
 }
 
 // Status reports modules in tree order and the queues.
@@ -68,6 +77,8 @@ func (o *Operator) Status() Status {
 			if s, ok := states[m.Name]; ok {
 				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.enabled, s.state, s.lastError, s.reason
 			}
+			ms.Drift = o.drift.of(m.Name)
+			ms.Health = moduleHealth(o.cfg.Health, m.Name)
 			st.Modules = append(st.Modules, ms)
 		}
 	}
@@ -75,6 +86,7 @@ func (o *Operator) Status() Status {
 		st.Queues = queues.Dump()
 	}
 	st.Bindings = o.bind.watchStatus()
+	st.Webhooks = o.hooks.webhookStatus()
 	st.Watches = []kube.WatchInfo{}
 	if o.cfg.Monitors != nil {
 		st.Watches = o.cfg.Monitors.Watches()
@@ -95,7 +107,18 @@ type HTTPOptions struct {
 func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	extra := opts.Extra
 	mux := http.NewServeMux()
-	(&debugAPI{trees: o.trees, modules: o.modules, failures: o.run.failures}).debugRoutes(mux, opts.Namespace)
+	(&debugAPI{trees: o.trees, modules: o.modules, failures: o.run.failures, health: o.cfg.Health}).debugRoutes(mux, opts.Namespace)
+	// a diff may show what a hand edit put in a ConfigMap: local only, as
+	// /debug/ (docs/security.md, "Who sees what")
+	mux.Handle("GET /debug/modules/{name}/diff", LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		diff, err := o.drift.moduleDiff(r.Context(), r.PathValue("name"))
+		if err != nil {
+			writeDebugError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
+		_, _ = w.Write([]byte(diff))
+	})))
 	mux.Handle("/metrics", promhttp.HandlerFor(o.cfg.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	// what hooks wrote to METRICS_PATH, apart from the operator's own
 	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.metrics.hookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -128,6 +151,9 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 		}
 		if st.TreeReason != "" {
 			body["treeReason"] = st.TreeReason
+		}
+		if st.Webhooks != nil {
+			body["webhooks"] = st.Webhooks
 		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

@@ -60,7 +60,8 @@ func TestStartupSequence(t *testing.T) {
 	// module hooks: global + module, with the full enabledModules list
 	a := recs[4]
 	assertJSON(t, a.Values, `{"global":{"param1":200,"discovered":"yes","enabledModules":["alpha","beta"]},"alpha":{"a":1}}`)
-	assertJSON(t, a.Config, `{"global":{"param1":200},"alpha":{}}`)
+	// no alpha section in the ConfigMap: null, as in the original
+	assertJSON(t, a.Config, `{"global":{"param1":200},"alpha":null}`)
 	assertJSON(t, recs[6].Values["alpha"], `{"a":1,"computed":"c"}`)
 	// Helm got the patched values, without enabledModules
 	assertJSON(t, e.releaseValues("alpha"), `{"a":1,"computed":"c"}`)

@@ -48,6 +48,9 @@ func checkMaintenance(model *loader.Model, data map[string]string) error {
 		if _, err := maintenance(data, m); err != nil {
 			return err
 		}
+		if _, err := driftMode(data, m, DriftCorrect); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ type metrics struct {
 	treeErrors        prometheus.Counter
 	kubeEvents        *prometheus.CounterVec
 	absentResources   *prometheus.GaugeVec
+	driftedObjects    *prometheus.GaugeVec
 	releaseConflicts  *prometheus.GaugeVec
 	maintenance       *prometheus.GaugeVec
 	hookDroppedSeries *prometheus.CounterVec
@@ -153,6 +154,7 @@ func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics 
 	m.treeErrors = b.counter0("addon_operator_tree_errors_total", "Changed trees refused (failed to load or to validate).")
 	m.kubeEvents = b.counter("addon_operator_kube_events_total", "Kubernetes events queued for hooks (before compaction).", "hook", "binding")
 	m.absentResources = b.gauge("addon_operator_modules_absent_resources", "Resources of a module's release missing from the cluster at the last check.", "module")
+	m.driftedObjects = b.gauge("addon_operator_module_drifted_objects", "Objects of a module's release that differ from the chart, in the fields it sets, at the last drift check.", "module")
 	m.releaseConflicts = b.gauge("addon_operator_release_conflicts", "1 while a module's release name is taken by a Helm release another tool owns.", "module")
 	m.maintenance = b.gauge("addon_operator_module_maintenance", "1 while a module is in maintenance mode (NoResourceReconciliation): its release is left as it is.", "module")
 	m.hookDroppedSeries = b.counter("addon_operator_hook_metrics_dropped_series_total",

@@ -25,6 +25,7 @@ type moduleSteps struct {
 	run     *runner
 	bind    *bindings
 	helm    Helm
+	report  *revisionReporter // revisionstate.go
 }
 
 // moduleRunTask is 'module run' (step 5). A failure retries the whole run;
@@ -96,6 +97,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	if _, err := run(loader.BeforeHelm); err != nil {
 		return err
 	}
+	var deployed kube.Result // for health
 	if m.HasChart {
 		if err := store.CheckHelmValues(m.Key); err != nil {
 			// the same values fail again: the next change runs the module
@@ -114,7 +116,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		}
 		s.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
 		start := s.cfg.Now()
-		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
+		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
 		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
 			return queue.Terminal(reasonReleaseConflict, err)
@@ -123,6 +125,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 			return err
 		}
 		s.resolved(name)
+		deployed = res
 		if res.Upgraded {
 			logger.Info("helm release applied", "reason", res.Reason, "revision", res.Revision)
 		} else if inMaintenance {
@@ -137,6 +140,8 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	}
 	s.modules.update(name, func(st *moduleState) { st.startupDone = true })
 	s.modules.setState(name, StateReady, nil)
+	s.report.revision(s.report.commit(), name, RevisionApplied, "")
+	healthDeployed(ctx, s.cfg.Health, name, deployed)
 	s.bind.syncSchedules()
 	if changed {
 		logger.Info("afterHelm hooks changed module values; running module again")
@@ -194,6 +199,7 @@ func (s *moduleSteps) moduleDeleteTask(name string) *queue.Task {
 				}
 			}
 			s.modules.setState(name, StateDisabled, nil)
+			healthRemoved(s.cfg.Health, name)
 			s.bind.syncSchedules()
 			s.bind.syncMonitors()
 			if conflict {
@@ -219,6 +225,7 @@ func (s *moduleSteps) modulePurgeTask(name string) *queue.Task {
 			if removed {
 				s.logger.Info("helm release purged: its module is gone", "module", name)
 			}
+			healthRemoved(s.cfg.Health, name)
 			return nil
 		},
 	}
@@ -278,6 +285,7 @@ func (s *moduleSteps) moduleFailed(name string, err error) {
 		s.metrics.moduleFailed(name, false)
 	}
 	s.modules.setState(name, StateFailed, err)
+	s.report.failure(name, err)
 }
 
 func (s *moduleSteps) moduleDeleteFailed(name string, err error) {
@@ -289,4 +297,5 @@ func (s *moduleSteps) moduleDeleteFailed(name string, err error) {
 		s.metrics.moduleFailed(name, true)
 	}
 	s.modules.setState(name, StateFailed, err)
+	s.report.failure(name, err)
 }

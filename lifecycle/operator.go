@@ -10,9 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
+	"github.com/addonops/addon-operator/webhook"
 )
 
 // ConfigBackend is where config values live (ConfigMap/addon-operator).
@@ -91,6 +93,22 @@ type Config struct {
 	// absent-resources check (tests drive them without sleeping).
 	After func(time.Duration) <-chan time.Time
 	Now   func() time.Time
+	// Health follows the health of modules' releases (nil: none).
+	Health HealthTracker
+	// Drift checks modules' releases for drift on the auto-healing
+	// interval (nil: no drift checks); DriftMode is what is done about it
+	// by default, DriftWarn or DriftCorrect (the default), which a
+	// module's <module>Drift ConfigMap key overrides (docs/operator.md,
+	// "Drift").
+	Drift     DriftDetector
+	DriftMode string
+	// OnRevisionState, if set, is told when a revision starts applying,
+	// has been applied, or failed (revisionstate.go). It is called from
+	// the tasks of "main" and must not block.
+	OnRevisionState func(RevisionState)
+	// Webhooks registers the webhooks the running tree binds (nil: no
+	// webhook server; a tree that binds one gets an error on /status).
+	Webhooks WebhookRegistrar
 }
 
 // withDefaults fills in what a Config leaves unset.
@@ -109,6 +127,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.After == nil {
 		cfg.After = time.After
+	}
+	if cfg.DriftMode == "" {
+		cfg.DriftMode = DriftCorrect
 	}
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
@@ -134,6 +155,8 @@ type Operator struct {
 	steps   *steps
 	tree    *treeSteps
 	purge   *purgeGuard
+	drift   *driftSteps
+	hooks   *webhooks
 	backend ConfigBackend
 }
 
@@ -150,17 +173,23 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		run: run, schedules: newSchedules(cfg.Now, cfg.After),
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
 	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
+	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules}
+	drift := &driftSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues}
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, helm: helm}
+		run: run, bind: bind, helm: helm, report: report}
 	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, helm: helm, mods: mods, purge: purge}
+		run: run, bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, report: report}
 	ts := &treeSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge}
+		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
 	bind.steps = st
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
+	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks}
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, steps: st, tree: ts, purge: purge, backend: backend}
+		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, hooks: wh, backend: backend}
 }
+
+// Webhooks answers the webhook server's requests (webhooks.go).
+func (o *Operator) Webhooks() webhook.Reviewer { return o.hooks }
 
 // Run adopts the revision handed over by TreeChanged (or loads the
 // configured directories when there is none), reads and validates the
@@ -169,9 +198,11 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 // start-up is an error: the operator stops (docs/operator.md, "Events").
 func (o *Operator) Run(ctx context.Context) error {
 	rev := o.tree.revs.takeIncoming()
-	model := rev.Model
+	model, err := modelOf(rev)
+	if err != nil {
+		return err
+	}
 	if model == nil {
-		var err error
 		if model, err = o.tree.load(ctx); err != nil {
 			return fmt.Errorf("load modules: %w", err)
 		}
@@ -185,9 +216,10 @@ func (o *Operator) Run(ctx context.Context) error {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
 	o.modules.reset(model)
-	o.trees.p.Store(&runningTree{model: model, store: store, configData: data, rev: Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
+	o.trees.p.Store(&runningTree{model: model, store: store, configData: data, rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
 	o.metrics.bindingsOf(model)
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
+	o.tree.report.revision(rev.Commit, "", RevisionApplying, "")
 	o.bind.runCtx = ctx
 	defer o.bind.stopMonitors()
 
@@ -216,6 +248,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { o.steps.healLoop(ctx, o.cfg.ResourcesCheckInterval) })
 	wg.Go(func() { o.backend.Watch(ctx, o.steps.onConfigChange) })
+	wg.Go(func() { o.hooks.loop(ctx) })
 	<-ctx.Done()
 	o.bind.schedules.stop()
 	queues.Wait()

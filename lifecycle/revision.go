@@ -2,12 +2,14 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
@@ -35,23 +37,23 @@ type treeSteps struct {
 	steps   *steps
 	mods    *moduleSteps
 	purge   *purgeGuard
-	revs    revisions // the revisions on the way
+	report  *revisionReporter // revisionstate.go
+	revs    revisions         // the revisions on the way
 }
 
-// Revision is one tree the operator can run: the commit it was checked out
-// from ("" for a working copy), where, and the model loaded from it when it
-// was checked. That model is the one that runs: the files are not read
-// again, and the commit recorded on releases and in /status is the one
-// the model came from.
-type Revision struct {
-	Commit string
-	// Ref is the ref the commit was resolved from (for the revision metric).
-	Ref string
-	// Dir is the checkout's root ("" without git).
-	Dir string
-	// Model is the checked tree; nil means the configured directories are
-	// loaded when the revision is adopted (a working copy).
-	Model *loader.Model
+// modelOf is the model a revision was checked with (CheckTree's, which
+// gitsync carries opaque in Checked): it is the one that runs, and the
+// commit recorded on releases and in /status is the one it came from.
+// None (a working copy) means the configured directories are loaded when
+// the revision is adopted.
+func modelOf(rev gitsync.Revision) (*loader.Model, error) {
+	switch m := rev.Checked.(type) {
+	case nil:
+		return nil, nil
+	case *loader.Model:
+		return m, nil
+	}
+	return nil, fmt.Errorf("revision %s was checked as a %T, not a module tree", rev.Commit, rev.Checked)
 }
 
 // resolve follows symlinks so a model's paths stay valid if a link in
@@ -77,7 +79,7 @@ func (s *treeSteps) load(ctx context.Context) (*loader.Model, error) {
 // of "main", ahead of a task that keeps failing (docs/operator.md, "Changes
 // pre-empt failures"), and replaces a reload of an older revision still
 // waiting there.
-func (o *Operator) TreeChanged(rev Revision) {
+func (o *Operator) TreeChanged(rev gitsync.Revision) {
 	// a newer revision replaces one the purge guard refused
 	o.purge.forgetRefused()
 	queues := o.tree.revs.offer(rev, o.queues)
@@ -111,7 +113,7 @@ func (o *Operator) InUse() []string {
 // was refused.
 type revisions struct {
 	mu         sync.Mutex
-	incoming   *Revision
+	incoming   *gitsync.Revision
 	treeError  string
 	treeReason string // its TerminalError's reason
 }
@@ -120,7 +122,7 @@ type revisions struct {
 // goes to (nil before Run attached them: Run takes it then). The two
 // steps share one lock with attach, so a revision reported while Run
 // starts is taken by one or the other.
-func (r *revisions) offer(rev Revision, queues *queueRef) *queue.Set {
+func (r *revisions) offer(rev gitsync.Revision, queues *queueRef) *queue.Set {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.incoming = &rev
@@ -129,7 +131,7 @@ func (r *revisions) offer(rev Revision, queues *queueRef) *queue.Set {
 
 // attach publishes Run's queues and returns a revision reported before
 // (nil for none).
-func (r *revisions) attach(set *queue.Set, queues *queueRef) *Revision {
+func (r *revisions) attach(set *queue.Set, queues *queueRef) *gitsync.Revision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	queues.p.Store(set)
@@ -138,10 +140,10 @@ func (r *revisions) attach(set *queue.Set, queues *queueRef) *Revision {
 
 // takeIncoming is the revision Run starts with (zero: the configured
 // directories).
-func (r *revisions) takeIncoming() Revision {
+func (r *revisions) takeIncoming() gitsync.Revision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var rev Revision
+	var rev gitsync.Revision
 	if r.incoming != nil {
 		rev, r.incoming = *r.incoming, nil
 	}
@@ -159,14 +161,14 @@ func (r *revisions) incomingCommit() string {
 }
 
 // stale: a newer revision than rev was reported since.
-func (r *revisions) stale(rev Revision) bool {
+func (r *revisions) stale(rev gitsync.Revision) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.incoming != nil && *r.incoming != rev
 }
 
 // done: rev was judged; a success clears the last refusal.
-func (r *revisions) done(rev Revision, ok bool) {
+func (r *revisions) done(rev gitsync.Revision, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.incoming != nil && *r.incoming == rev {
@@ -231,13 +233,12 @@ const (
 // previous model stays in force (treeRefused keeps the error for /status):
 // a bad tree waits for the next change, not for a retry. A revision older
 // than one reported since is skipped: the newer one's reload follows.
-func (s *treeSteps) reloadTree(ctx context.Context, rev Revision) error {
+func (s *treeSteps) reloadTree(ctx context.Context, rev gitsync.Revision) error {
 	if s.revs.stale(rev) {
 		return nil
 	}
-	model := rev.Model
-	var err error
-	if model == nil {
+	model, err := modelOf(rev)
+	if err == nil && model == nil {
 		model, err = s.load(ctx)
 	}
 	if err == nil {
@@ -252,10 +253,17 @@ func (s *treeSteps) reloadTree(ctx context.Context, rev Revision) error {
 
 // treeRefused is a refused tree's failure path: the error and its reason
 // for /status, the metric and the log.
-func (s *treeSteps) treeRefused(rev Revision, err error) {
+func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
 	s.revs.refused(err)
 	s.metrics.treeRefused()
 	s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "reason", queue.Reason(err), "err", err)
+	// the commit status says so once, without the error's text
+	// (docs/operator.md, "Commit status")
+	reason := "the operator refused its tree; the previous revision keeps running (see /status)"
+	if queue.Reason(err) == reasonPurgeRefused {
+		reason = "held by the purge guard until confirmed (see /status)"
+	}
+	s.report.revision(rev.Commit, "", RevisionFailed, reason)
 }
 
 // adopt replaces the running tree with the revision's model, a values
@@ -264,7 +272,7 @@ func (s *treeSteps) treeRefused(rev Revision, err error) {
 // land in the old store after it was copied (docs/operator.md, "One state
 // transition at a time"). Removed modules alone are purged; changes inside
 // modules alone run those modules; any other change reloads all modules.
-func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model) error {
+func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *loader.Model) error {
 	// only adopt changes the model, and it runs in "main", one at a time
 	old, _ := s.trees.current()
 	enabled := s.modules.enabledList()
@@ -285,13 +293,14 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 			return nil, err
 		}
 		dropped = store.RestorePatches(cur.store.Patches())
-		return &runningTree{model: model, store: store, rev: Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
+		return &runningTree{model: model, store: store, rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
 			prevCommit: cur.rev.Commit, configData: cur.configData, configVersion: cur.configVersion}, nil
 	})
 	if err != nil || same {
 		return err
 	}
 	s.metrics.bindingsOf(model)
+	s.report.revision(rev.Commit, "", RevisionApplying, "")
 	var purges []*queue.Task
 	if diff.OnlyRemoved() {
 		s.modules.edit(func(modules map[string]*moduleState, enabled *[]string) {
@@ -310,10 +319,13 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 	switch {
 	case len(purges) > 0:
 		s.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
-		main.AddAfterCurrent(purges...)
+		main.AddAfterCurrent(append(purges, s.revisionAppliedTask())...)
 	case diff.Empty():
 		// the same files (a re-tag, a revert): nothing to run
 		s.logger.Info("tree changed: the same files; nothing to run", "revision", rev.Commit)
+		if !s.reloading() {
+			s.report.outcome()
+		}
 	case s.moduleScoped(diff):
 		s.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
 		main.Preempt(s.changedModulesTask(old, model, diff.Changed), func(k queue.Key) bool {
@@ -384,6 +396,7 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 			})
 			if len(runs) == 0 {
 				s.logger.Info("no enabled module changed")
+				s.report.outcome()
 				return nil
 			}
 			tasks := s.mods.moduleRunTasks(runs)
@@ -405,4 +418,28 @@ func sameHooks(a, b *loader.Module) bool {
 		}
 	}
 	return true
+}
+
+// reloading: a reload is queued whose converged task reports the revision.
+func (s *treeSteps) reloading() bool {
+	main := s.queues.main()
+	for _, kind := range []queue.Kind{kindReloadAll, kindReloadChanged, kindDiscover, kindConverged, kindRevisionApplied} {
+		if main.HasQueued(kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// revisionAppliedTask reports the revision once the tasks queued before
+// it (a purge) are done.
+func (s *treeSteps) revisionAppliedTask() *queue.Task {
+	return &queue.Task{
+		Key:         queue.Key{Kind: kindRevisionApplied},
+		Description: "revision applied",
+		Do: func(context.Context) error {
+			s.report.outcome()
+			return nil
+		},
+	}
 }

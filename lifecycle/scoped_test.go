@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/addonops/addon-operator/gitsync"
 )
 
 const scopedModuleHook = `{"onStartup": 1, "beforeHelm": 1, "afterHelm": 1, "afterDeleteHelm": 1}`
@@ -75,7 +77,7 @@ func TestModuleScopedReloads(t *testing.T) {
 	}} {
 		base := len(e.readRecords())
 		tc.edit()
-		e.op.TreeChanged(Revision{})
+		e.op.TreeChanged(gitsync.Revision{})
 		e.eventually(tc.name+" to converge", func() bool {
 			got := e.sequence()[base:]
 			return len(got) > 0 && got[len(got)-1] == "g:afterAll"

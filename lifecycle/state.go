@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"github.com/addonops/addon-operator/gitsync"
 	"slices"
 	"strconv"
 	"sync"
@@ -29,8 +30,8 @@ import (
 type runningTree struct {
 	model         *loader.Model
 	store         *values.Store
-	rev           Revision // without its Model
-	prevCommit    string   // the revision adopted before it
+	rev           gitsync.Revision // without its Checked model
+	prevCommit    string           // the revision adopted before it
 	configData    map[string]string
 	configVersion string // the ConfigMap's resourceVersion
 }

@@ -40,8 +40,10 @@ type steps struct {
 	bind    *bindings
 	helm    Helm
 	mods    *moduleSteps
-	purge   *purgeGuard // purge.go
-	reload  reloadState // the reload under way
+	purge   *purgeGuard       // purge.go
+	drift   *driftSteps       // drift.go
+	report  *revisionReporter // revisionstate.go
+	reload  reloadState       // the reload under way
 }
 
 var _ followUps = (*steps)(nil)
@@ -111,6 +113,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 		tasks = append(tasks, &queue.Task{
 			Key:         queue.Key{Kind: kindGlobalHook, Hook: hookLabel(h), Binding: binding},
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
+			OnFailure:   func(err error, _ int) { s.report.failure("", err) },
 			Do: func(ctx context.Context) error {
 				h := currentHook(s.trees, s.modules, h)
 				if h == nil {
@@ -165,6 +168,8 @@ func (s *steps) convergedTask() *queue.Task {
 			if again {
 				s.logger.Info("afterAll hooks changed global values; reloading all modules")
 				s.queues.main().AddAfterCurrent(s.reloadAllTask())
+			} else {
+				s.report.outcome()
 			}
 			return nil
 		},

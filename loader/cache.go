@@ -23,10 +23,12 @@ type configCache struct {
 }
 
 // cachedConfig is a hook's parsed config and the hash of the --config
-// output it came from.
+// output it came from; for an executable asked `hook config`, what that
+// found instead of cfg (batch.go).
 type cachedConfig struct {
-	cfg  *HookConfig
-	hash string
+	cfg   *HookConfig
+	hash  string
+	batch *batchProbe
 }
 
 // cacheUse is what one load took from the cache or added to it.

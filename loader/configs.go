@@ -27,15 +27,66 @@ func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) er
 	g.SetLimit(l.parallel)
 	for _, h := range all {
 		g.Go(func() error {
+			var notBatch string
+			if h.image {
+				hooks, why, err := l.batchHooks(ctx, use, h)
+				if err != nil {
+					return fileErr(h.Path, err)
+				}
+				if why == "" {
+					h.batch, h.isBatch = hooks, true
+					return nil
+				}
+				notBatch = why
+			}
 			cfg, err := l.hookConfig(ctx, use, h)
 			if err != nil {
+				if notBatch != "" {
+					err = fmt.Errorf("%w (nor is it a batch hook: %s)", err, notBatch)
+				}
 				return fileErr(h.Path, err)
 			}
 			h.Config = cfg
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var err error
+	if m.Global.Hooks, err = expandBatches(m.Global.Hooks); err != nil {
+		return err
+	}
+	for _, mod := range m.Modules {
+		if mod.Hooks, err = expandBatches(mod.Hooks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// expandBatches puts each batch executable's hooks in its place. A module
+// (or the global hooks directory) has at most one readiness hook, as in
+// the original.
+func expandBatches(hooks []*Hook) ([]*Hook, error) {
+	out := make([]*Hook, 0, len(hooks))
+	readiness := ""
+	for _, h := range hooks {
+		if !h.isBatch {
+			out = append(out, h)
+			continue
+		}
+		for _, b := range h.batch {
+			if len(b.Args) == 2 && b.Args[1] == "ready" {
+				if readiness != "" {
+					return nil, fileErr(h.Path, fmt.Errorf("a second readiness hook (the first is in %s): a module has at most one", readiness))
+				}
+				readiness = h.Path
+			}
+		}
+		out = append(out, h.batch...)
+	}
+	return out, nil
 }
 
 // hookConfig is one hook's config: from the cache, or from running it with

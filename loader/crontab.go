@@ -45,11 +45,16 @@ func parseSchedules(raw json.RawMessage, cfg *HookConfig) error {
 	return nil
 }
 
-// ParseCrontab parses a 6-field crontab with seconds, or a descriptor
+// ParseCrontab parses a 6-field crontab with seconds, a 5-field one
+// (minutes; it fires at second 0, as shell-operator reads it, so hooks
+// written for the original keep their schedules), or a descriptor
 // (@every 10s, @daily). Day-of-week accepts 1–7 with 7 for Sunday, as
 // docs/operator.md documents ("Events"), besides cron's 0–6.
 func ParseCrontab(spec string) (cron.Schedule, error) {
 	fields := strings.Fields(spec)
+	if len(fields) == 5 {
+		fields = append([]string{"0"}, fields...)
+	}
 	if len(fields) == 6 {
 		dow, err := sundayAsSeven(fields[5])
 		if err != nil {
@@ -57,7 +62,7 @@ func ParseCrontab(spec string) (cron.Schedule, error) {
 		}
 		fields[5] = dow
 	} else if !strings.HasPrefix(spec, "@") {
-		return nil, fmt.Errorf("crontab %q: want 6 fields (second minute hour day-of-month month day-of-week), got %d", spec, len(fields))
+		return nil, fmt.Errorf("crontab %q: want 6 fields (second minute hour day-of-month month day-of-week) or 5 (without seconds), got %d", spec, len(fields))
 	}
 	s, err := cronParser.Parse(strings.Join(fields, " "))
 	if err != nil {

@@ -22,5 +22,6 @@
 // hash.go hashes what was read, and values.go reads values files and
 // schemas. configs.go runs hooks with --config through the cache in
 // cache.go; hookconfig.go (with hookconfig_v0.go, hookconfig_v1.go and
-// crontab.go) parses what they print.
+// crontab.go) parses what they print. batch.go asks compiled executables
+// `hook config` and turns a batch executable into the hooks it holds.
 package loader

@@ -50,6 +50,10 @@ type HookConfig struct {
 	// Settings rate-limit the hook's runs from kubernetes events and
 	// schedules (v1 `settings`); nil: no limit.
 	Settings *HookSettings
+	// Admission and Conversion are the v1 webhook bindings
+	// (hookconfig_webhook.go).
+	Admission  []AdmissionBinding
+	Conversion []ConversionBinding
 }
 
 // HookSettings are a v1 hook's `settings`: at most ExecutionBurst runs at
@@ -120,9 +124,8 @@ var (
 	orderedBindings = []string{OnStartup, BeforeAll, AfterAll, BeforeHelm, AfterHelm, BeforeDeleteHelm, AfterDeleteHelm}
 	globalOnly      = []string{BeforeAll, AfterAll}
 	moduleOnly      = []string{BeforeHelm, AfterHelm, BeforeDeleteHelm, AfterDeleteHelm}
-	// webhookBindings are v1 bindings the original serves as admission and
-	// conversion webhooks; this operator runs no webhook server.
-	webhookBindings = []string{"kubernetesValidating", "kubernetesMutating", "kubernetesCustomResourceConversion"}
+	// webhookBindings are v1's only (hookconfig_webhook.go)
+	webhookBindings = []string{KubernetesValidating, KubernetesMutating, KubernetesConversion}
 )
 
 // ParseHookConfig parses what a hook printed for --config (JSON, or YAML).
@@ -183,8 +186,16 @@ func ParseHookConfig(data []byte, global bool) (*HookConfig, error) {
 			if cfg.Settings, err = parseSettings(raw); err != nil {
 				return nil, fmt.Errorf("settings: %w", err)
 			}
-		case slices.Contains(webhookBindings, k) && cfg.Version == "v1":
-			return nil, fmt.Errorf("binding %q: admission and conversion webhooks are not supported by this operator", k)
+		case (k == KubernetesValidating || k == KubernetesMutating) && cfg.Version == "v1":
+			if err := parseAdmission(raw, k == KubernetesMutating, cfg); err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+		case k == KubernetesConversion && cfg.Version == "v1":
+			if err := parseConversion(raw, cfg); err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+		case slices.Contains(webhookBindings, k):
+			return nil, fmt.Errorf("binding %q is not part of configVersion v0 (webhooks need configVersion: v1)", k)
 		default:
 			return nil, fmt.Errorf("unknown binding %q", k)
 		}
@@ -266,6 +277,12 @@ func checkReferences(cfg *HookConfig) error {
 	}
 	for _, k := range cfg.Kubernetes {
 		check(k.Name, k.IncludeSnapshotsFrom)
+	}
+	for _, a := range cfg.Admission {
+		check(a.Name, a.IncludeSnapshotsFrom)
+	}
+	for _, c := range cfg.Conversion {
+		check(c.Name, c.IncludeSnapshotsFrom)
 	}
 	return errors.Join(errs...)
 }

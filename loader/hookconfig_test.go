@@ -47,7 +47,41 @@ func TestHookConfigCompat(t *testing.T) {
 		{name: "bad settings", in: `{"configVersion":"v1","settings":{"executionMinInterval":"often"}}`, wantErr: "executionMinInterval"},
 		{name: "unknown settings field", in: `{"configVersion":"v1","settings":{"burst":2}}`, wantErr: `unknown field "burst"`},
 		{name: "settings are v1 only", in: `{"settings":{"executionBurst":2}}`, wantErr: `unknown binding "settings"`},
-		{name: "webhooks", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"x"}]}`, wantErr: "webhooks are not supported"},
+		{name: "validating: shell-operator's example", in: `{"configVersion":"v1","kubernetes":[{"name":"crs","kind":"CronTab"}],"kubernetesValidating":[{"name":"private-repo-policy.example.com","includeSnapshotsFrom":["crs"],"group":"g","labelSelector":{"matchLabels":{"a":"b"}},"namespace":{"labelSelector":{"matchExpressions":[{"key":"env","operator":"In","values":["prod"]}]}},"rules":[{"apiGroups":["stable.example.com"],"apiVersions":["v1"],"operations":["CREATE"],"resources":["crontabs"],"scope":"Namespaced"}],"failurePolicy":"Ignore","sideEffects":"NoneOnDryRun","timeoutSeconds":2,"matchConditions":[{"name":"not-me","expression":"true"}]}]}`,
+			check: func(t *testing.T, c *HookConfig) {
+				a := c.Admission[0]
+				if a.Mutating || a.FailurePolicy != "Ignore" || a.SideEffects != "NoneOnDryRun" || a.TimeoutSeconds != 2 || a.NamespaceSelector == nil || a.LabelSelector == nil || len(a.MatchConditions) != 1 || !c.HasWebhooks() {
+					t.Fatalf("admission = %+v", a)
+				}
+			}},
+		{name: "validating defaults", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"a.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["*"],"resources":["configmaps"]}]}]}`,
+			check: func(t *testing.T, c *HookConfig) {
+				if a := c.Admission[0]; a.FailurePolicy != "Fail" || a.SideEffects != "None" || a.TimeoutSeconds != 10 {
+					t.Fatalf("admission = %+v", a)
+				}
+			}},
+		{name: "mutating", in: `{"configVersion":"v1","kubernetesMutating":[{"name":"m.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["pods"]}]}]}`,
+			check: func(t *testing.T, c *HookConfig) {
+				if !c.Admission[0].Mutating {
+					t.Fatal("not mutating")
+				}
+			}},
+		{name: "webhook name of two segments", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["*"],"resources":["pods"]}]}]}`, wantErr: "at least three segments"},
+		{name: "webhook without rules", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"a.example.com"}]}`, wantErr: "at least one rule"},
+		{name: "webhook bad operation", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"a.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["PATCH"],"resources":["pods"]}]}]}`, wantErr: `operation "PATCH"`},
+		{name: "webhook bad failurePolicy", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"a.example.com","failurePolicy":"Retry","rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["*"],"resources":["pods"]}]}]}`, wantErr: "failurePolicy"},
+		{name: "webhook timeout over 30", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"a.example.com","timeoutSeconds":31,"rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["*"],"resources":["pods"]}]}]}`, wantErr: "timeoutSeconds 31"},
+		{name: "webhook unknown field", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"a.example.com","objectSelector":{}}]}`, wantErr: `unknown field "objectSelector"`},
+		{name: "webhook names an unknown snapshot", in: `{"configVersion":"v1","kubernetesValidating":[{"name":"a.example.com","includeSnapshotsFrom":["nope"],"rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["*"],"resources":["pods"]}]}]}`, wantErr: `includeSnapshotsFrom names "nope"`},
+		{name: "webhooks are v1 only", in: `{"kubernetesValidating":[{"name":"a.example.com"}]}`, wantErr: "configVersion: v1"},
+		{name: "conversion", in: `{"configVersion":"v1","kubernetesCustomResourceConversion":[{"name":"conversions","crdName":"crontabs.stable.example.com","conversions":[{"fromVersion":"unstable.crontab.io/v1beta1","toVersion":"stable.example.com/v1beta1"},{"fromVersion":"v1beta2","toVersion":"v1"}]}]}`,
+			check: func(t *testing.T, c *HookConfig) {
+				if v := c.Conversion[0]; v.CRDName != "crontabs.stable.example.com" || len(v.Conversions) != 2 || v.Conversions[1].ToVersion != "v1" {
+					t.Fatalf("conversion = %+v", v)
+				}
+			}},
+		{name: "conversion without crdName", in: `{"configVersion":"v1","kubernetesCustomResourceConversion":[{"name":"c","conversions":[{"fromVersion":"v1","toVersion":"v2"}]}]}`, wantErr: "crdName"},
+		{name: "conversion without conversions", in: `{"configVersion":"v1","kubernetesCustomResourceConversion":[{"name":"c","crdName":"a.b.c"}]}`, wantErr: "conversions"},
 		{name: "v0 objectName", in: `{"onKubernetesEvent":[{"kind":"configmap","objectName":"one"}]}`,
 			check: func(t *testing.T, c *HookConfig) {
 				if !slices.Equal(c.Kubernetes[0].NameSelector, []string{"one"}) {

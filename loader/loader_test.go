@@ -159,7 +159,7 @@ func TestBadInput(t *testing.T) {
 		{dir: "unknown-binding", file: "modules/001-one/hooks/h.sh", want: `unknown binding "onShutdown"`},
 		{dir: "global-binding-in-module", file: "modules/001-one/hooks/h.sh", want: `"beforeAll" is for global hooks only`},
 		{dir: "module-binding-in-global", file: "global-hooks/h.sh", want: `"afterHelm" is for module hooks only`},
-		{dir: "cron", file: "modules/001-one/hooks/h.sh", want: "want 6 fields"},
+		{dir: "cron", file: "modules/001-one/hooks/h.sh", want: "want 6 fields (second minute hour day-of-month month day-of-week) or 5 (without seconds), got 4"},
 		{dir: "jq", file: "modules/001-one/hooks/h.sh", want: "jqFilter"},
 		{dir: "hook-fails", file: "modules/001-one/hooks/h.sh", want: "exit status 2: cannot configure"},
 		{dir: "hook-hangs", file: "modules/001-one/hooks/h.sh", want: "timed out"},
@@ -299,14 +299,17 @@ func TestCrontabSundayAsSeven(t *testing.T) {
 		{"0 0 0 * * 1", time.Monday},
 		{"0 0 0 * * 6-7", time.Sunday}, // Saturday noon has passed midnight; next is Sunday
 		{"0 0 0 * * 5-7/2", time.Sunday},
+		{"0 0 * * 7", time.Sunday}, // five fields: minute hour dom month dow
+		{"0 0 * * 1-2", time.Monday},
 	}
 	for _, tt := range tests {
 		s, err := ParseCrontab(tt.spec)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.spec, err)
 		}
-		if got := s.Next(saturday).Weekday(); got != tt.want {
-			t.Errorf("%s: next on %s, want %s", tt.spec, got, tt.want)
+		next := s.Next(saturday)
+		if next.Weekday() != tt.want || next.Second() != 0 || next.Minute() != 0 || next.Hour() != 0 {
+			t.Errorf("%s: next at %s, want midnight on %s", tt.spec, next, tt.want)
 		}
 	}
 }

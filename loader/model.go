@@ -1,6 +1,12 @@
 package loader
 
-import "github.com/addonops/addon-operator/values"
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/addonops/addon-operator/values"
+)
 
 // Model is one loaded tree. It is immutable once Load returns it.
 type Model struct {
@@ -59,6 +65,27 @@ type Module struct {
 	Hash string
 }
 
+// BatchExecutables are the module's batch hook executables, as paths
+// relative to its directory (slash-separated). The directory is also the
+// chart, and Helm would otherwise pack these binaries into the release
+// Secret, which a real one overflows (docs/operator.md, "Batch hooks").
+func (m *Module) BatchExecutables() []string {
+	var out []string
+	for _, h := range m.Hooks {
+		if len(h.Args) == 0 {
+			continue
+		}
+		rel, err := filepath.Rel(m.Dir, h.Path)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		if rel = filepath.ToSlash(rel); !slices.Contains(out, rel) {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
 // Hook is one executable found under a hooks directory.
 type Hook struct {
 	// Name is the path relative to the module's modules directory (module
@@ -74,9 +101,22 @@ type Hook struct {
 	// Hash covers the hook's file and, once its --config ran, what that
 	// printed: a hook whose file or config changed gets a new one.
 	Hash string
+	// Args are the arguments of a run: none for a hook of its own file;
+	// `hook run ID` or `hook ready` for one of a batch executable's hooks,
+	// which share its Path (docs/operator.md, "Batch hooks").
+	Args []string
+	// Env is added to a run's environment: MODULE_NAME for a batch hook.
+	Env []string
 	// scope is the hash of what its --config may read: its module's
 	// directory, or the global hooks directory.
 	scope string
+	// image: the file is an ELF or Mach-O executable, which is asked
+	// `hook config` before --config.
+	image bool
+	// batch holds the hooks a batch executable listed, which replace it.
+	batch []*Hook
+	// isBatch: the file is a batch executable (its batch may be empty).
+	isBatch bool
 }
 
 // Key identifies a hook across trees: its module, its name in the tree and

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -70,21 +71,30 @@ func (f *hookFinder) file(d dir, name string) error {
 		}
 		return nil
 	}
+	// the first bytes tell an executable image (a batch hook candidate,
+	// batch.go) from a script; they are hashed like the rest
+	head := make([]byte, 4)
+	n, err := io.ReadFull(fh, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return fileErr(p, err)
+	}
 	h := sha256.New()
+	h.Write(head[:n])
 	if err := d.s.copy(h, fh); err != nil {
 		return fileErr(p, err)
 	}
 	rel, _ := filepath.Rel(f.nameBase, p)
-	f.hooks = append(f.hooks, &Hook{Name: rel, Path: p, Module: f.module, WorkingDir: f.workingDir, Hash: hex.EncodeToString(h.Sum(nil))})
+	f.hooks = append(f.hooks, &Hook{Name: rel, Path: p, Module: f.module, WorkingDir: f.workingDir, Hash: hex.EncodeToString(h.Sum(nil)), image: isExecutableImage(head[:n])})
 	return nil
 }
 
-// looksLikeHook: a script extension or a shebang line.
+// looksLikeHook: a script extension, a shebang line or an executable
+// image (a batch hook without its x bit).
 func looksLikeHook(path string, f *os.File) bool {
 	switch filepath.Ext(path) {
 	case ".sh", ".py", ".rb", ".pl", ".bash":
 		return true
 	}
 	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadBytes('\n')
-	return bytes.HasPrefix(line, []byte("#!"))
+	return bytes.HasPrefix(line, []byte("#!")) || isExecutableImage(line)
 }

@@ -280,6 +280,13 @@ func (q *Queue) HasQueued(kind Kind) bool {
 	return false
 }
 
+// HasQueuedKey reports whether a task of this key waits (not running).
+func (q *Queue) HasQueuedKey(k Key) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.ContainsFunc(q.tasks, func(t *Task) bool { return !t.running && t.Key == k })
+}
+
 // Failing reports whether a task in the queue has failed and waits for,
 // or runs, its retry: what comes behind it waits for as long as it fails.
 func (q *Queue) Failing() bool {

@@ -178,7 +178,7 @@ properties:
 		{
 			name:   "defaults alone",
 			want:   `{"limits":{"cpu":1,"memory":2},"replicas":1,"internal":{"token":"none","hosts":[{"port":80}]}}`,
-			config: `{}`,
+			config: `null`,
 		},
 		{
 			name:   "the ConfigMap merges into a defaulted object",
@@ -190,19 +190,19 @@ properties:
 			name:   "a hook replaces a defaulted key",
 			patch:  Patch{{Op: "replace", Path: "/mod/internal/token", Value: "t"}},
 			want:   `{"limits":{"cpu":1,"memory":2},"replicas":1,"internal":{"token":"t","hosts":[{"port":80}]}}`,
-			config: `{}`,
+			config: `null`,
 		},
 		{
 			name:   "a hook's removal of a defaulted key sticks",
 			patch:  Patch{{Op: "remove", Path: "/mod/internal/token"}},
 			want:   `{"limits":{"cpu":1,"memory":2},"replicas":1,"internal":{"hosts":[{"port":80}]}}`,
-			config: `{}`,
+			config: `null`,
 		},
 		{
 			name:   "a hook's list gets no item defaults",
 			patch:  Patch{{Op: "replace", Path: "/mod/internal/hosts", Value: []any{map[string]any{}}}},
 			want:   `{"limits":{"cpu":1,"memory":2},"replicas":1,"internal":{"token":"none","hosts":[{}]}}`,
-			config: `{}`,
+			config: `null`,
 		},
 	}
 	for _, tt := range tests {

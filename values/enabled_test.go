@@ -1,7 +1,6 @@
 package values
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -60,7 +59,7 @@ func TestBadFlags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ConfigMap key oneEnabled: want true or false") || !strings.Contains(err.Error(), "ConfigMap key global") {
 		t.Fatalf("err = %v", err)
 	}
-	if v := store.ModuleConfigValues("one"); !reflect.DeepEqual(v["one"], map[string]any{}) {
+	if v := store.ModuleConfigValues("one"); v["one"] != nil {
 		t.Fatalf("bad config was adopted: %v", v)
 	}
 }

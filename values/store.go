@@ -141,14 +141,17 @@ func (s *Store) section(key string) (any, error) {
 	return v, nil
 }
 
-// configSection is a copy of the ConfigMap's section, or an empty map.
+// configSection is a copy of the ConfigMap's section, or nil when the
+// ConfigMap has none: hooks read `null` there, as the original's do, so a
+// test such as `jq -e '.mod'` tells an absent section from an empty one
+// (docs/operator.md, "Hook configs and binding contexts").
 func (s *Store) configSection(key string) any {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if v, ok := s.config.sections[key]; ok {
 		return deepCopy(v)
 	}
-	return map[string]any{}
+	return nil
 }
 
 // GlobalConfigValues is CONFIG_VALUES_PATH for a global hook: the

@@ -145,3 +145,35 @@ func TestModuleValuesFileIgnoresOtherKeys(t *testing.T) {
 		t.Fatalf("warnings = %q", warnings)
 	}
 }
+
+// TestConfigValuesOfAbsentSections: CONFIG_VALUES_PATH has null for a
+// section the ConfigMap lacks (or leaves empty), as the original's, and the
+// section as written otherwise, `{}` included.
+func TestConfigValuesOfAbsentSections(t *testing.T) {
+	tests := []struct {
+		name           string
+		cm             map[string]string
+		global, module string
+	}{
+		{name: "no ConfigMap", global: `{"global":null}`, module: `{"global":null,"mod":null}`},
+		{name: "other keys only", cm: map[string]string{"modEnabled": "true"}, global: `{"global":null}`, module: `{"global":null,"mod":null}`},
+		{name: "empty sections", cm: map[string]string{"global": "", "mod": ""}, global: `{"global":null}`, module: `{"global":null,"mod":null}`},
+		{name: "empty maps", cm: map[string]string{"global": "{}", "mod": "{}"}, global: `{"global":{}}`, module: `{"global":{},"mod":{}}`},
+		{name: "sections", cm: map[string]string{"global": "a: 1", "mod": "b: 2"}, global: `{"global":{"a":1}}`, module: `{"global":{"a":1},"mod":{"b":2}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "mod", Values: mustParse(t, "x: 1")}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.cm != nil {
+				if _, err := store.SetConfig(tt.cm); err != nil {
+					t.Fatal(err)
+				}
+			}
+			assertJSON(t, store.GlobalConfigValues(), tt.global)
+			assertJSON(t, store.ModuleConfigValues("mod"), tt.module)
+		})
+	}
+}

@@ -41,6 +41,7 @@ var originalSettings = []originalSetting{
 	{flag: "admission-server-listen-port", env: "ADDON_OPERATOR_ADMISSION_SERVER_LISTEN_PORT"},
 	{flag: "admission-server-certs-dir", env: "ADDON_OPERATOR_ADMISSION_SERVER_CERTS_DIR"},
 	{flag: "admission-server-enabled", env: "ADDON_OPERATOR_ADMISSION_SERVER_ENABLED", boolean: true},
+	{flag: "validating-webhook-failure-policy", env: "VALIDATING_WEBHOOK_FAILURE_POLICY"},
 	{flag: "kube-client-qps", env: "KUBE_CLIENT_QPS"},
 	{flag: "kube-client-burst", env: "KUBE_CLIENT_BURST"},
 	{flag: "kube-client-timeout", env: "KUBE_CLIENT_TIMEOUT"},

@@ -44,6 +44,8 @@ var debugGroups = []struct {
 			example: "  addon-operator module values ingress-nginx -g"},
 		{use: "config NAME", short: "Print a module's ConfigMap section (-g adds the global one)", path: "/debug/modules/{name}/config", needName: true},
 		{use: "render NAME", short: "Print a module's chart rendered with its values", path: "/debug/modules/{name}/render", needName: true, raw: true},
+		{use: "diff NAME", short: "Print the live diff of a module's release: its objects that differ from the chart (Secret values redacted)", path: "/debug/modules/{name}/diff", needName: true, raw: true,
+			example: "  addon-operator module diff ingress-nginx"},
 	}},
 	{"global", "Inspect the global values of a running operator", []debugCmd{
 		{use: "values", short: "Print the global values", path: "/debug/global/values"},
@@ -226,9 +228,9 @@ func modulesTable(w io.Writer, body []byte) error {
 	}
 	var rows [][]string
 	for _, m := range v.Modules {
-		rows = append(rows, []string{m.Name, strconv.Itoa(m.Order), strconv.FormatBool(m.Enabled), string(m.State), m.Path, m.LastError})
+		rows = append(rows, []string{m.Name, strconv.Itoa(m.Order), strconv.FormatBool(m.Enabled), string(m.State), healthOf(m), m.Path, m.LastError})
 	}
-	return table(w, "NAME\tORDER\tENABLED\tSTATE\tPATH\tLAST ERROR", rows)
+	return table(w, "NAME\tORDER\tENABLED\tSTATE\tHEALTH\tPATH\tLAST ERROR", rows)
 }
 
 func hooksTable(w io.Writer, body []byte) error {
@@ -248,6 +250,8 @@ func hooksTable(w io.Writer, body []byte) error {
 				s += ":" + b.Name + "(" + b.Crontab + ")"
 			case b.Kind != "":
 				s += ":" + b.Name + "(" + b.Kind + ")"
+			case b.Name != "":
+				s += ":" + b.Name
 			}
 			bs = append(bs, s)
 		}
@@ -279,4 +283,13 @@ func queuesTable(w io.Writer, body []byte) error {
 		}
 	}
 	return table(w, "QUEUE\t#\tTASK\tDESCRIPTION\tSTATE\tLAST ERROR", rows)
+}
+
+// healthOf is a module's HEALTH column: "-" while it is not tracked
+// (disabled, not deployed yet, or health is off).
+func healthOf(m lifecycle.DebugModule) string {
+	if m.Health == "" {
+		return "-"
+	}
+	return string(m.Health)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/lifecycle"
-	"github.com/addonops/addon-operator/loader"
 )
 
 // source is git mode: the syncer and where the tree is inside the
@@ -54,8 +53,14 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 		MaxFileSize: gt.MaxFileSize, MaxFiles: gt.MaxFiles, MaxCheckoutSize: gt.MaxCheckoutSize,
 		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
 			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},
-		Validate: func(ctx context.Context, dir string) (*loader.Model, error) {
-			return operator.CheckTree(ctx, dir, modulesDir, src.globalHooksDir)
+		// the model rides on the revision (Checked) to the operator,
+		// which runs it without reading the files again
+		Validate: func(ctx context.Context, dir string) (any, error) {
+			model, err := operator.CheckTree(ctx, dir, modulesDir, src.globalHooksDir)
+			if err != nil {
+				return nil, err
+			}
+			return model, nil
 		},
 		InUse: operator.InUse,
 	})
@@ -70,31 +75,26 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 // (the poll loop then syncs with the remote, which may hang or send a pack
 // that takes long to index: docs/git.md), else the remote's. With neither,
 // it retries with backoff until one comes; it fails only when ctx is done.
-func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor, logger *slog.Logger) (lifecycle.Revision, error) {
+func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor, logger *slog.Logger) (gitsync.Revision, error) {
 	if restored := src.syncer.Restore(ctx); restored != nil {
 		logger.Info("running the revision on disk; syncing with the remote next", "revision", restored.Commit)
-		return revision(restored), nil
+		return *restored, nil
 	}
 	for attempt := 0; ; attempt++ {
 		rev, _, err := src.syncer.Sync(ctx)
 		if err == nil {
 			logger.Info("git source ready", "url", gitsync.Scrub(gt.URL), "ref", gt.Ref, "revision", rev.Commit)
-			return revision(rev), nil
+			return *rev, nil
 		}
 		wait := min(time.Second<<min(attempt, 5), gt.PollInterval)
 		waiting.set("the first sync from git: " + err.Error())
 		logger.Error("first sync failed; retrying", "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
-			return lifecycle.Revision{}, ctx.Err()
+			return gitsync.Revision{}, ctx.Err()
 		case <-time.After(wait):
 		}
 	}
-}
-
-// revision is what the operator needs of a published git revision.
-func revision(r *gitsync.Revision) lifecycle.Revision {
-	return lifecycle.Revision{Commit: r.Commit, Ref: r.Ref, Dir: r.Dir, Model: r.Model}
 }
 
 // followSource runs the syncer in g, and follows live ref changes (`source
@@ -102,7 +102,7 @@ func revision(r *gitsync.Revision) lifecycle.Revision {
 // standby: SetRef syncs at once.
 func (s *startup) followSource(ctx context.Context, g *errgroup.Group) {
 	g.Go(func() error {
-		s.src.syncer.Run(ctx, s.gt.PollInterval, func(rev *gitsync.Revision) { s.operator.TreeChanged(revision(rev)) })
+		s.src.syncer.Run(ctx, s.gt.PollInterval, func(rev *gitsync.Revision) { s.operator.TreeChanged(*rev) })
 		return nil
 	})
 	g.Go(func() error {

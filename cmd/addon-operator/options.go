@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/lifecycle"
 )
 
@@ -110,6 +111,11 @@ type operatorOptions struct {
 	Pprof                  bool
 	PurgeLimit             int // lifecycle.PurgeHalf, PurgeNone or a number
 	ParallelModules        int
+	// Drift is what is done about drift: warn, correct or off
+	// (docs/operator.md, "Drift"); DriftIgnoreManagers own fields that are
+	// never drift.
+	Drift               string
+	DriftIgnoreManagers []string
 }
 
 func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
@@ -127,6 +133,8 @@ func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.DurationVar(&o.ResourcesCheckInterval, "resources-check-interval", e.duration("ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL", 5*time.Minute), "period of the absent-resources check, auto-healing (env ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL; 0 turns it off)")
 	fs.BoolVar(&o.Pprof, "pprof", e.boolean("ADDON_OPERATOR_PPROF", false), "serve /debug/pprof on the listen address (env ADDON_OPERATOR_PPROF=true)")
 	fs.IntVar(&o.ParallelModules, "parallel-modules", e.positive("ADDON_OPERATOR_PARALLEL_MODULES", runtime.NumCPU()), "modules of one weight run at once; 1 runs them one by one (env ADDON_OPERATOR_PARALLEL_MODULES; default the number of CPUs)")
+	fs.StringVar(&o.Drift, "drift", e.str([]string{"ADDON_OPERATOR_DRIFT"}, "correct"), "what is done about release objects that differ from the chart: correct, warn or off; a module's <module>Drift ConfigMap key overrides correct and warn (env ADDON_OPERATOR_DRIFT)")
+	fs.StringSliceVar(&o.DriftIgnoreManagers, "drift-ignore-managers", e.list("ADDON_OPERATOR_DRIFT_IGNORE_MANAGERS", drift.DefaultIgnoreManagers), "field managers whose fields are never drift, besides writes through a subresource (env ADDON_OPERATOR_DRIFT_IGNORE_MANAGERS, comma-separated)")
 	o.PurgeLimit = e.purgeLimit("ADDON_OPERATOR_PURGE_LIMIT")
 	fs.Func("purge-limit", "most modules one revision may purge: a number (0: none without confirmation) or 'half' (env ADDON_OPERATOR_PURGE_LIMIT; default half of the enabled modules, never all)", func(v string) error {
 		limit, err := parsePurgeLimit(v)
@@ -294,6 +302,21 @@ func (o *logOptions) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 // err is every bad environment value, reported once flags are parsed.
+// list reads a comma-separated list (set and empty: an empty list).
+func (e *env) list(name string, def []string) []string {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func (e *env) err() error { return errors.Join(e.errs...) }
 
 // gitOptions are the git source's settings (design.md, GIT_*).

@@ -113,6 +113,16 @@ func TestOriginalSettings(t *testing.T) {
 	writeFiles(t, base, map[string]string{"storage/beta/values.yaml": "beta:\n  v: \"b2\"\n"})
 	eventually(t, "beta b2", func() bool { return cmValue(ns, "beta-cm") == "b2" })
 
+	// a hand edit for module diff (checked on the 5 min interval: not corrected meanwhile)
+	cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "beta-cm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["v"] = "hand"
+	if _, err := client.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+
 	betaPath := filepath.Join(base, "two/002-beta")
 	tests := []struct {
 		args []string
@@ -129,6 +139,7 @@ func TestOriginalSettings(t *testing.T) {
 		{[]string{"module", "config", "alpha"}, []string{"alpha:\n  w: from-cm\n"}},
 		{[]string{"module", "config", "alpha", "-g", "-o", "json"}, []string{`{"alpha": {"w": "from-cm"}, "global": {"tier": "dev"}}`}},
 		{[]string{"module", "render", "beta"}, []string{"name: beta-cm", `v: "b2"`}},
+		{[]string{"module", "diff", "beta"}, []string{"--- live/ConfigMap/" + ns + "/beta-cm", "+++ chart/ConfigMap/" + ns + "/beta-cm", "-  v: hand", "+  v: b2"}},
 		{[]string{"global", "values", "-o", "json"}, []string{`{"global": {"tier": "dev"}}`}},
 		{[]string{"global", "config"}, []string{"global:\n  tier: dev\n"}},
 		{[]string{"queue", "list"}, []string{"QUEUE", "main", "(empty)"}},

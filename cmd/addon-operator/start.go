@@ -18,9 +18,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/addonops/addon-operator/commitstatus"
+	"github.com/addonops/addon-operator/drift"
+	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle"
@@ -35,6 +39,9 @@ type startOptions struct {
 	lg    logOptions
 	gt    gitOptions
 	le    leaderOptions
+	cs    commitStatusOptions
+	hl    healthOptions
+	wh    webhookOptions
 	notes []note
 }
 
@@ -73,6 +80,9 @@ func (o *startOptions) bind(fs *pflag.FlagSet, e *env) {
 	o.lg.bind(fs, e)
 	o.gt.bind(fs, e)
 	o.le.bind(fs, e)
+	o.cs.bind(fs, e)
+	o.hl.bind(fs, e)
+	o.wh.bind(fs, e)
 	bindOriginal(fs, e)
 }
 
@@ -110,10 +120,13 @@ type startup struct {
 	operator *lifecycle.Operator
 	src      *source         // nil in no-git mode
 	leader   *kube.Leader    // nil without leader election
+	webhooks *webhookServers // nil without webhook certificates
 	sourceCM *kube.ConfigMap // the live ref
 	// configuredRef is GIT_REF, what removing the live ref goes back to.
 	configuredRef string
 	waiting       waitingFor
+	notifier      *commitstatus.Notifier // nil: commit status off
+	runHealth     func(context.Context)
 }
 
 func start(o *startOptions) error {
@@ -174,6 +187,22 @@ func start(o *startOptions) error {
 	if err != nil {
 		return err
 	}
+	var detector lifecycle.DriftDetector // nil: off
+	switch op.Drift {
+	case lifecycle.DriftWarn, lifecycle.DriftCorrect:
+		// as Helm's own writes, so a correction's fields stay Helm's
+		ignore := op.DriftIgnoreManagers
+		if ignore == nil {
+			ignore = []string{}
+		}
+		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{FieldManager: kube.FieldManager(), IgnoreManagers: ignore, Logger: logger})
+		if err != nil {
+			return err
+		}
+	case "off":
+	default:
+		return fmt.Errorf("--drift=%q: want correct, warn or off", op.Drift)
+	}
 	if op.ParallelModules < 1 {
 		return fmt.Errorf("--parallel-modules=%d: want at least 1", op.ParallelModules)
 	}
@@ -183,12 +212,52 @@ func start(o *startOptions) error {
 		return err
 	}
 	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
+	if s.notifier, err = o.cs.notifier(gt.URL, logger); err != nil {
+		return err
+	}
+	var onRevision func(lifecycle.RevisionState)
+	var onHealth func(health.Transition)
+	if s.notifier != nil {
+		onRevision = revisionStates(s.notifier)
+	}
+	tracker, runHealth := newHealth(o.hl, watcher, helm, valuesCM, reg, logger, func(tr health.Transition) {
+		if onHealth != nil {
+			onHealth(tr)
+		}
+	})
+	s.runHealth = runHealth
+	var healthTracker lifecycle.HealthTracker // a nil *health.Tracker must stay a nil interface
+	if tracker != nil {
+		healthTracker = tracker
+	}
+	if s.notifier != nil && tracker != nil {
+		// the revision's commit status follows its modules' health once applied
+		ch := newCommitHealth(s.notifier, tracker.Modules)
+		onHealth = ch.transition
+		states := onRevision
+		onRevision = func(st lifecycle.RevisionState) {
+			states(st)
+			ch.revision(st)
+		}
+	}
+	ext, err := apiextensions.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	if s.webhooks, err = newWebhookServers(o.wh, op.Namespace, instance, client, ext, logger); err != nil {
+		return err
+	}
+	var webhooks lifecycle.WebhookRegistrar
+	if s.webhooks != nil {
+		webhooks = s.webhooks
+	}
 	s.operator = lifecycle.New(lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher,
+		ObjectPatcher: patcher, OnRevisionState: onRevision, Health: healthTracker, Webhooks: webhooks,
+		Drift: detector, DriftMode: op.Drift,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
 		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
@@ -280,6 +349,15 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 		g.Go(func() error { executor.ReapOrphans(ctx, s.logger); return nil })
 	}
 	serveHTTP(ctx, g, srv, ln)
+	if s.notifier != nil {
+		g.Go(func() error { s.notifier.Run(ctx); return nil })
+	}
+	if s.runHealth != nil {
+		g.Go(func() error { s.runHealth(ctx); return nil })
+	}
+	if s.webhooks != nil {
+		g.Go(func() error { s.webhooks.run(ctx, s.operator.Webhooks()); return nil })
+	}
 	g.Go(func() error {
 		if s.src != nil {
 			first, err := s.src.first(ctx, s.gt, &s.waiting, s.logger)

@@ -1,6 +1,8 @@
-// Command devcluster runs the local control plane (etcd + kube-apiserver
-// from bin/) until interrupted, and writes an admin kubeconfig. `make run`
-// uses it when no cluster is given.
+// Command devcluster runs the local control plane from bin/ (etcd,
+// kube-apiserver, and with -workloads kube-controller-manager,
+// kube-scheduler and kwok with one simulated node, so Deployments roll out)
+// until interrupted, and writes an admin kubeconfig. `make run` uses it when
+// no cluster is given.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 func main() {
 	kubeconfig := flag.String("kubeconfig", "bin/run/kubeconfig", "where to write the admin kubeconfig")
 	dir := flag.String("dir", "", "data directory (default: a temporary directory removed on exit)")
+	workloads := flag.Bool("workloads", true, "also run kube-controller-manager, kube-scheduler and kwok, so pods start on a simulated node")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -26,6 +29,9 @@ func main() {
 	var opts []testenv.Option
 	if *dir != "" {
 		opts = append(opts, testenv.WithDir(*dir))
+	}
+	if *workloads {
+		opts = append(opts, testenv.WithWorkloads())
 	}
 	cp, err := testenv.Start(ctx, opts...)
 	if err != nil {
@@ -37,7 +43,11 @@ func main() {
 		slog.Error("write kubeconfig", "err", err)
 		return
 	}
-	fmt.Printf("control plane ready at %s; kubeconfig: %s\n", cp.Config.Host, *kubeconfig)
+	nodes := ""
+	if *workloads {
+		nodes = fmt.Sprintf(" with simulated node %s", testenv.NodeName)
+	}
+	fmt.Printf("control plane ready at %s%s; kubeconfig: %s\n", cp.Config.Host, nodes, *kubeconfig)
 	<-ctx.Done()
 }
 

@@ -11,6 +11,8 @@ var secretVars = map[string]bool{
 	"GIT_SSH_KEY_FILE": true, "GIT_KNOWN_HOSTS_FILE": true, "GIT_USERNAME": true,
 	"GIT_PASSWORD_FILE": true, "GIT_TOKEN_FILE": true, "GIT_WEBHOOK_SECRET_FILE": true,
 	"GIT_VERIFY_KEYS_DIR": true, "GIT_URL": true,
+	// a webhook's URL may itself be its credential (a secret path)
+	"ADDON_OPERATOR_COMMIT_STATUS_URL": true,
 }
 
 // hookVars are set per run; stale values from the operator's own
@@ -18,6 +20,7 @@ var secretVars = map[string]bool{
 var hookVars = map[string]bool{
 	"BINDING_CONTEXT_PATH": true, "WORKING_DIR": true, "CONFIG_VALUES_PATH": true, "VALUES_PATH": true,
 	"CONFIG_VALUES_JSON_PATCH_PATH": true, "VALUES_JSON_PATCH_PATH": true, "MODULE_ENABLED_RESULT": true,
+	"VALIDATING_RESPONSE_PATH": true, "ADMISSION_RESPONSE_PATH": true, "CONVERSION_RESPONSE_PATH": true,
 }
 
 // BaseEnv is the operator's environment without its credential settings,

@@ -16,6 +16,8 @@ type Shared struct {
 	// Setup, if set, runs once after the control plane started (to make
 	// the package's clients).
 	Setup func(*ControlPlane)
+	// Options are Start's (WithWorkloads for tests whose pods must start).
+	Options []Option
 
 	once sync.Once
 	cp   *ControlPlane
@@ -27,7 +29,7 @@ type Shared struct {
 func (s *Shared) Get(t testing.TB) *ControlPlane {
 	t.Helper()
 	s.once.Do(func() {
-		s.cp, s.err = Start(context.Background())
+		s.cp, s.err = Start(context.Background(), s.Options...)
 		if s.err == nil && s.Setup != nil {
 			s.Setup(s.cp)
 		}

@@ -46,6 +46,8 @@ type ControlPlane struct {
 	apiserver *exec.Cmd
 	logOut    io.Writer
 	ownsDir   bool
+	workloads bool
+	work      workloadProcs
 
 	apiserverExited <-chan struct{}
 	etcdExited      <-chan struct{}
@@ -119,6 +121,12 @@ func Start(ctx context.Context, opts ...Option) (*ControlPlane, error) {
 	if err := c.writeKubeconfig(); err != nil {
 		c.Stop()
 		return nil, err
+	}
+	if c.workloads {
+		if err := c.startWorkloads(ctx); err != nil {
+			c.Stop()
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -363,6 +371,7 @@ func (c *ControlPlane) Stop() {
 }
 
 func (c *ControlPlane) stopProcesses() {
+	c.stopWorkloads()
 	if c.apiserver != nil {
 		c.StopAPIServer()
 	}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/addonops/addon-operator/commitstatus"
+	"github.com/addonops/addon-operator/internal/forgetest"
+	"github.com/addonops/addon-operator/internal/gitserver"
+)
+
+// statesOf is what the forge holds for one commit and context, oldest first.
+func statesOf(forge *forgetest.Server, commit, context string) []string {
+	var out []string
+	for _, s := range forge.Statuses() {
+		if s.Commit == commit && s.Context == context {
+			out = append(out, s.State)
+		}
+	}
+	return out
+}
+
+// TestCommitStatus: each revision the operator applies reaches the forge
+// as pending then success, then its health once settled, once per state,
+// for the revision and (per module on) for its module; a revision whose hook fails gets failure
+// naming the hook, never what it printed; a fix gets success again.
+func TestCommitStatus(t *testing.T) {
+	tests := []struct {
+		provider string
+		env      func(f *forgetest.Server) []string
+		pending  string // the provider's name of the pending state
+		success  string
+		failure  string
+		healthy  string // the revision's health once settled
+		broken   bool   // also push a broken hook and its fix
+	}{
+		{"github", func(f *forgetest.Server) []string {
+			return []string{"ADDON_OPERATOR_COMMIT_STATUS_URL=" + f.GitHubURL(), "ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/addons"}
+		}, "pending", "success", "failure", "success", true},
+		{"gitlab", func(f *forgetest.Server) []string {
+			return []string{"ADDON_OPERATOR_COMMIT_STATUS_URL=" + f.GitLabURL(), "ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/sub/addons"}
+		}, "running", "success", "failed", "success", false},
+		{"webhook", func(f *forgetest.Server) []string {
+			f.Secret = "hmac-key"
+			secret := filepath.Join(t.TempDir(), "secret")
+			if err := os.WriteFile(secret, []byte("hmac-key\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"ADDON_OPERATOR_COMMIT_STATUS_URL=" + f.WebhookURL(), "ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE=" + secret}
+		}, "applying", "applied", "failed", "healthy", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.provider, func(t *testing.T) {
+			ns := namespace(t, "cstatus-"+tt.provider)
+			root := t.TempDir()
+			repo := newRepo(t, root)
+			c1 := commitFiles(t, repo, "alpha v1", alphaOn("1"))
+			srv, err := gitserver.StartHTTP(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Stop)
+			forge := forgetest.New("forge-t0ken")
+			t.Cleanup(forge.Close)
+			token := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(token, []byte("forge-t0ken\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env := append([]string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main",
+				"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + filepath.Join(t.TempDir(), "checkout"),
+				"ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=" + tt.provider, "ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE=" + token,
+				"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true"}, tt.env(forge)...)
+			_, logPath := operator(t, env...)
+
+			const revision, module = "addon-operator/test", "addon-operator/test/alpha"
+			wantStates := func(commit, context string, want ...string) {
+				t.Helper()
+				eventually(t, fmt.Sprintf("%s %s: %v", commit[:8], context, want), func() bool {
+					return slices.Equal(statesOf(forge, commit, context), want)
+				})
+			}
+			// wantHealthy: applied then healthy, or healthy alone when the
+			// module was already Healthy as the revision was applied (the
+			// notifier posts only the newest waiting state of a context)
+			wantHealthy := func(commit, context string, before ...string) {
+				t.Helper()
+				long, short := append(slices.Clone(before), tt.success, tt.healthy), append(slices.Clone(before), tt.healthy)
+				eventually(t, fmt.Sprintf("%s %s: %v or %v", commit[:8], context, long, short), func() bool {
+					got := statesOf(forge, commit, context)
+					return slices.Equal(got, long) || slices.Equal(got, short)
+				})
+			}
+			// applied, then healthy once the module's objects are Current
+			// (docs/operator.md, "Commit status")
+			wantHealthy(c1, revision, tt.pending)
+			wantHealthy(c1, module)
+
+			if tt.broken {
+				// a hook that fails on every run: failure, once, naming the hook
+				c2 := commitFiles(t, repo, "broken hook", merged(alphaOn("2"), alphaHook("echo leaked-hook-output >&2; exit 1")))
+				wantStates(c2, revision, tt.pending, tt.failure)
+				wantStates(c2, module, tt.failure)
+				for _, s := range forge.Statuses() {
+					if s.Commit == c2 && s.Context == revision && s.State == tt.failure &&
+						s.Description != "failed on test: module alpha: hook 001-alpha/hooks/h.sh (beforeHelm): exited 1" {
+						t.Fatalf("failure description = %q", s.Description)
+					}
+				}
+				// the fix: success; the broken revision's failure stays as it was
+				c3 := commitFiles(t, repo, "fixed hook", merged(alphaOn("3"), alphaHook("exit 0")))
+				eventually(t, "alpha v3", func() bool { return cmValue(ns, "001-alpha-cm") == "3" })
+				wantHealthy(c3, revision, tt.pending)
+				wantHealthy(c3, module)
+				wantStates(c2, revision, tt.pending, tt.failure)
+			}
+
+			all, _ := json.Marshal(forge.Statuses())
+			logs, _ := os.ReadFile(logPath)
+			if strings.Contains(string(all), "leaked-hook-output") {
+				t.Fatal("a hook's output reached the forge")
+			}
+			if strings.Contains(string(logs), "forge-t0ken") || strings.Contains(string(logs), "hmac-key") {
+				t.Fatal("a credential reached the log")
+			}
+			if tt.provider == "webhook" {
+				var body commitstatus.WebhookBody
+				if err := json.Unmarshal(forge.Statuses()[0].Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				if body.Repository != "addons" && body.Repository != "" || body.Cluster != "test" || body.Outcome != "pending" {
+					t.Fatalf("webhook body = %+v", body)
+				}
+			}
+		})
+	}
+}
+
+// TestCommitStatusSettings: a bad commit status setting stops start-up
+// with an error naming it.
+func TestCommitStatusSettings(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		o      commitStatusOptions
+		gitURL string
+		want   string
+	}{
+		{commitStatusOptions{}, "", ""},
+		{commitStatusOptions{Provider: "github", TokenFile: token}, "", "need GIT_URL"},
+		{commitStatusOptions{Provider: "bitbucket", TokenFile: token}, "https://h/o/r.git", "want github, gitea, forgejo, gitlab or webhook"},
+		{commitStatusOptions{Provider: "github", TokenFile: token}, "https://h/addons.git", "ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY"},
+		{commitStatusOptions{Provider: "gitea", TokenFile: token}, "https://h/o/r.git", "ADDON_OPERATOR_COMMIT_STATUS_URL"},
+		{commitStatusOptions{Provider: "github"}, "https://h/o/r.git", "token file"},
+		{commitStatusOptions{Provider: "github", TokenFile: token}, "git@github.com:o/r.git", ""},
+		{commitStatusOptions{Provider: "gitlab", TokenFile: token}, "https://gitlab.com/g/s/r.git", ""},
+		{commitStatusOptions{Provider: "webhook"}, "https://h/o/r.git", "webhook URL"},
+	}
+	for _, tt := range tests {
+		_, err := tt.o.provider(tt.gitURL)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%+v with %q: err = %v, want %q", tt.o, tt.gitURL, err, tt.want)
+		}
+	}
+}

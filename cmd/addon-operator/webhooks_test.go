@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/internal/testenv"
+	"github.com/addonops/addon-operator/webhook"
+)
+
+// guardHook is a module hook as shell-operator's users write it: a
+// kubernetesValidating binding (it refuses ConfigMaps named bad-*), and a
+// conversion binding that no conversion server is configured for.
+const guardHook = `#!/usr/bin/env bash
+set -euo pipefail
+if [ "${1:-}" = "--config" ]; then cat <<EOF
+configVersion: v1
+kubernetesValidating:
+- name: guard.webhook.test
+  labelSelector: {matchLabels: {guarded: "%[1]s"}}
+  rules:
+  - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+kubernetesCustomResourceConversion:
+- name: convert
+  crdName: things.guard.webhook.test
+  conversions: [{fromVersion: v1, toVersion: v2}]
+EOF
+exit 0; fi
+case "$(jq -r '.[0].review.request.name' "$BINDING_CONTEXT_PATH")" in
+  bad-*) echo '{"allowed":false,"message":"the guard refuses bad-*"}' > "$VALIDATING_RESPONSE_PATH" ;;
+  *) echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH" ;;
+esac
+`
+
+// A module hook's validating webhook, with shell-operator's settings and
+// our URL clientConfig: the API server calls the operator's binary over
+// TLS while the module is enabled; disabling the module removes the
+// configuration. A binding whose server has no certificate is an error on
+// /status naming the hook.
+func TestWebhooksAsShellOperatorUsersRunThem(t *testing.T) {
+	ns := namespace(t, "webhooks")
+	base := t.TempDir()
+	writeFiles(t, base, merged(
+		moduleFiles("001-guard", "guard", "1"),
+		map[string]string{
+			"modules/values.yaml":              "guardEnabled: true\n",
+			"modules/001-guard/hooks/guard.sh": fmt.Sprintf(guardHook, ns),
+			"global-hooks/.keep":               "",
+		}))
+	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookAddr := freeAddr(t)
+	_, port, _ := strings.Cut(hookAddr, ":")
+	configName := "hooks-" + ns
+	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
+	op := startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns,
+		"MODULES_DIR="+filepath.Join(base, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(base, "global-hooks"),
+		"VALIDATING_WEBHOOK_SERVER_CERT="+certFile, "VALIDATING_WEBHOOK_SERVER_KEY="+keyFile, "VALIDATING_WEBHOOK_CA="+caFile,
+		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT="+port,
+		"VALIDATING_WEBHOOK_URL=https://"+hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME="+configName,
+		"VALIDATING_WEBHOOK_FAILURE_POLICY=Fail")
+	create := func(name string) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"guarded": ns}}}
+		_, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
+		return err
+	}
+	eventually(t, "the guard refuses bad-one", func() bool {
+		err := create("bad-one")
+		return err != nil && strings.Contains(err.Error(), `admission webhook "guard.webhook.test" denied the request: the guard refuses bad-*`)
+	})
+	if err := create("good"); err != nil {
+		t.Fatalf("good: %v", err)
+	}
+	// the conversion binding has no server: /status names the hook
+	eventually(t, "the conversion binding's error on /status", func() bool {
+		st := status(t, op.addr)
+		wh, _ := st["webhooks"].(map[string]any)
+		for _, b := range asList(wh["bindings"]) {
+			if b["kind"] == "conversion" && strings.Contains(fmt.Sprint(b["error"]), "hook 001-guard/hooks/guard.sh binds a conversion of CRD things.guard.webhook.test") &&
+				strings.Contains(fmt.Sprint(b["error"]), "CONVERSION_WEBHOOK_SERVER_CERT") {
+				return true
+			}
+		}
+		return false
+	})
+
+	code, out, errOut := cli(t, []string{"ADDON_OPERATOR_LISTEN_ADDRESS=" + op.addr}, "hook", "list")
+	if code != 0 || !strings.Contains(out, "kubernetesValidating:guard.webhook.test") ||
+		!strings.Contains(out, "kubernetesCustomResourceConversion:convert(things.guard.webhook.test)") {
+		t.Errorf("hook list: %d %s %s", code, out, errOut)
+	}
+
+	// disabling the module removes its webhook
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"}, Data: map[string]string{"guardEnabled": "false"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the configuration deleted", func() bool {
+		_, err := vwc.Get(context.Background(), configName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	eventually(t, "bad-two admitted", func() bool { return create("bad-two") == nil })
+}
+
+func asList(v any) []map[string]any {
+	var out []map[string]any
+	items, _ := v.([]any)
+	for _, i := range items {
+		if m, ok := i.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// shell-operator's webhook settings, from the environment or flags (the
+// flag wins); a server is configured only when its certificate and key
+// exist, and a path set to a missing file is an error.
+func TestWebhookSettings(t *testing.T) {
+	_, cert, key, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		env        map[string]string
+		args       []string
+		validating bool // configured
+		conversion bool
+		bad        string
+		check      func(t *testing.T, o webhookOptions)
+	}{
+		{name: "defaults: no certificate, no server", check: func(t *testing.T, o webhookOptions) {
+			if o.Validating.ListenPort != "9680" || o.Conversion.ListenPort != "9681" || o.ConfigurationName != "addon-operator-hooks" ||
+				o.Validating.ServerCert != "/validating-certs/tls.crt" || o.Conversion.ServiceName != "addon-operator-conversion-svc" {
+				t.Errorf("defaults = %+v", o)
+			}
+		}},
+		{name: "environment", env: map[string]string{"VALIDATING_WEBHOOK_SERVER_CERT": cert, "VALIDATING_WEBHOOK_SERVER_KEY": key,
+			"VALIDATING_WEBHOOK_CLIENT_CA": "/a.crt,/b.crt", "VALIDATING_WEBHOOK_CONFIGURATION_NAME": "mine", "VALIDATING_WEBHOOK_LISTEN_PORT": "1234"},
+			validating: true, check: func(t *testing.T, o webhookOptions) {
+				if len(o.Validating.ClientCA) != 2 || o.ConfigurationName != "mine" || o.Validating.address() != "0.0.0.0:1234" {
+					t.Errorf("options = %+v", o)
+				}
+			}},
+		{name: "flags win", env: map[string]string{"CONVERSION_WEBHOOK_LISTEN_PORT": "1"},
+			args:       []string{"--conversion-webhook-server-cert", cert, "--conversion-webhook-server-key", key, "--conversion-webhook-listen-port", "2", "--conversion-webhook-url", "https://10.0.0.5:2"},
+			conversion: true, check: func(t *testing.T, o webhookOptions) {
+				if o.Conversion.ListenPort != "2" || o.Conversion.endpoint("ns").URL != "https://10.0.0.5:2" {
+					t.Errorf("options = %+v", o.Conversion)
+				}
+			}},
+		{name: "a certificate set to a missing file", env: map[string]string{"CONVERSION_WEBHOOK_SERVER_CERT": "/nowhere/tls.crt"}, bad: "conversion webhook server"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			o, err := parseStart(tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := newWebhookServers(o.wh, "ns", "ns.addon-operator", nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if tt.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.bad) {
+					t.Fatalf("error %v, want %q", err, tt.bad)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := w != nil && w.Serves(webhook.Validating); got != tt.validating {
+				t.Errorf("validating configured: %v", got)
+			}
+			if got := w != nil && w.Serves(webhook.Conversion); got != tt.conversion {
+				t.Errorf("conversion configured: %v", got)
+			}
+			if tt.check != nil {
+				tt.check(t, o.wh)
+			}
+		})
+	}
+}

@@ -1,0 +1,21 @@
+// Package drift finds the objects of a Helm release that differ from what
+// the chart rendered, in the fields the chart sets, and puts those fields
+// back (docs/operator.md, "Drift").
+//
+// Detection is a server-side apply dry-run of each rendered object with
+// Helm's field manager, compared with the live object: the API server
+// merges, defaults and normalises, so only fields the chart sets can
+// differ, and server-set fields (status, resourceVersion, managedFields)
+// are left out of the compare. A field whose current owner is another
+// controller (a write through a subresource such as an autoscaler's
+// /scale, or a manager named in Options.IgnoreManagers) is never drift and
+// never corrected: it is pruned from the applied object.
+//
+// Where things are:
+//   - compare.go: the compare of a live object with the dry-run result (pure).
+//   - fieldpath.go: the API server's conflict causes, and pruning their
+//     fields from an object.
+//   - detector.go: the Detector: a release's manifest → objects, checks,
+//     corrections, bounded in objects, bytes and concurrency.
+//   - diff.go: the live diff `module diff` shows, Secret values redacted.
+package drift

@@ -1,0 +1,173 @@
+package lifecycle
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/addonops/addon-operator/drift"
+	"github.com/addonops/addon-operator/kube"
+)
+
+// webModule is a module whose chart is one Deployment.
+func webModule() map[string]string {
+	return map[string]string{
+		"modules/values.yaml":                "webEnabled: true\n",
+		"modules/001-web/Chart.yaml":         "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"modules/001-web/templates/web.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: app\n        image: registry.example/web:1\n",
+	}
+}
+
+// TestDriftWarnCorrectMaintenance: a hand edit of a Deployment's image is
+// reported (/status, addon_operator_module_drifted_objects, one Event,
+// /debug/modules/NAME/diff); with webDrift: warn it stays, with the
+// default (correct) the chart's image is applied again while the
+// replicas an autoscaler set through /scale are left alone; in
+// maintenance it is reported and not corrected; a bad mode is refused.
+func TestDriftWarnCorrectMaintenance(t *testing.T) {
+	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
+	e.checkInterval = 0 // the checks run from the test
+	e.configure = func(cfg *Config) {
+		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{FieldManager: kube.FieldManager(), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Drift = d
+	}
+	e.start()
+	e.waitReady()
+	ctx := t.Context()
+	deployments := client.AppsV1().Deployments(e.ns)
+
+	// the HPA controller's write: replicas through /scale as kube-controller-manager
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := deployments.UpdateScale(ctx, "web", &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns},
+			Spec: autoscalingv1.ScaleSpec{Replicas: 3}}, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.op.drift.check(ctx)
+	if st := e.moduleStatus("web"); st.Drift != nil {
+		t.Fatalf("the autoscaler's replicas reported as drift: %+v", st.Drift)
+	}
+
+	handEditImage(t, e.ns, "registry.example/web:hand")
+	image := func() string {
+		t.Helper()
+		d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *d.Spec.Replicas != 3 {
+			t.Errorf("replicas %d, want the autoscaler's 3", *d.Spec.Replicas)
+		}
+		return d.Spec.Template.Spec.Containers[0].Image
+	}
+	metric := func() float64 { return testutil.ToFloat64(e.op.metrics.driftedObjects.WithLabelValues("web")) }
+
+	// warn: reported, left as it is; one Event for two checks
+	e.op.drift.check(ctx)
+	e.op.drift.check(ctx)
+	e.idle()
+	st := e.moduleStatus("web")
+	if st.Drift == nil || st.Drift.Mode != DriftWarn || len(st.Drift.Objects) != 1 ||
+		st.Drift.Objects[0].Ref() != "Deployment/"+e.ns+"/web" || strings.Join(st.Drift.Objects[0].Fields, ",") != "spec.template.spec.containers[0].image" {
+		t.Fatalf("drift on /status: %+v", st.Drift)
+	}
+	if n := metric(); n != 1 {
+		t.Fatalf("addon_operator_module_drifted_objects = %v, want 1", n)
+	}
+	if img := image(); img != "registry.example/web:hand" {
+		t.Fatalf("warn corrected the image: %s", img)
+	}
+	if n := e.events("Drifted"); n != 1 {
+		t.Fatalf("%d Drifted Events, want 1", n)
+	}
+	get := serveHandler(t, e.op.Handler(HTTPOptions{}))
+	code, diff := get("/debug/modules/web/diff")
+	if code != http.StatusOK || !strings.Contains(diff, "-      - image: registry.example/web:hand") || !strings.Contains(diff, "+      - image: registry.example/web:1") {
+		t.Fatalf("module diff: %d\n%s", code, diff)
+	}
+
+	// correct (the default, once the override goes): the chart's image is back
+	e.setConfigMap(map[string]string{})
+	e.eventually("the ConfigMap without webDrift", func() bool { return len(e.op.trees.load().configData) == 0 })
+	e.op.drift.check(ctx)
+	e.idle()
+	if img := image(); img != "registry.example/web:1" {
+		t.Fatalf("correct left the image at %s", img)
+	}
+	if st := e.moduleStatus("web"); st.Drift != nil || metric() != 0 {
+		t.Fatalf("after the correction: %+v, metric %v", st.Drift, metric())
+	}
+
+	// maintenance: reported, never corrected
+	e.setConfigMap(map[string]string{"webMaintenance": NoResourceReconciliation})
+	e.eventually("web in maintenance", func() bool { return testutil.ToFloat64(e.op.metrics.maintenance.WithLabelValues("web")) == 1 })
+	e.idle()
+	handEditImage(t, e.ns, "registry.example/web:again")
+	e.op.drift.check(ctx)
+	e.idle()
+	if st := e.moduleStatus("web"); st.Drift == nil || st.Drift.Mode != "maintenance" {
+		t.Fatalf("drift in maintenance: %+v", st.Drift)
+	}
+	if img := image(); img != "registry.example/web:again" {
+		t.Fatalf("maintenance corrected the image: %s", img)
+	}
+
+	// a mode that is neither is refused like values a schema refuses
+	refused := testutil.ToFloat64(e.op.metrics.configValuesErrors)
+	e.setConfigMap(map[string]string{"webDrift": "sometimes"})
+	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.metrics.configValuesErrors) > refused })
+}
+
+func handEditImage(t *testing.T, ns, image string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := client.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = image
+		_, err = client.AppsV1().Deployments(ns).Update(t.Context(), d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) moduleStatus(name string) ModuleStatus {
+	e.t.Helper()
+	for _, m := range e.op.Status().Modules {
+		if m.Name == name {
+			return m
+		}
+	}
+	e.t.Fatalf("no module %s on /status", name)
+	return ModuleStatus{}
+}
+
+// events counts the Events of a reason in the test's namespace.
+func (e *env) events(reason string) int {
+	e.t.Helper()
+	list, err := client.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range list.Items {
+		if ev.Reason == reason {
+			n++
+		}
+	}
+	return n
+}

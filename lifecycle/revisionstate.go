@@ -1,0 +1,103 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+
+	"github.com/addonops/addon-operator/queue"
+)
+
+// RevisionState is what Config.OnRevisionState is told about the adopted
+// revision, for the commit status (docs/operator.md, "Commit status").
+type RevisionState struct {
+	Commit string
+	// Module is "" for the whole revision.
+	Module string
+	// State is RevisionApplying, RevisionApplied or RevisionFailed.
+	State string
+	// Reason is one line for a failure: names and an exit status, never
+	// a hook's output or values (docs/security.md, "Who sees what").
+	Reason string
+}
+
+// Revision states.
+const (
+	RevisionApplying = "applying"
+	RevisionApplied  = "applied"
+	RevisionFailed   = "failed"
+)
+
+// kindRevisionApplied ends a tree change that purges modules and runs none.
+const kindRevisionApplied queue.Kind = "RevisionApplied"
+
+// errPurgeGuard marks a revision the purge guard holds back.
+var errPurgeGuard = errors.New("purge guard")
+
+// revisionReporter tells Config.OnRevisionState of the running
+// revision's states (docs/operator.md, "Commit status"). It reads the
+// running tree and the module registry, never the steps' own state.
+type revisionReporter struct {
+	on      func(RevisionState)
+	trees   *treeHolder
+	modules *moduleRegistry
+}
+
+// revision tells of a state of commit ("" without git: nothing to tell).
+func (r *revisionReporter) revision(commit, module, state, reason string) {
+	if r.on == nil || commit == "" {
+		return
+	}
+	r.on(RevisionState{Commit: commit, Module: module, State: state, Reason: reason})
+}
+
+// outcome tells what a finished reload left of the running revision:
+// failed while an enabled module is Failed (a release conflict leaves one
+// so and moves on), else applied.
+func (r *revisionReporter) outcome() {
+	reason := ""
+	for _, name := range r.modules.enabledList() {
+		if r.modules.get(name).state == StateFailed {
+			reason = "module " + name + ": see /status"
+			break
+		}
+	}
+	if reason != "" {
+		r.revision(r.commit(), "", RevisionFailed, reason)
+		return
+	}
+	r.revision(r.commit(), "", RevisionApplied, "")
+}
+
+// failure tells that a task of the running revision failed: the
+// revision, and the module when there is one.
+func (r *revisionReporter) failure(module string, err error) {
+	if r.on == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	commit := r.commit()
+	reason := failureReason(err)
+	if module != "" {
+		r.revision(commit, module, RevisionFailed, reason)
+		reason = "module " + module + ": " + reason
+	}
+	r.revision(commit, "", RevisionFailed, reason)
+}
+
+// commit is the running revision's commit.
+func (r *revisionReporter) commit() string {
+	if t := r.trees.load(); t != nil {
+		return t.rev.Commit
+	}
+	return ""
+}
+
+// failureReason is what a commit status may say of err: a hook error's
+// line (the hook, its binding and exit status) or a pointer to /status,
+// where the whole message is for those who may read it.
+func failureReason(err error) string {
+	var he *hookError
+	if errors.As(err, &he) {
+		return he.Error()
+	}
+	return "see /status"
+}

@@ -1,0 +1,231 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/webhook"
+)
+
+// Binding context types of webhook runs, as shell-operator writes them.
+const (
+	typeValidating = "Validating"
+	typeMutating   = "Mutating"
+	typeConversion = "Conversion"
+)
+
+// Admit runs the hook bound to an admission webhook with the review in its
+// binding context and reads its answer from $VALIDATING_RESPONSE_PATH.
+func (w *webhooks) Admit(ctx context.Context, kind webhook.Kind, name string, review *admissionv1.AdmissionReview) (webhook.AdmissionResult, error) {
+	route, ok := w.current().admission[string(kind)+"/"+name]
+	if !ok {
+		return webhook.AdmissionResult{}, fmt.Errorf("no hook of the running tree binds the %s webhook %s", kind, name)
+	}
+	typ := typeValidating
+	if kind == webhook.Mutating {
+		typ = typeMutating
+	}
+	bc := map[string]any{"binding": name, "type": typ, "review": review}
+	w.addSnapshots(bc, route.hook, route.binding.Group, route.binding.IncludeSnapshotsFrom)
+	out, err := w.runWebhookHook(ctx, route.hook, name, bc)
+	if err != nil {
+		return webhook.AdmissionResult{}, err
+	}
+	res, perr := webhook.ParseAdmissionResponse(out)
+	if perr != nil {
+		w.logger.Warn("webhook hook's response refused: the request is denied", "hook", route.hook.Name, "module", route.hook.Module, "binding", name, "error", perr)
+	}
+	return res, nil
+}
+
+// Convert converts the review's objects to its desiredAPIVersion along the
+// bound conversions of the CRD, running one hook per step; objects of each
+// apiVersion go their own way and come back in the request's order.
+func (w *webhooks) Convert(ctx context.Context, crd string, review *apiextv1.ConversionReview) ([]runtime.RawExtension, error) {
+	t := w.current()
+	req := review.Request
+	out := slices.Clone(req.Objects)
+	byVersion := map[string][]int{}
+	var versions []string
+	for i, o := range req.Objects {
+		var tm metav1.TypeMeta
+		if err := json.Unmarshal(o.Raw, &tm); err != nil {
+			return nil, fmt.Errorf("object %d: %w", i, err)
+		}
+		if tm.APIVersion == req.DesiredAPIVersion {
+			continue
+		}
+		if _, ok := byVersion[tm.APIVersion]; !ok {
+			versions = append(versions, tm.APIVersion)
+		}
+		byVersion[tm.APIVersion] = append(byVersion[tm.APIVersion], i)
+	}
+	for _, from := range versions {
+		path := webhook.ConversionPath(crd, t.conversion, from, req.DesiredAPIVersion)
+		if path == nil {
+			return nil, fmt.Errorf("no hook converts %s from %s to %s", crd, from, req.DesiredAPIVersion)
+		}
+		objs := make([]runtime.RawExtension, 0, len(byVersion[from]))
+		for _, i := range byVersion[from] {
+			objs = append(objs, req.Objects[i])
+		}
+		for _, step := range path {
+			h := t.hooks[step.Hook]
+			step := step
+			sub := apiextv1.ConversionReview{TypeMeta: review.TypeMeta, Request: &apiextv1.ConversionRequest{UID: req.UID, DesiredAPIVersion: req.DesiredAPIVersion, Objects: objs}}
+			bc := map[string]any{"binding": step.Binding, "type": typeConversion, "fromVersion": step.Rule.FromVersion, "toVersion": step.Rule.ToVersion, "review": sub}
+			if b := conversionBinding(h, step.Binding); b != nil {
+				w.addSnapshots(bc, h, b.Group, b.IncludeSnapshotsFrom)
+			}
+			raw, err := w.runWebhookHook(ctx, h, step.Binding, bc)
+			if err != nil {
+				return nil, fmt.Errorf("hook %s failed to convert %s to %s: %w", h.Name, crd, step.To, err)
+			}
+			converted, err := webhook.ParseConversionResponse(raw)
+			if err != nil {
+				return nil, fmt.Errorf("hook %s: %w", h.Name, err)
+			}
+			if len(converted) != len(objs) {
+				return nil, fmt.Errorf("hook %s returned %d objects for %d", h.Name, len(converted), len(objs))
+			}
+			for i, o := range converted {
+				var tm metav1.TypeMeta
+				if err := json.Unmarshal(o.Raw, &tm); err != nil || tm.APIVersion != step.To {
+					return nil, fmt.Errorf("hook %s: converted object %d has apiVersion %q, want %s", h.Name, i, tm.APIVersion, step.To)
+				}
+			}
+			objs = converted
+		}
+		for j, i := range byVersion[from] {
+			out[i] = objs[j]
+		}
+	}
+	return out, nil
+}
+
+func conversionBinding(h *loader.Hook, name string) *loader.ConversionBinding {
+	for i := range h.Config.Conversion {
+		if h.Config.Conversion[i].Name == name {
+			return &h.Config.Conversion[i]
+		}
+	}
+	return nil
+}
+
+// addSnapshots adds the snapshots of the group's kubernetes bindings and
+// of includeSnapshotsFrom, when the binding asks for any.
+func (w *webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string, include []string) {
+	names := slices.Clone(include)
+	if group != "" {
+		for _, k := range h.Config.Kubernetes {
+			if k.Group == group && !slices.Contains(names, k.Name) {
+				names = append(names, k.Name)
+			}
+		}
+	}
+	if len(names) == 0 && group == "" {
+		return
+	}
+	bc["snapshots"] = (&snapshotter{hm: w.bind.runningMonitors(h)}).from(names)
+}
+
+// runWebhookHook runs a hook for one webhook request, bounded by the
+// request's context (the webhook's timeout) and the hook timeout, and
+// returns what it wrote to its response file. Values and config patches,
+// metrics and object patches it writes are not applied: a webhook run
+// answers the API server and changes nothing else.
+func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding string, bc map[string]any) (_ []byte, err error) {
+	r := w.run
+	model, store := r.trees.current()
+	moduleKey := ""
+	if h.Module != "" {
+		m := model.Module(h.Module)
+		if m == nil {
+			return nil, fmt.Errorf("module %q is not in the tree", h.Module)
+		}
+		moduleKey = m.Key
+	}
+	logger := r.logger.With("hook", h.Name, "binding", binding, "queue", "webhook")
+	if h.Module != "" {
+		logger = logger.With("module", h.Module)
+	}
+	start := r.cfg.Now()
+	var usage executor.Usage
+	defer func() {
+		run := hookRun{module: h.Module, hook: hookLabel(h), bindingType: bc["type"].(string), activation: "Webhook", queue: "webhook", oldName: h.Name}
+		r.metrics.hookRan(run, binding, r.cfg.Now().Sub(start), &usage, err, false)
+	}()
+	files, err := r.newHookFiles()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(files.dir)
+	response := filepath.Join(files.dir, "response.json")
+	config, vals, err := r.hookInputs(store, moduleKey, r.modules.enabledList())
+	if err != nil {
+		return nil, err
+	}
+	for path, v := range map[string]any{files.bindingContext: []map[string]any{bc}, files.configValues: config, files.values: vals} {
+		if err := writeJSON(path, v); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range []string{response, files.configPatch, files.valuesPatch, files.metrics, files.kubePatch} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	timeout := r.cfg.HookTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	_, err = executor.Run(ctx, executor.Command{
+		Path: h.Path,
+		Dir:  filepath.Dir(h.Path),
+		Env: []string{
+			"BINDING_CONTEXT_PATH=" + files.bindingContext,
+			"WORKING_DIR=" + h.WorkingDir,
+			"CONFIG_VALUES_PATH=" + files.configValues,
+			"VALUES_PATH=" + files.values,
+			"CONFIG_VALUES_JSON_PATCH_PATH=" + files.configPatch,
+			"VALUES_JSON_PATCH_PATH=" + files.valuesPatch,
+			"METRICS_PATH=" + files.metrics,
+			"KUBERNETES_PATCH_PATH=" + files.kubePatch,
+			// shell-operator's names: one file for validating and mutating
+			"VALIDATING_RESPONSE_PATH=" + response,
+			"ADMISSION_RESPONSE_PATH=" + response,
+			"CONVERSION_RESPONSE_PATH=" + response,
+		},
+		Timeout: timeout,
+		Logger:  logger,
+		Usage:   &usage,
+	})
+	if err != nil {
+		// one line, without what the hook printed: the API server hands
+		// the message to the client (docs/security.md, "Who sees what")
+		return nil, r.failures.failed(h.Name, binding, err)
+	}
+	what, limit := "VALIDATING_RESPONSE_PATH", int64(executor.MaxResultFile)
+	if bc["type"] == typeConversion {
+		// converted objects are as large as the request's: a list's worth
+		what, limit = "CONVERSION_RESPONSE_PATH", webhook.DefaultMaxRequestBytes
+	}
+	b, err := executor.ReadResultFile(response, limit)
+	if err != nil {
+		return nil, fmt.Errorf("hook %s: %s: %w", h.Name, what, err)
+	}
+	r.failures.succeeded(h.Name)
+	return b, nil
+}

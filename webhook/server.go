@@ -1,0 +1,162 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// Server is one HTTPS listener for webhook requests.
+type Server struct {
+	// Addr is host:port to listen on.
+	Addr string
+	// CertFile and KeyFile are the serving certificate and key (PEM); they
+	// are read again when they change on disk, as a pod gets them from a
+	// Secret that is rotated.
+	CertFile, KeyFile string
+	// ClientCAFiles, if any, make the server require a client certificate
+	// signed by one of them (the API server's, configured with an
+	// AdmissionConfiguration kubeconfig).
+	ClientCAFiles []string
+	Handler       http.Handler
+	Logger        *slog.Logger
+	// Now is the clock of the certificate files' checks (default time.Now).
+	Now func() time.Time
+}
+
+// certReloadEvery bounds how often the certificate files are looked at:
+// at most once a second, on a handshake.
+const certReloadEvery = time.Second
+
+// Run listens on Addr and serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.Addr)
+	if err != nil {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves TLS on ln until ctx ends; it closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	logger := s.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	certs := &certFiles{cert: s.CertFile, key: s.KeyFile, now: s.Now, logger: logger}
+	if certs.now == nil {
+		certs.now = time.Now
+	}
+	// the first load must succeed: a server without a certificate would
+	// only fail every handshake
+	if _, err := certs.get(nil); err != nil {
+		ln.Close()
+		return fmt.Errorf("webhook server certificate: %w", err)
+	}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+	if len(s.ClientCAFiles) > 0 {
+		pool := x509.NewCertPool()
+		for _, f := range s.ClientCAFiles {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("webhook client CA: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(b) {
+				ln.Close()
+				return fmt.Errorf("webhook client CA %s: no PEM certificate in it", f)
+			}
+		}
+		tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	srv := &http.Server{
+		Handler:           s.Handler,
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: 10 * time.Second,
+		// a request may wait for a hook for its timeout (30 s at most)
+		ReadTimeout:  30 * time.Second,
+		WriteTimeout: 45 * time.Second,
+		IdleTimeout:  90 * time.Second,
+		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+		BaseContext:  func(net.Listener) context.Context { return ctx },
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	logger.Info("webhook server listening", "address", ln.Addr().String())
+	err := srv.ServeTLS(ln, "", "")
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// certFiles is the serving certificate, read again when its files change;
+// a change that does not load (a half-written pair) keeps the last good one.
+type certFiles struct {
+	cert, key string
+	now       func() time.Time
+	logger    *slog.Logger
+
+	mu      sync.Mutex
+	current *tls.Certificate
+	stamp   string // the files' sizes and times when current was read
+	checked time.Time
+}
+
+func (c *certFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if c.current != nil && now.Sub(c.checked) < certReloadEvery {
+		return c.current, nil
+	}
+	c.checked = now
+	stamp, err := fileStamp(c.cert, c.key)
+	if err == nil && stamp == c.stamp && c.current != nil {
+		return c.current, nil
+	}
+	var cert tls.Certificate
+	if err == nil {
+		cert, err = tls.LoadX509KeyPair(c.cert, c.key)
+	}
+	if err != nil {
+		if c.current != nil {
+			c.logger.Warn("webhook certificate not reloaded: keeping the last good one", "error", err)
+			return c.current, nil
+		}
+		return nil, err
+	}
+	if c.current != nil {
+		c.logger.Info("webhook certificate reloaded", "file", c.cert)
+	}
+	c.current, c.stamp = &cert, stamp
+	return c.current, nil
+}
+
+func fileStamp(paths ...string) (string, error) {
+	var s string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return "", err
+		}
+		s += fmt.Sprintf("%d.%d;", info.Size(), info.ModTime().UnixNano())
+	}
+	return s, nil
+}
