@@ -130,8 +130,8 @@ func TestOriginalSettings(t *testing.T) {
 	}{
 		{[]string{"module", "list"}, []string{"NAME", "ORDER", "alpha", "beta", betaPath, "Ready"}},
 		{[]string{"module", "list", "-o", "json"}, []string{`{"modules": [
-			{"name": "alpha", "order": 1, "enabled": true, "state": "Ready", "path": "` + filepath.Join(base, "one/001-alpha") + `"},
-			{"name": "beta", "order": 2, "enabled": true, "state": "Ready", "path": "` + betaPath + `"}]}`}},
+			{"name": "alpha", "order": 1, "enabled": true, "state": "Ready", "health": "Healthy", "path": "` + filepath.Join(base, "one/001-alpha") + `"},
+			{"name": "beta", "order": 2, "enabled": true, "state": "Ready", "health": "Healthy", "path": "` + betaPath + `"}]}`}},
 		{[]string{"module", "list", "-o", "yaml"}, []string{"modules:\n- enabled: true", "name: beta"}},
 		{[]string{"module", "values", "beta", "-o", "json"}, []string{`{"beta": {"v": "b2"}}`}},
 		{[]string{"module", "values", "-g", "alpha", "--output=json"}, []string{`{"alpha": {"v": "1", "w": "from-cm"}, "global": {"tier": "dev", "enabledModules": ["alpha", "beta"]}}`}},
