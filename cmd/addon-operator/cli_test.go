@@ -87,8 +87,8 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"bogus"}, `unknown command "bogus"`},
-		{[]string{"module"}, "needs a command: config, list, render, values"},
-		{[]string{"module", "bogus"}, `unknown command "module bogus" (commands of addon-operator module: config, list, render, values)`},
+		{[]string{"module"}, "needs a command: config, diff, list, render, values"},
+		{[]string{"module", "bogus"}, `unknown command "module bogus" (commands of addon-operator module: config, diff, list, render, values)`},
 		{[]string{"module", "values"}, "usage: addon-operator module values NAME"},
 		{[]string{"module", "list", "-o", "xml"}, "-o xml: want table, json or yaml"},
 		{[]string{"start", "--no-such-flag"}, "unknown flag: --no-such-flag"},
