@@ -574,3 +574,30 @@ func TestPreemptSupersedesMemberOfFailingGroup(t *testing.T) {
 		t.Fatalf("order = %s", got)
 	}
 }
+
+// TestHasQueuedKey: a waiting task is found by its whole key (a drift
+// correction of one module, not another's); a running one is not waiting.
+func TestHasQueuedKey(t *testing.T) {
+	s, _ := newSet(t)
+	q := s.Main()
+	block := make(chan struct{})
+	running := Key{Kind: "DriftCorrect", Module: "web"}
+	q.Add(&Task{Key: running, Do: gate(block)})
+	waitRunning(t, s)
+	q.Add(&Task{Key: Key{Kind: "DriftCorrect", Module: "echo"}, Do: func(context.Context) error { return nil }})
+	for _, tc := range []struct {
+		key  Key
+		want bool
+	}{
+		{Key{Kind: "DriftCorrect", Module: "echo"}, true},
+		{Key{Kind: "DriftCorrect", Module: "other"}, false},
+		{Key{Kind: "ModuleRun", Module: "echo"}, false},
+		{running, false},
+	} {
+		if got := q.HasQueuedKey(tc.key); got != tc.want {
+			t.Errorf("HasQueuedKey(%+v) = %v, want %v", tc.key, got, tc.want)
+		}
+	}
+	close(block)
+	waitIdle(t, q)
+}
