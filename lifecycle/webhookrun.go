@@ -193,8 +193,10 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 	}
 	_, err = executor.Run(ctx, executor.Command{
 		Path: h.Path,
+		// a batch executable's hook runs as `hook run ID`, as in runHook
+		Args: h.Args,
 		Dir:  filepath.Dir(h.Path),
-		Env: []string{
+		Env: append([]string{
 			"BINDING_CONTEXT_PATH=" + files.bindingContext,
 			"WORKING_DIR=" + h.WorkingDir,
 			"CONFIG_VALUES_PATH=" + files.configValues,
@@ -207,7 +209,7 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 			"VALIDATING_RESPONSE_PATH=" + response,
 			"ADMISSION_RESPONSE_PATH=" + response,
 			"CONVERSION_RESPONSE_PATH=" + response,
-		},
+		}, h.Env...),
 		Timeout: timeout,
 		Logger:  logger,
 		Usage:   &usage,

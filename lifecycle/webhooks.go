@@ -69,6 +69,12 @@ type webhooks struct {
 	run     *runner
 	bind    *bindings
 	reg     WebhookRegistrar // nil: no webhook server configured
+	// ready: the first 'reload all modules' converged, so which modules
+	// are enabled is known. Until then the registration is left as the
+	// last run wrote it (a restart must not strip modules' webhooks or
+	// reset their CRDs' conversion), and requests are routed to the hooks
+	// of every module of the tree.
+	ready func() bool
 
 	mu        sync.Mutex
 	table     webhookTable
@@ -103,6 +109,7 @@ func (w *webhooks) desired() (webhook.Bindings, webhookTable, []WebhookBindingSt
 	defer w.mu.Unlock()
 	model, _ := w.trees.current()
 	enabled := w.modules.enabledList()
+	known := w.ready == nil || w.ready()
 	var b webhook.Bindings
 	t := webhookTable{admission: map[string]admissionRoute{}, hooks: map[string]*loader.Hook{}}
 	status := []WebhookBindingStatus{}
@@ -111,7 +118,7 @@ func (w *webhooks) desired() (webhook.Bindings, webhookTable, []WebhookBindingSt
 	}
 	hooks := slices.Clone(model.Global.Hooks)
 	for _, m := range model.Modules {
-		if slices.Contains(enabled, m.Name) {
+		if !known || slices.Contains(enabled, m.Name) {
 			hooks = append(hooks, m.Hooks...)
 		}
 	}
@@ -177,7 +184,7 @@ func (w *webhooks) sync(ctx context.Context) {
 	w.mu.Lock()
 	w.table = t
 	w.status.Bindings = status
-	skip := w.reg == nil || (sum == w.applied && now.Sub(w.appliedAt) < webhookRewriteEvery)
+	skip := w.reg == nil || (w.ready != nil && !w.ready()) || (sum == w.applied && now.Sub(w.appliedAt) < webhookRewriteEvery)
 	w.mu.Unlock()
 	if skip {
 		return
