@@ -173,7 +173,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		run: run, schedules: newSchedules(cfg.Now, cfg.After),
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
 	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
-	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules}
+	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules, held: purge.discoveryHeld}
 	drift := &driftSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues}
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, helm: helm, report: report}

@@ -120,6 +120,14 @@ func (g *purgeGuard) status() (discoveryErr string, holding bool) {
 	return g.err, g.refused != nil || g.err != ""
 }
 
+// discoveryHeld: the running revision's last discovery left uninstalls
+// undone until they are confirmed.
+func (g *purgeGuard) discoveryHeld() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err != ""
+}
+
 // confirm records a confirmation of token (a commit or a plan). It returns
 // the refused revision it lets through, to load again, or whether the
 // running revision's discovery (its commit is running) refused it, to

@@ -40,6 +40,9 @@ type revisionReporter struct {
 	on      func(RevisionState)
 	trees   *treeHolder
 	modules *moduleRegistry
+	// held: the last discovery's uninstalls wait for a confirmation
+	// (purgeGuard.discoveryHeld; nil: never)
+	held func() bool
 }
 
 // revision tells of a state of commit ("" without git: nothing to tell).
@@ -52,7 +55,8 @@ func (r *revisionReporter) revision(commit, module, state, reason string) {
 
 // outcome tells what a finished reload left of the running revision:
 // failed while an enabled module is Failed (a release conflict leaves one
-// so and moves on), else applied.
+// so and moves on) or the purge guard holds its discovery's uninstalls,
+// else applied.
 func (r *revisionReporter) outcome() {
 	reason := ""
 	for _, name := range r.modules.enabledList() {
@@ -60,6 +64,10 @@ func (r *revisionReporter) outcome() {
 			reason = "module " + name + ": see /status"
 			break
 		}
+	}
+	if reason == "" && r.held != nil && r.held() {
+		// the reload converged without the uninstalls the guard holds
+		reason = "held by the purge guard until confirmed (see /status)"
 	}
 	if reason != "" {
 		r.revision(r.commit(), "", RevisionFailed, reason)

@@ -181,3 +181,22 @@ func TestRevisionStateGlobalHookFailure(t *testing.T) {
 		t.Fatalf("states %v, want %v", got, want)
 	}
 }
+
+// TestOutcomeWhilePurgeHeld: a reload that converged while the purge
+// guard holds its discovery's uninstalls is not "applied".
+func TestOutcomeWhilePurgeHeld(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		rec := &revisionStates{}
+		trees := &treeHolder{}
+		trees.p.Store(&runningTree{rev: gitsync.Revision{Commit: sha('9')}})
+		r := &revisionReporter{on: rec.record, trees: trees, modules: newModuleRegistry(), held: func() bool { return held }}
+		r.outcome()
+		want := []string{"applied"}
+		if held {
+			want = []string{"failed: held by the purge guard until confirmed (see /status)"}
+		}
+		if got := rec.of(sha('9')); !slices.Equal(got, want) {
+			t.Errorf("held %v: %v, want %v", held, got, want)
+		}
+	}
+}
