@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -254,6 +255,9 @@ func (s *treeSteps) reloadTree(ctx context.Context, rev gitsync.Revision) error 
 // treeRefused is a refused tree's failure path: the error and its reason
 // for /status, the metric and the log.
 func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
+	if errors.Is(err, context.Canceled) {
+		return // the operator is stopping: the tree was not judged
+	}
 	s.revs.refused(err)
 	s.metrics.treeRefused()
 	s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "reason", queue.Reason(err), "err", err)
