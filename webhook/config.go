@@ -203,72 +203,101 @@ func (r *Registrar) notOurs(kind, name string) error {
 
 func (r *Registrar) applyValidating(ctx context.Context, hooks []admissionv1.ValidatingWebhook) error {
 	api := r.o.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	name, spec := r.o.ConfigurationName, digest(hooks)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		have, err := api.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err) && len(hooks) == 0:
-			return nil
-		case apierrors.IsNotFound(err):
-			obj := &admissionv1.ValidatingWebhookConfiguration{Webhooks: hooks}
-			obj.Name, obj.Labels, obj.Annotations = name, r.ownLabels(), map[string]string{annotationSpec: spec}
-			_, err = api.Create(ctx, obj, metav1.CreateOptions{})
-			r.logWrite(err, "ValidatingWebhookConfiguration created", name, len(hooks))
+	return applyConfiguration(ctx, r, "ValidatingWebhookConfiguration", len(hooks), digest(hooks), configAPI[*admissionv1.ValidatingWebhookConfiguration]{
+		get: func(ctx context.Context, name string) (*admissionv1.ValidatingWebhookConfiguration, error) {
+			return api.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *admissionv1.ValidatingWebhookConfiguration) error {
+			_, err := api.Create(ctx, o, metav1.CreateOptions{})
 			return err
-		case err != nil:
+		},
+		update: func(ctx context.Context, o *admissionv1.ValidatingWebhookConfiguration) error {
+			_, err := api.Update(ctx, o, metav1.UpdateOptions{})
 			return err
-		case !r.owned(have):
-			if len(hooks) == 0 {
-				return nil
-			}
-			return r.notOurs("ValidatingWebhookConfiguration", name)
-		case len(hooks) == 0:
-			err = api.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}})
-			r.logWrite(err, "ValidatingWebhookConfiguration deleted: no hook binds a webhook", name, 0)
-			return ignoreNotFound(err)
-		case have.Annotations[annotationSpec] == spec:
-			return nil
-		}
-		have.Webhooks = hooks
-		have.Annotations = withKey(have.Annotations, annotationSpec, spec)
-		_, err = api.Update(ctx, have, metav1.UpdateOptions{})
-		r.logWrite(err, "ValidatingWebhookConfiguration updated", name, len(hooks))
-		return err
+		},
+		delete: func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+			return api.Delete(ctx, name, opts)
+		},
+		fresh: func() *admissionv1.ValidatingWebhookConfiguration {
+			return &admissionv1.ValidatingWebhookConfiguration{}
+		},
+		set: func(o *admissionv1.ValidatingWebhookConfiguration) { o.Webhooks = hooks },
 	})
 }
 
 func (r *Registrar) applyMutating(ctx context.Context, hooks []admissionv1.MutatingWebhook) error {
 	api := r.o.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	name, spec := r.o.ConfigurationName, digest(hooks)
+	return applyConfiguration(ctx, r, "MutatingWebhookConfiguration", len(hooks), digest(hooks), configAPI[*admissionv1.MutatingWebhookConfiguration]{
+		get: func(ctx context.Context, name string) (*admissionv1.MutatingWebhookConfiguration, error) {
+			return api.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *admissionv1.MutatingWebhookConfiguration) error {
+			_, err := api.Create(ctx, o, metav1.CreateOptions{})
+			return err
+		},
+		update: func(ctx context.Context, o *admissionv1.MutatingWebhookConfiguration) error {
+			_, err := api.Update(ctx, o, metav1.UpdateOptions{})
+			return err
+		},
+		delete: func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+			return api.Delete(ctx, name, opts)
+		},
+		fresh: func() *admissionv1.MutatingWebhookConfiguration { return &admissionv1.MutatingWebhookConfiguration{} },
+		set:   func(o *admissionv1.MutatingWebhookConfiguration) { o.Webhooks = hooks },
+	})
+}
+
+// configAPI is what applyConfiguration needs of one kind of webhook
+// configuration: the client's calls, a new object, and putting the
+// desired webhooks on one.
+type configAPI[O metav1.Object] struct {
+	get    func(ctx context.Context, name string) (O, error)
+	create func(ctx context.Context, o O) error
+	update func(ctx context.Context, o O) error
+	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	fresh  func() O
+	set    func(o O)
+}
+
+// applyConfiguration makes the configuration ConfigurationName hold the
+// desired webhooks (n of them, digest spec): created, updated when its
+// recorded digest differs, deleted when n is 0; one without our labels is
+// never touched.
+func applyConfiguration[O metav1.Object](ctx context.Context, r *Registrar, kind string, n int, spec string, api configAPI[O]) error {
+	name := r.o.ConfigurationName
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		have, err := api.Get(ctx, name, metav1.GetOptions{})
+		have, err := api.get(ctx, name)
 		switch {
-		case apierrors.IsNotFound(err) && len(hooks) == 0:
+		case apierrors.IsNotFound(err) && n == 0:
 			return nil
 		case apierrors.IsNotFound(err):
-			obj := &admissionv1.MutatingWebhookConfiguration{Webhooks: hooks}
-			obj.Name, obj.Labels, obj.Annotations = name, r.ownLabels(), map[string]string{annotationSpec: spec}
-			_, err = api.Create(ctx, obj, metav1.CreateOptions{})
-			r.logWrite(err, "MutatingWebhookConfiguration created", name, len(hooks))
+			obj := api.fresh()
+			api.set(obj)
+			obj.SetName(name)
+			obj.SetLabels(r.ownLabels())
+			obj.SetAnnotations(map[string]string{annotationSpec: spec})
+			err = api.create(ctx, obj)
+			r.logWrite(err, kind+" created", name, n)
 			return err
 		case err != nil:
 			return err
 		case !r.owned(have):
-			if len(hooks) == 0 {
+			if n == 0 {
 				return nil
 			}
-			return r.notOurs("MutatingWebhookConfiguration", name)
-		case len(hooks) == 0:
-			err = api.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID}})
-			r.logWrite(err, "MutatingWebhookConfiguration deleted: no hook binds a webhook", name, 0)
+			return r.notOurs(kind, name)
+		case n == 0:
+			uid := have.GetUID()
+			err = api.delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			r.logWrite(err, kind+" deleted: no hook binds a webhook", name, 0)
 			return ignoreNotFound(err)
-		case have.Annotations[annotationSpec] == spec:
+		case have.GetAnnotations()[annotationSpec] == spec:
 			return nil
 		}
-		have.Webhooks = hooks
-		have.Annotations = withKey(have.Annotations, annotationSpec, spec)
-		_, err = api.Update(ctx, have, metav1.UpdateOptions{})
-		r.logWrite(err, "MutatingWebhookConfiguration updated", name, len(hooks))
+		api.set(have)
+		have.SetAnnotations(withKey(have.GetAnnotations(), annotationSpec, spec))
+		err = api.update(ctx, have)
+		r.logWrite(err, kind+" updated", name, n)
 		return err
 	})
 }
