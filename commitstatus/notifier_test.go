@@ -11,63 +11,13 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/addonops/addon-operator/internal/forgetest"
+	"github.com/addonops/addon-operator/internal/testclock"
 )
 
 // manualClock moves only when the test advances it.
-type manualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []waiter
-}
+type manualClock = testclock.Manual
 
-type waiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
-	return ch
-}
-
-// waitingFor is the longest wait asked for that has not fired (0: none).
-func (c *manualClock) waitingFor() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var d time.Duration
-	for _, w := range c.waiters {
-		d = max(d, w.at.Sub(c.now))
-	}
-	return d
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	c.waiters = kept
-}
+func newManualClock() *manualClock { return testclock.New() }
 
 // harness is a Notifier posting through the GitHub provider to a forge,
 // on a manual clock.
@@ -129,7 +79,7 @@ func (h *harness) eventually(what string, cond func() bool) {
 // idle waits until the worker sleeps on the clock for d, with nothing in flight.
 func (h *harness) idle(d time.Duration) {
 	h.t.Helper()
-	h.eventually(fmt.Sprintf("the worker to wait %s", d), func() bool { return h.clock.waitingFor() == d })
+	h.eventually(fmt.Sprintf("the worker to wait %s", d), func() bool { return h.clock.LongestWait() == d })
 }
 
 func (h *harness) states() []string {

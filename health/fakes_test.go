@@ -7,52 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/internal/testclock"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 )
 
 // clock moves only when the test advances it.
-type clock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []clockWaiter
-}
+type clock = testclock.Manual
 
-type clockWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.waiters = append(c.waiters, clockWaiter{c.now.Add(d), ch})
-	return ch
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-			continue
-		}
-		kept = append(kept, w)
-	}
-	c.waiters = kept
-}
+func newClock() *clock { return testclock.New() }
 
 // fakeWatches hands out monitors whose objects the test sets.
 type fakeWatches struct {

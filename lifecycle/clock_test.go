@@ -1,66 +1,19 @@
 package lifecycle
 
 import (
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/addonops/addon-operator/internal/testclock"
 )
 
 // manualClock is a clock that moves only when the test advances it.
-type manualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []waiter
-}
+type manualClock = testclock.Manual
 
-type waiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.waiters = append(c.waiters, waiter{c.now.Add(d), ch})
-	return ch
-}
-
-// waiting is how many After calls wait.
-func (c *manualClock) waiting() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
-}
-
-// Advance moves the clock and fires the waits that are due.
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	c.waiters = kept
-}
+func newManualClock() *manualClock { return testclock.New() }
 
 // A schedule fires on the operator's clock: once per activation reached,
 // never before, and not after it was removed or stopped.
@@ -85,14 +38,14 @@ func TestSchedulesOnInjectedClock(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	waitFor("the entry to wait", func() bool { return clock.waiting() == 1 })
+	waitFor("the entry to wait", func() bool { return clock.Waiting() == 1 })
 	clock.Advance(9 * time.Second)
 	if fired.Load() != 0 {
 		t.Fatal("fired before its activation")
 	}
 	clock.Advance(time.Second)
 	<-fires
-	waitFor("the next wait", func() bool { return clock.waiting() == 1 })
+	waitFor("the next wait", func() bool { return clock.Waiting() == 1 })
 	clock.Advance(10 * time.Second)
 	<-fires
 	if n := fired.Load(); n != 2 {
