@@ -92,6 +92,17 @@ type module struct {
 	health   ModuleHealth
 	reported bool      // health was computed once
 	next     time.Time // evaluate again then (zero: on events only)
+	// changed is closed at the next change of health.Status (or when the
+	// module is removed); nil until Watch asks for it
+	changed chan struct{}
+}
+
+// notify closes m's changed channel, if one was asked for.
+func (m *module) notify() {
+	if m.changed != nil {
+		close(m.changed)
+		m.changed = nil
+	}
 }
 
 type watchKey struct{ apiVersion, kind, namespace string }
@@ -240,6 +251,7 @@ func (t *Tracker) Removed(name string) {
 	if m != nil {
 		stop = t.setObjects(m, kube.ReleaseObjects{}, t.opts.Now())
 		delete(t.modules, name)
+		m.notify()
 	}
 	t.mu.Unlock()
 	for _, mon := range stop {
@@ -462,43 +474,7 @@ func (t *Tracker) update(m *module, now time.Time) {
 		tr.From = m.health.Status
 	}
 	m.health, m.reported = h, true
+	m.notify()
 	t.pending = append(t.pending, tr)
 	t.signal()
-}
-
-// Module is a module's health; false when it is not tracked (disabled,
-// or not deployed yet).
-func (t *Tracker) Module(name string) (ModuleHealth, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	m := t.modules[name]
-	if m == nil || !m.reported {
-		return ModuleHealth{}, false
-	}
-	return m.health, true
-}
-
-// Modules is every tracked module's health, by name.
-func (t *Tracker) Modules() map[string]ModuleHealth {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[string]ModuleHealth, len(t.modules))
-	for name, m := range t.modules {
-		if m.reported {
-			out[name] = m.health
-		}
-	}
-	return out
-}
-
-// Overall is the operator's health: the worst of its modules' (Healthy
-// with none).
-func (t *Tracker) Overall() Status {
-	worst := Healthy
-	for _, h := range t.Modules() {
-		if rank(h.Status) > rank(worst) {
-			worst = h.Status
-		}
-	}
-	return worst
 }

@@ -40,6 +40,12 @@ func TestTrackerTransitions(t *testing.T) {
 		t.Fatalf("first statuses %v: want Unknown (not listed) or Progressing", got)
 	}
 	mh := h.settle(t, "web", Progressing)
+	// the ConfigMap's watch may list after the Deployment's: Progressing
+	// ranks above its Unknown
+	for deadline := time.Now().Add(5 * time.Second); len(mh.Objects) > 1 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		mh, _ = h.t.Module("web")
+	}
 	if len(mh.Objects) != 1 || mh.Objects[0].Name != "web" || mh.Objects[0].Status != "InProgress" || mh.Total != 2 {
 		t.Fatalf("objects not Current: %+v", mh)
 	}
@@ -66,6 +72,10 @@ func TestTrackerTransitions(t *testing.T) {
 	h.w.set(deployment("ns", "web", 2, 1))
 	if tr := h.next(t); tr.Health.Status != Progressing {
 		t.Fatalf("transition %+v, want Progressing", tr)
+	}
+	// the tracker sets its timer after it tells the transition
+	for deadline := time.Now().Add(5 * time.Second); h.clock.LongestWait() < time.Minute && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	h.clock.Advance(59 * time.Second)
 	select {

@@ -330,7 +330,7 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 	kind := bm.monitor.Kind()
 	key := eventKey(b.Queue, h, b.Name, kind, ev)
 	q := queues.Queue(b.Queue)
-	we := bs.waiting.offer(key, ev, q.Failing())
+	we := bs.waiting.offer(key, ev, q.Blocked())
 	if we == nil {
 		return // it replaced the object's event that waits
 	}

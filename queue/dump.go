@@ -18,6 +18,10 @@ type TaskInfo struct {
 	Attempts    int       `json:"attempts"`
 	LastError   string    `json:"lastError,omitempty"`
 	QueuedAt    time.Time `json:"queuedAt"`
+	// Held is what a held task waits for (queue.WaitError), since
+	// HeldSince.
+	Held      string     `json:"held,omitempty"`
+	HeldSince *time.Time `json:"heldSince,omitempty"`
 }
 
 // QueueInfo is one queue in a dump.
@@ -45,8 +49,13 @@ func (s *Set) Dump() []QueueInfo {
 		q.mu.Lock()
 		info := QueueInfo{Name: q.name, Tasks: []TaskInfo{}}
 		for _, t := range q.tasks {
-			info.Tasks = append(info.Tasks, TaskInfo{ID: t.id, Kind: string(t.Key.Kind), Description: t.Description,
-				Running: t.running, Attempts: t.attempts, LastError: t.lastError, QueuedAt: t.queuedAt})
+			ti := TaskInfo{ID: t.id, Kind: string(t.Key.Kind), Description: t.Description,
+				Running: t.running, Attempts: t.attempts, LastError: t.lastError, QueuedAt: t.queuedAt, Held: t.held}
+			if t.held != "" {
+				since := t.heldSince
+				ti.HeldSince = &since
+			}
+			info.Tasks = append(info.Tasks, ti)
 		}
 		q.mu.Unlock()
 		out = append(out, info)
@@ -66,6 +75,9 @@ func (s *Set) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  %d. [%s] %s: %s", i+1, state, t.Kind, t.Description)
 			if t.Attempts > 0 {
 				fmt.Fprintf(w, " (failed %d time(s): %s)", t.Attempts, t.LastError)
+			}
+			if t.Held != "" {
+				fmt.Fprintf(w, " (held since %s: %s)", t.HeldSince.UTC().Format(time.RFC3339), t.Held)
 			}
 			fmt.Fprintln(w)
 		}

@@ -1,6 +1,9 @@
 package queue
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // A task's error says whether to try again, as controller-runtime's
 // reconcile.TerminalError does (docs/architecture.md, "Errors carry the
@@ -80,4 +83,35 @@ func Reason(err error) string {
 		return r.Reason
 	}
 	return ""
+}
+
+// WaitError is not a failure: the task is not done yet and waits for
+// something outside the queue (a module's health, docs/operator.md "Health
+// waits"). It stays at the head of its queue, held, until Wake is closed
+// (or sends) or Timeout fires, and then runs again; meanwhile a task that
+// pre-empts runs first, and one that supersedes it drops it, as for a
+// task in its backoff. A wait is not an attempt: no OnFailure, no
+// backoff, no "failed" in the dump.
+type WaitError struct {
+	// Reason says what the task waits for, for the dump and the log.
+	Reason string
+	// Wake and Timeout end the hold; with neither, the task runs again
+	// after the queue's shortest backoff.
+	Wake    <-chan struct{}
+	Timeout <-chan time.Time
+}
+
+func (e *WaitError) Error() string { return "waiting: " + e.Reason }
+
+// Wait returns the WaitError that holds a task until wake or timeout.
+func Wait(reason string, wake <-chan struct{}, timeout <-chan time.Time) error {
+	return &WaitError{Reason: reason, Wake: wake, Timeout: timeout}
+}
+
+// isWait reports whether err holds its task (a WaitError) rather than
+// failing it.
+func isWait(err error) (*WaitError, bool) {
+	var w *WaitError
+	ok := errors.As(err, &w)
+	return w, ok
 }

@@ -61,6 +61,13 @@ type Task struct {
 	// retry: a failed task waits at the head until it fires; anything that
 	// preempts it runs meanwhile
 	retry <-chan time.Time
+	// held, heldSince: a task whose Do returned a WaitError waits at the
+	// head until wake (or retry) fires, like a failed one
+	wake      <-chan struct{}
+	held      string
+	heldSince time.Time
+	// started: its first run began (OnStart is told once)
+	started bool
 	// urgent: queued by Preempt and not yet failed; runs before a failing task
 	urgent bool
 	// supersedes: for an urgent task, the keys of the work it replaces
@@ -287,12 +294,13 @@ func (q *Queue) HasQueuedKey(k Key) bool {
 	return slices.ContainsFunc(q.tasks, func(t *Task) bool { return !t.running && t.Key == k })
 }
 
-// Failing reports whether a task in the queue has failed and waits for,
-// or runs, its retry: what comes behind it waits for as long as it fails.
-func (q *Queue) Failing() bool {
+// Blocked reports whether a task in the queue has failed and waits for,
+// or runs, its retry, or is held (a WaitError): what comes behind it waits
+// for as long.
+func (q *Queue) Blocked() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return slices.ContainsFunc(q.tasks, func(t *Task) bool { return t.attempts > 0 })
+	return slices.ContainsFunc(q.tasks, func(t *Task) bool { return t.attempts > 0 || t.held != "" })
 }
 
 // Len is the number of tasks, the running one included.
@@ -318,26 +326,35 @@ func (q *Queue) work(ctx context.Context) {
 		q.mu.Lock()
 		var t *Task
 		var retry <-chan time.Time
+		var wake <-chan struct{}
 		var waited time.Duration
+		first := false
 		if len(q.tasks) > 0 {
 			t = q.tasks[0]
-			if retry = t.retry; retry == nil {
+			if retry, wake = t.retry, t.wake; retry == nil && wake == nil {
 				t.running = true
+				first, t.started = !t.started, true
 				waited = q.set.opts.Now().Sub(t.queuedAt)
 			}
 		}
 		q.mu.Unlock()
-		if t != nil && retry == nil && t.attempts == 0 && q.set.opts.OnStart != nil {
+		if first && q.set.opts.OnStart != nil {
 			q.set.opts.OnStart(q.name, t, waited)
 		}
-		if t == nil || retry != nil {
+		if t == nil || retry != nil || wake != nil {
+			fired := false
 			select {
 			case <-ctx.Done():
 				return
 			case <-q.wake:
 			case <-retry:
+				fired = true
+			case <-wake:
+				fired = true
+			}
+			if fired {
 				q.mu.Lock()
-				t.retry = nil
+				t.retry, t.wake = nil, nil
 				q.mu.Unlock()
 			}
 			continue
@@ -367,6 +384,11 @@ func (q *Queue) finish(t *Task, err error) {
 		}
 		j++
 	}
+	if w, ok := isWait(err); ok && !superseded {
+		q.hold(t, w, i, j)
+		return
+	}
+	t.held, t.heldSince = "", time.Time{}
 	terminal := IsTerminal(err)
 	if err == nil || t.AllowFailure || superseded || terminal {
 		switch {
@@ -389,6 +411,23 @@ func (q *Queue) finish(t *Task, err error) {
 	q.changed()
 }
 
+// hold keeps t, whose Do returned w, at the head (behind the tasks that
+// preempted it while it ran, at j) until w's wake or timeout; called with
+// mu held.
+func (q *Queue) hold(t *Task, w *WaitError, i, j int) {
+	t.wake, t.retry = w.Wake, w.Timeout
+	if t.wake == nil && t.retry == nil {
+		t.retry = q.set.opts.After(q.set.opts.RetryMin)
+	}
+	if t.held == "" {
+		t.heldSince = q.set.opts.Now()
+		q.logger.Info("task held", "task", t.Description, "reason", w.Reason)
+	}
+	t.held = w.Reason
+	q.tasks = slices.Insert(slices.Delete(q.tasks, i, i+1), j-1, t)
+	q.changed()
+}
+
 func (q *Queue) run(ctx context.Context, t *Task) (err error) {
 	defer func() {
 		// a bug in one task must not stop the queue; it is retried like a failure
@@ -398,6 +437,9 @@ func (q *Queue) run(ctx context.Context, t *Task) (err error) {
 		}
 	}()
 	err = t.Do(ctx)
+	if _, ok := isWait(err); ok {
+		return err
+	}
 	if err != nil && t.OnFailure != nil {
 		t.OnFailure(err, t.attempts+1)
 	}

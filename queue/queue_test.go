@@ -402,7 +402,7 @@ func TestFailing(t *testing.T) {
 	var mu sync.Mutex
 	fail := true
 	failing := func() bool { mu.Lock(); defer mu.Unlock(); return fail }
-	if q.Failing() {
+	if q.Blocked() {
 		t.Fatal("an empty queue is failing")
 	}
 	q.Add(&Task{Key: Key{Kind: "flaky"}, Do: func(context.Context) error {
@@ -412,7 +412,7 @@ func TestFailing(t *testing.T) {
 		return nil
 	}})
 	deadline := time.Now().Add(10 * time.Second)
-	for !q.Failing() {
+	for !q.Blocked() {
 		if time.Now().After(deadline) {
 			t.Fatal("a failed task does not make its queue failing")
 		}
@@ -422,7 +422,7 @@ func TestFailing(t *testing.T) {
 	fail = false
 	mu.Unlock()
 	waitIdle(t, q)
-	if q.Failing() {
+	if q.Blocked() {
 		t.Fatal("failing after the task succeeded")
 	}
 }
