@@ -59,7 +59,7 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 // deletes and purges stay; discovery would not queue them again.
 func supersededByReload(k queue.Key) bool {
 	switch k.Kind {
-	case kindReloadAll, kindReloadChanged, kindDiscover, kindModuleRun, kindParallelRun, kindConverged, kindEnabledRetry, kindDriftCorrect:
+	case kindReloadAll, kindReloadChanged, kindDiscover, kindModuleRun, kindParallelRun, kindHealthWait, kindConverged, kindEnabledRetry, kindDriftCorrect:
 		return true
 	case kindGlobalHook:
 		return k.Binding == loader.BeforeAll || k.Binding == loader.AfterAll

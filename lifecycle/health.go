@@ -14,6 +14,8 @@ type HealthTracker interface {
 	Deployed(ctx context.Context, module string, revision int, upgraded bool)
 	Removed(module string)
 	Module(module string) (health.ModuleHealth, bool)
+	// Watch is what a health wait holds on (healthwait.go).
+	Watch(module string) (health.Watched, bool)
 }
 
 var _ HealthTracker = (*health.Tracker)(nil)

@@ -38,6 +38,7 @@ type metrics struct {
 	kubeEvents        *prometheus.CounterVec
 	absentResources   *prometheus.GaugeVec
 	driftedObjects    *prometheus.GaugeVec
+	healthWaits       *prometheus.CounterVec
 	releaseConflicts  *prometheus.GaugeVec
 	maintenance       *prometheus.GaugeVec
 	hookDroppedSeries *prometheus.CounterVec
@@ -155,6 +156,7 @@ func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics 
 	m.kubeEvents = b.counter("addon_operator_kube_events_total", "Kubernetes events queued for hooks (before compaction).", "hook", "binding")
 	m.absentResources = b.gauge("addon_operator_modules_absent_resources", "Resources of a module's release missing from the cluster at the last check.", "module")
 	m.driftedObjects = b.gauge("addon_operator_module_drifted_objects", "Objects of a module's release that differ from the chart, in the fields it sets, at the last drift check.", "module")
+	m.healthWaits = b.counter("addon_operator_health_waits_total", "Health waits that ended, by how: healthy, degraded, timeout or skipped.", "module", "result")
 	m.releaseConflicts = b.gauge("addon_operator_release_conflicts", "1 while a module's release name is taken by a Helm release another tool owns.", "module")
 	m.maintenance = b.gauge("addon_operator_module_maintenance", "1 while a module is in maintenance mode (NoResourceReconciliation): its release is left as it is.", "module")
 	m.hookDroppedSeries = b.counter("addon_operator_hook_metrics_dropped_series_total",

@@ -32,7 +32,9 @@ func (s *moduleSteps) parallelModules() int {
 // moduleRunTasks turns the runs of one reload (in module order) into
 // tasks: modules of equal weight (numeric prefix) run at once in one task,
 // and each weight finishes before the next starts, as in the original
-// addon-operator (docs/operator.md, "Modules of equal weight").
+// addon-operator (docs/operator.md, "Modules of equal weight"); a module
+// that asks for it holds the next weights until it is Healthy
+// (healthwait.go).
 func (s *moduleSteps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 	var tasks []*queue.Task
 	for i := 0; i < len(runs); {
@@ -46,6 +48,12 @@ func (s *moduleSteps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 			}
 		} else {
 			tasks = append(tasks, s.parallelRunTask(runs[i:j]))
+		}
+		// what comes after this weight waits for those of it that ask
+		for _, r := range runs[i:j] {
+			if r.module.HealthWait.On {
+				tasks = append(tasks, s.healthWaitTask(r.module.Name))
+			}
 		}
 		i = j
 	}

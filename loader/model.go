@@ -61,6 +61,9 @@ type Module struct {
 	HasChart bool
 	// HasChartFile: Chart.yaml exists (otherwise one is made up from the name).
 	HasChartFile bool
+	// HealthWait: later weights wait until the module is Healthy (its
+	// Chart.yaml annotation, healthwait.go).
+	HealthWait HealthWait
 	// Hash covers every file of the module.
 	Hash string
 }

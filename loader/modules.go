@@ -199,6 +199,9 @@ func findChart(mod *Module, d dir) error {
 			return err
 		}
 		mod.HasChart, mod.HasChartFile = true, true
+		if mod.HealthWait, err = readHealthWait(d); err != nil {
+			return err
+		}
 	}
 	info, err = optionalStat(d, "templates")
 	if err != nil {

@@ -1,0 +1,101 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/queue"
+)
+
+// kindHealthWait holds what comes after a module in a reload until the
+// module is Healthy (docs/operator.md, "Health waits").
+const kindHealthWait queue.Kind = "HealthWait"
+
+// Results of a health wait, the metric's result label.
+const (
+	waitHealthy  = "healthy"
+	waitDegraded = "degraded"
+	waitTimeout  = "timeout"
+	waitSkipped  = "skipped"
+)
+
+// healthWaitTask follows a module's run in a reload when its Chart.yaml
+// asks for it (loader.HealthWaitAnnotation): until the module is Healthy,
+// Degraded, or its timeout passes, the task is held at the head of "main"
+// (queue.WaitError), so the next weights and the afterAll hooks wait while
+// any change still goes first. A newer revision or a 'reload all modules'
+// supersedes it with the rest of its reload (supersededByReload); a
+// ConfigMap edit runs its module at once, wherever that module waits.
+func (s *moduleSteps) healthWaitTask(name string) *queue.Task {
+	var deadline time.Time // set at the first run; the queue runs Do one at a time
+	return &queue.Task{
+		Key:         queue.Key{Kind: kindHealthWait, Module: name},
+		Description: "later weights wait for " + name + " to be Healthy",
+		Do:          func(ctx context.Context) error { return s.awaitHealth(ctx, name, &deadline) },
+	}
+}
+
+func (s *moduleSteps) awaitHealth(ctx context.Context, name string, deadline *time.Time) error {
+	model, _ := s.trees.current()
+	m := model.Module(name)
+	st := s.modules.get(name)
+	if m == nil || !m.HealthWait.On || !st.enabled || st.state != StateReady {
+		// gone, no longer asking, or its run failed for good: nothing to
+		// wait for
+		s.waitEnded(ctx, name, waitSkipped, "")
+		return nil
+	}
+	var w health.Watched
+	ok := false
+	if s.cfg.Health != nil {
+		w, ok = s.cfg.Health.Watch(name)
+	}
+	if !ok {
+		s.logger.Warn("module asks later weights to wait until it is Healthy, but its health is not tracked; not waiting", "module", name)
+		s.waitEnded(ctx, name, waitSkipped, "")
+		return nil
+	}
+	now := s.cfg.Now()
+	if deadline.IsZero() {
+		timeout := m.HealthWait.Timeout
+		if timeout <= 0 {
+			timeout = w.Timeout
+		}
+		*deadline = now.Add(timeout)
+		s.logger.Info("later weights wait for the module to be Healthy", "module", name, "health", w.Health.Status, "timeout", timeout)
+	}
+	switch {
+	case w.Health.Status == health.Healthy:
+		s.waitEnded(ctx, name, waitHealthy, "")
+		return nil
+	case w.Health.Status == health.Degraded:
+		s.waitEnded(ctx, name, waitDegraded, fmt.Sprintf("module %s is Degraded (%s); the modules after it run", name, w.Health.Message))
+		return nil
+	case !now.Before(*deadline):
+		s.waitEnded(ctx, name, waitTimeout, fmt.Sprintf("module %s was not Healthy by %s (%s: %s); the modules after it run",
+			name, deadline.UTC().Format(time.RFC3339), w.Health.Status, w.Health.Message))
+		return nil
+	}
+	reason := fmt.Sprintf("%s to be Healthy (%s: %s) until %s", name, w.Health.Status, w.Health.Message, deadline.UTC().Format(time.RFC3339))
+	return queue.Wait(reason, w.Changed, s.cfg.After(deadline.Sub(now)))
+}
+
+// waitEnded records how a module's wait ended; a wait that did not end
+// Healthy is a Warning Event naming why (docs/operator.md, "Events").
+func (s *moduleSteps) waitEnded(ctx context.Context, name, result, warning string) {
+	s.metrics.healthWaits.WithLabelValues(name, result).Inc()
+	if result == waitHealthy {
+		s.logger.Info("module is Healthy; later weights go on", "module", name)
+	}
+	if warning == "" {
+		return
+	}
+	s.logger.Warn("health wait ended without the module Healthy", "module", name, "result", result, "reason", warning)
+	if s.cfg.Events != nil {
+		if err := s.cfg.Events.Warning(ctx, "HealthWaitFailed", warning); err != nil {
+			s.logger.Warn("could not record an Event", "module", name, "err", err)
+		}
+	}
+}
