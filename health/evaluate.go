@@ -24,10 +24,17 @@ type object struct {
 	// rollout: ours, a hand edit, an autoscaler)
 	rolloutSince time.Time
 	unresolved   string
+	// fresh: the generation Refresh read from the API server; a watch
+	// event of an older generation is one the watch had not told yet
+	fresh int64
 }
 
 // observe takes what the watch has of the object now.
 func (o *object) observe(seen bool, s summary, now time.Time) {
+	if seen && s.Generation < o.fresh {
+		return // older than what Refresh read
+	}
+	o.fresh = 0
 	if seen && o.seen && s.Generation != o.sum.Generation {
 		o.rolloutSince = now
 	}

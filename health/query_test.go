@@ -1,6 +1,8 @@
 package health
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,4 +50,47 @@ func TestTrackerWatch(t *testing.T) {
 	if !closed(w.Changed) {
 		t.Fatal("not closed when the module was removed")
 	}
+}
+
+// fakeReader is the API server's copy of objects, ahead of the fake
+// watches when a test says so.
+type fakeReader struct {
+	mu   sync.Mutex
+	objs map[kube.ObjectRef]map[string]any
+}
+
+func (f *fakeReader) Get(_ context.Context, r kube.ObjectRef) (map[string]any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.objs[r], nil
+}
+
+// Refresh takes the API server's copy before the watch tells it: an
+// upgraded Deployment the watch still has as Current at the generation
+// before is Progressing at once, and the watch's late event of that older
+// generation does not bring back Healthy; the newer one counts.
+func TestTrackerRefresh(t *testing.T) {
+	reader := &fakeReader{objs: map[kube.ObjectRef]map[string]any{}}
+	h := newHarness(t, Options{ProgressTimeout: time.Minute, Objects: reader})
+	old := deployment("ns", "web", 1, 2)
+	h.w.set(old)
+	h.r.set("web", kube.ReleaseObjects{Revision: 1, Objects: []kube.ObjectRef{ref(old)}})
+	h.t.Deployed(t.Context(), "web", 1, true)
+	h.settle(t, "web", Healthy)
+
+	// the upgrade: the API server has generation 2, the watch not yet
+	reader.objs[ref(old)] = deployment("ns", "web", 2, 0)
+	if err := h.t.Refresh(t.Context(), "web"); err != nil {
+		t.Fatal(err)
+	}
+	if mh, _ := h.t.Module("web"); mh.Status != Progressing {
+		t.Fatalf("after Refresh: %s, want Progressing", mh.Status)
+	}
+	h.w.set(deployment("ns", "web", 1, 1)) // a late event of generation 1
+	time.Sleep(100 * time.Millisecond)
+	if mh, _ := h.t.Module("web"); mh.Status != Progressing {
+		t.Fatalf("after a late event of the older generation: %s, want Progressing", mh.Status)
+	}
+	h.w.set(deployment("ns", "web", 2, 2))
+	h.settle(t, "web", Healthy)
 }

@@ -57,7 +57,10 @@ type Options struct {
 	// OnTransition hears each change of a module's status, in order, on
 	// the Tracker's own goroutine: a slow listener never holds a watch.
 	OnTransition func(Transition)
-	Logger       *slog.Logger
+	// Objects reads objects from the API server for Refresh (nil:
+	// Refresh does nothing).
+	Objects ObjectReader
+	Logger  *slog.Logger
 	// Now and After are the clock (tests drive them).
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time

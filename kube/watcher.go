@@ -2,13 +2,18 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -143,4 +148,33 @@ func (sw *sharedWatch) info() WatchInfo {
 	}
 	slices.Sort(wi.Bindings)
 	return wi
+}
+
+// Get reads one object from the API server itself, not from a shared
+// watch: what a caller that must see its own writes reads (a health wait
+// right after the module's Helm upgrade, before the watch has told it).
+// A missing object is (nil, nil).
+func (w *Watcher) Get(ctx context.Context, ref ObjectRef) (map[string]any, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("apiVersion %q: %w", ref.APIVersion, err)
+	}
+	mapping, err := resolveKind(w.mapper, gv, ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	res := w.client.Resource(mapping.Resource)
+	var obj *unstructured.Unstructured
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		obj, err = res.Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	} else {
+		obj, err = res.Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.Object, nil
 }

@@ -14,8 +14,10 @@ type HealthTracker interface {
 	Deployed(ctx context.Context, module string, revision int, upgraded bool)
 	Removed(module string)
 	Module(module string) (health.ModuleHealth, bool)
-	// Watch is what a health wait holds on (healthwait.go).
+	// Watch is what a health wait holds on, after Refresh reads the
+	// module's own writes (healthwait.go).
 	Watch(module string) (health.Watched, bool)
+	Refresh(ctx context.Context, module string) error
 }
 
 var _ HealthTracker = (*health.Tracker)(nil)

@@ -12,7 +12,7 @@ import (
 // withHealth runs a real health tracker on the package's API server beside
 // the operator, as start wires it.
 func (e *env) withHealth(opts health.Options) *health.Tracker {
-	opts.Logger = quiet()
+	opts.Logger, opts.Objects = quiet(), watcher
 	tr := health.NewTracker(health.KubeWatches(watcher), e.helm, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -50,6 +50,13 @@ func (s *moduleSteps) awaitHealth(ctx context.Context, name string, deadline *ti
 	var w health.Watched
 	ok := false
 	if s.cfg.Health != nil {
+		if deadline.IsZero() {
+			// the watch may not have told the run's upgrade yet: a wait
+			// must not end on the Current of the generation before it
+			if err := s.cfg.Health.Refresh(ctx, name); err != nil {
+				s.logger.Warn("could not read the module's objects; its watches will tell", "module", name, "err", err)
+			}
+		}
 		w, ok = s.cfg.Health.Watch(name)
 	}
 	if !ok {

@@ -151,3 +151,28 @@ func TestHealthWait(t *testing.T) {
 		})
 	}
 }
+
+// A revision that upgrades a Healthy module that asks to be waited for
+// waits again, on its new generation, not on the Current of the one
+// before (health.Tracker.Refresh reads the upgrade before the watch tells
+// it); the next weight gets the revision once the new rollout is done.
+func TestHealthWaitAfterUpgrade(t *testing.T) {
+	e := setup(t, waitingTree("true", "first"), nil)
+	e.commit = "0000000000000000000000000000000000000000"
+	e.configure = func(cfg *Config) { cfg.Health = e.withHealth(health.Options{ProgressTimeout: time.Hour}) }
+	e.start()
+	e.eventually("the health wait to hold", func() bool { return e.held() != "" })
+	markAvailable(t, e.ns, "dep")
+	e.waitReady()
+
+	next := waitingTree("true", "second")
+	next["modules/010-dep/templates/deployment.yaml"] = strings.Replace(next["modules/010-dep/templates/deployment.yaml"], "image: fake", "image: fake2", 1)
+	e.op.TreeChanged(e.checked("1111111111111111111111111111111111111111", next))
+	e.eventually("the upgrade's wait to hold", func() bool { return e.held() != "" })
+	time.Sleep(300 * time.Millisecond)
+	if v := e.releaseValues("user")["v"]; v != "first" {
+		t.Fatalf("user has v=%v while dep rolls out its new generation", v)
+	}
+	markAvailable(t, e.ns, "dep")
+	e.eventually("user to get the revision", func() bool { return e.releaseValues("user")["v"] == "second" })
+}

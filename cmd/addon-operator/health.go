@@ -35,7 +35,7 @@ func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events h
 	}
 	record := health.Events(events, logger)
 	t := health.NewTracker(health.KubeWatches(watcher), helm, health.Options{
-		ProgressTimeout: o.ProgressTimeout, Logger: logger, OnTransition: func(tr health.Transition) {
+		ProgressTimeout: o.ProgressTimeout, Logger: logger, Objects: watcher, OnTransition: func(tr health.Transition) {
 			record(tr)
 			also(tr)
 		},
