@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/addonops/addon-operator/internal/testenv"
+)
+
+// plane is a control plane the binary runs against, with a client to it.
+type plane struct {
+	*testenv.ControlPlane
+	Client kubernetes.Interface
+}
+
+// workloads is the control plane where pods start (kube-controller-manager,
+// kube-scheduler and kwok with node testenv.NodeName), started by the first
+// test that asks for it (workloadsPlane) and stopped by TestMain: the
+// tests that do not need it do not pay its start.
+var (
+	workloads      *plane
+	workloadsShare = testenv.Shared{
+		Options: []testenv.Option{testenv.WithWorkloads()},
+		Setup: func(c *testenv.ControlPlane) {
+			workloads = &plane{ControlPlane: c, Client: kubernetes.NewForConfigOrDie(c.Config)}
+		},
+	}
+)
+
+// workloadsPlane is the control plane where Deployments roll out and
+// become Available (docs/operator.md, "Health"). Its node is shared by
+// the tests of this binary: a test that cordons it, or otherwise changes
+// it, restores it before it ends.
+func workloadsPlane(t testing.TB) *plane {
+	t.Helper()
+	start := time.Now()
+	workloadsShare.Get(t)
+	if d := time.Since(start); d > time.Second {
+		t.Logf("control plane with workloads started in %s", d.Round(time.Millisecond))
+	}
+	return workloads
+}
+
+// namespace creates a namespace on the plane named after name, unique in
+// this process.
+func (p *plane) namespace(t testing.TB, name string) string {
+	t.Helper()
+	name = fmt.Sprintf("%s-%d", name, nsSeq.Add(1))
+	if _, err := p.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// startOperatorOn runs the binary against p (its kubeconfig), listening on
+// a free loopback address, until the test ends; env is added to the
+// test's environment, as for startOperator.
+func startOperatorOn(t testing.TB, p *plane, env ...string) *testOperator {
+	t.Helper()
+	addr := freeAddr(t)
+	return runOperator(t, addr, []string{"start", "--listen-address", addr}, append([]string{"KUBECONFIG=" + p.KubeconfigPath}, env...))
+}
+
+// runner is a func as testing.M's Run, to chain the planes' Mains.
+type runner func() int
+
+func (r runner) Run() int { return r() }
