@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/internal/forgetest"
-	"github.com/addonops/addon-operator/internal/gitserver"
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/lifecycle"
 )
@@ -39,15 +37,6 @@ import (
 func TestHealthOnWorkloads(t *testing.T) {
 	p := workloadsPlane(t)
 	begin := time.Now()
-	ns := p.namespace(t, "health")
-	root := t.TempDir()
-	repo := newRepo(t, root)
-	c1 := commitFiles(t, repo, "good and stuck", fixture(t, "health"))
-	srv, err := gitserver.StartHTTP(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
 	forge := forgetest.New("forge-t0ken")
 	forge.Secret = "hmac-key"
 	t.Cleanup(forge.Close)
@@ -57,12 +46,12 @@ func TestHealthOnWorkloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	op := startOperatorOn(t, p, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL="+srv.URL("addons"), "GIT_REF=main",
-		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"),
+	g := startGitOperatorOn(t, p, "health", fixture(t, "health"),
 		"ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=webhook", "ADDON_OPERATOR_COMMIT_STATUS_URL="+forge.WebhookURL(),
 		"ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE="+token, "ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE="+secret,
 		"ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true", "ADDON_OPERATOR_CLUSTER_NAME=kwok")
-	w := &watching{t: t, p: p, ns: ns, addr: op.addr, forge: forge}
+	ns, repo, c1 := g.NS, g.Repo, g.First
+	w := &watching{t: t, p: p, ns: ns, addr: g.Op.addr, forge: forge}
 	const rev, good, stuck = "addon-operator/kwok", "addon-operator/kwok/good", "addon-operator/kwok/stuck"
 
 	// stuck rolls out, never ready: Progressing with its Deployment, then
@@ -128,30 +117,10 @@ func TestHealthOnWorkloads(t *testing.T) {
 	w.states(c2, rev, "applying", "applied", "healthy", "degraded", "healthy")
 	w.moduleStates(c2, good, "healthy", "degraded", "healthy")
 	w.metrics(`addon_operator_health{status="Healthy"} 1`)
-	t.Logf("test took %s after the control plane was up", time.Since(begin).Round(time.Millisecond))
-}
-
-// fixture reads testdata/name into the paths and contents of a commit.
-func fixture(t testing.TB, name string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	base := filepath.Join("testdata", name)
-	err := filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(base, path)
-		files[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	if logs, _ := os.ReadFile(g.Op.log); strings.Contains(string(logs), "forge-t0ken") || strings.Contains(string(logs), "hmac-key") {
+		t.Fatal("a commit status credential reached the log")
 	}
-	return files
+	t.Logf("test took %s after the control plane was up", time.Since(begin).Round(time.Millisecond))
 }
 
 // watching asks the operator at addr, the plane and the forge what a

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/addonops/addon-operator/internal/gitserver"
 	"github.com/addonops/addon-operator/internal/testenv"
 )
 
@@ -65,6 +69,57 @@ func startOperatorOn(t testing.TB, p *plane, env ...string) *testOperator {
 	t.Helper()
 	addr := freeAddr(t)
 	return runOperator(t, addr, []string{"start", "--listen-address", addr}, append([]string{"KUBECONFIG=" + p.KubeconfigPath}, env...))
+}
+
+// gitOperator is the binary in git mode on a plane, following main of a
+// repository served over HTTP (internal/gitserver).
+type gitOperator struct {
+	NS    string          // the operator's namespace (its releases, ConfigMap, Events)
+	Repo  *gitserver.Repo // commit to it (commitFiles) and the operator picks it up within 200ms
+	First string          // the commit it started on
+	Op    *testOperator
+}
+
+// startGitOperatorOn commits files to a new repository, serves it, and
+// runs the binary against p in a new namespace named after name, polling
+// main every 200ms; env is added (commit status settings, timeouts...).
+func startGitOperatorOn(t testing.TB, p *plane, name string, files map[string]string, env ...string) *gitOperator {
+	t.Helper()
+	ns := p.namespace(t, name)
+	root := t.TempDir()
+	repo := newRepo(t, root)
+	first := commitFiles(t, repo, "first", files)
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	op := startOperatorOn(t, p, append([]string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main",
+		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + filepath.Join(t.TempDir(), "checkout")}, env...)...)
+	return &gitOperator{NS: ns, Repo: repo, First: first, Op: op}
+}
+
+// fixture reads testdata/name into the paths and contents of a commit.
+func fixture(t testing.TB, name string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	base := filepath.Join("testdata", name)
+	err := filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(base, path)
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // runner is a func as testing.M's Run, to chain the planes' Mains.
