@@ -52,15 +52,21 @@ for _ in $(seq 1 600); do
   kill -0 "$op" 2>/dev/null || { tail -20 "$RUN_DIR/operator.log" >&2; echo "addon-operator stopped" >&2; exit 1; }
   sleep 0.2
 done
+# health settles once the Deployments are Available on kwok's node (seconds)
+for _ in $(seq 1 150); do
+  curl -fs "http://$ADDR/status" | jq -e '[.modules[].health.status // empty] | all(. == "Healthy" or . == "Degraded")' >/dev/null 2>&1 && break
+  sleep 0.2
+done
 echo
 echo "Converged. Modules:"
-curl -fs "http://$ADDR/status" | jq -r '.modules[] | "  \(.name): \(if .enabled then "enabled" else "disabled" end), \(.state)\(if .lastError then " (" + .lastError + ")" else "" end)"'
+curl -fs "http://$ADDR/status" | jq -r '.modules[] | "  \(.name): \(if .enabled then "enabled" else "disabled" end), \(.state)\(if .health then ", " + .health.status else "" end)\(if .lastError then " (" + .lastError + ")" else "" end)"'
 cat <<MSG
 
 The operator keeps running and reacts to changes:
   export KUBECONFIG=$KUBECONFIG
   kubectl -n $ADDON_OPERATOR_NAMESPACE create configmap addon-operator --from-literal=echoServer='greeting: hi' --dry-run=client -o yaml | kubectl apply -f -
-  curl http://$ADDR/status     # modules and queues as JSON
+  curl http://$ADDR/status     # modules (with their health) and queues as JSON
+  bin/addon-operator module list --address http://$ADDR
   curl http://$ADDR/queue      # the task queues
   tail -f $RUN_DIR/operator.log
 examples/README.md has more to try. Press Ctrl-C to stop.

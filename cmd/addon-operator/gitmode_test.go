@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := testenv.Main(m, func(c *testenv.ControlPlane) {
+	// the workloads plane (workloads_test.go) is stopped after the tests,
+	// before the plain one
+	code := testenv.Main(runner(func() int { return workloadsShare.Main(m) }), func(c *testenv.ControlPlane) {
 		cp, client = c, kubernetes.NewForConfigOrDie(c.Config)
 	})
 	os.RemoveAll(dir)
