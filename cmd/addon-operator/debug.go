@@ -275,14 +275,18 @@ func queuesTable(w io.Writer, body []byte) error {
 			rows = append(rows, []string{q.Name, "", "(empty)", "", "", ""})
 		}
 		for i, t := range q.Tasks {
-			state := "waiting"
-			if t.Running {
+			state, detail := "waiting", t.LastError
+			switch {
+			case t.Running:
 				state = "running"
+			case t.Held != "" && t.HeldSince != nil:
+				// held, not failing (docs/operator.md, "Health waits")
+				state, detail = "held", "since "+t.HeldSince.Local().Format(time.TimeOnly)+": "+t.Held
 			}
-			rows = append(rows, []string{q.Name, strconv.Itoa(i + 1), t.Kind, t.Description, state, t.LastError})
+			rows = append(rows, []string{q.Name, strconv.Itoa(i + 1), t.Kind, t.Description, state, detail})
 		}
 	}
-	return table(w, "QUEUE\t#\tTASK\tDESCRIPTION\tSTATE\tLAST ERROR", rows)
+	return table(w, "QUEUE\t#\tTASK\tDESCRIPTION\tSTATE\tLAST ERROR / HELD", rows)
 }
 
 // healthOf is a module's HEALTH column: "-" while it is not tracked
