@@ -13,6 +13,10 @@ import (
 // module is Healthy (docs/operator.md, "Health waits").
 const kindHealthWait queue.Kind = "HealthWait"
 
+// refreshTimeout bounds the reads that begin a wait: a slow API server
+// must not hold "main" beyond it (the watches tell the rest).
+const refreshTimeout = 30 * time.Second
+
 // Results of a health wait, the metric's result label.
 const (
 	waitHealthy  = "healthy"
@@ -53,7 +57,10 @@ func (s *moduleSteps) awaitHealth(ctx context.Context, name string, deadline *ti
 		if deadline.IsZero() {
 			// the watch may not have told the run's upgrade yet: a wait
 			// must not end on the Current of the generation before it
-			if err := s.cfg.Health.Refresh(ctx, name); err != nil {
+			rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+			err := s.cfg.Health.Refresh(rctx, name)
+			cancel()
+			if err != nil {
 				s.logger.Warn("could not read the module's objects; its watches will tell", "module", name, "err", err)
 			}
 		}
