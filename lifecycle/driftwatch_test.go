@@ -31,7 +31,7 @@ func (c *countingDetector) Check(ctx context.Context, release string) (drift.Rep
 // withDriftOnEdits wires a real detector (counted) and a real health
 // tracker that tells the operator of edits, as start does, with the
 // interval at an hour: only edits can make a check.
-func (e *env) withDriftOnEdits(t *testing.T) *countingDetector {
+func (e *env) withDriftOnEdits(t testing.TB) *countingDetector {
 	e.checkInterval = time.Hour
 	det := &countingDetector{}
 	var op atomic.Pointer[Operator]
