@@ -89,3 +89,12 @@ func TestFingerprint(t *testing.T) {
 		t.Fatal("the fingerprint of one object differs between two calls")
 	}
 }
+
+// BenchmarkFingerprint is the fingerprint's part of Summarize.
+func BenchmarkFingerprint(b *testing.B) {
+	obj := deploymentFixture(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = fingerprint(obj)
+	}
+}
