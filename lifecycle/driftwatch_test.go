@@ -104,6 +104,8 @@ func TestDriftOnEdit(t *testing.T) {
 	if st := e.moduleStatus("web"); st.Drift.Mode != DriftWarn || len(st.Drift.Objects) != 1 {
 		t.Fatalf("drift on /status: %+v", st.Drift)
 	}
+	// the Event is recorded just after /status shows the drift
+	e.eventually("a Drifted Event", func() bool { return e.events("Drifted") > 0 })
 	if n := e.events("Drifted"); n != 1 {
 		t.Fatalf("%d Drifted Events, want 1", n)
 	}
