@@ -5,7 +5,9 @@
 // and why (docs/operator.md, "Health").
 //
 // A Tracker is told when a module's release was deployed or removed; it
-// tells a listener of status transitions, and serves the statuses to
-// /status, `module list` and its own metrics collector. It does not know
+// tells a listener of status transitions, and another of edits of a
+// release's objects (an object's fingerprint, kept beside its kstatus,
+// changed: the drift checks' cue, docs/operator.md "Drift"), and serves
+// the statuses to /status, `module list` and its own metrics collector. It does not know
 // the lifecycle: lifecycle calls it.
 package health

@@ -88,17 +88,20 @@ type Transition struct {
 }
 
 // summary is what a watch keeps of an object for health: its kstatus and
-// generation, not the object (docs/benchmarks.md, "Health").
+// generation, not the object (docs/benchmarks.md, "Health"), and the
+// fingerprint of what it says, so a hand edit is told to the drift checks
+// (docs/operator.md, "Drift").
 type summary struct {
-	Status     string
-	Message    string
-	Generation int64
+	Status      string
+	Message     string
+	Generation  int64
+	Fingerprint uint64
 }
 
 // Summarize computes an object's kstatus; it is the watches' filter.
 func Summarize(obj map[string]any) any {
 	u := &unstructured.Unstructured{Object: obj}
-	s := summary{Generation: u.GetGeneration()}
+	s := summary{Generation: u.GetGeneration(), Fingerprint: fingerprint(obj)}
 	res, err := kstatus.Compute(u)
 	if err != nil {
 		s.Status, s.Message = string(kstatus.UnknownStatus), err.Error()

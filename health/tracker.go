@@ -60,7 +60,10 @@ type Options struct {
 	// Objects reads objects from the API server for Refresh (nil:
 	// Refresh does nothing).
 	Objects ObjectReader
-	Logger  *slog.Logger
+	// OnEdited hears that an object of a module's release changed beyond
+	// its status (edits.go), on the Tracker's own goroutine.
+	OnEdited func(module string)
+	Logger   *slog.Logger
 	// Now and After are the clock (tests drive them).
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
@@ -82,6 +85,7 @@ type Tracker struct {
 	modules map[string]*module
 	keys    map[watchKey]*watch
 	pending []Transition
+	edited  []string // modules whose objects changed, for OnEdited
 }
 
 // module is one tracked module.
@@ -164,12 +168,13 @@ func (t *Tracker) Run(ctx context.Context) {
 				next = m.next
 			}
 		}
-		pending := t.pending
-		t.pending = nil
+		pending, edited := t.pending, t.edited
+		t.pending, t.edited = nil, nil
 		t.mu.Unlock()
 		for _, tr := range pending {
 			t.tell(tr)
 		}
+		t.tellEdited(edited)
 		var timer <-chan time.Time
 		if !next.IsZero() {
 			timer = t.opts.After(next.Sub(now))
@@ -446,6 +451,7 @@ func (t *Tracker) onEvent(w *watch, ev kube.ObjectEvent) {
 	s, _ := ev.FilterResult.(summary)
 	now := t.opts.Now()
 	for _, o := range objs {
+		t.noteEdit(o, ev.Type, s)
 		o.observe(ev.Type != loader.EventDeleted, s, now)
 	}
 	t.updateOf(objs, now)

@@ -120,12 +120,11 @@ type driftSteps struct {
 	modules *moduleRegistry
 	queues  *queueRef
 	reports driftReports // the last drift checks
+	locks   moduleLocks  // one check or correction of a module at a time
 }
 
-// checkDrift is the drift check of every ready module with a chart,
-// beside auto-healing and on its interval. A drifted module is reported
-// (/status, metric, Event once per drift) and, when its mode is correct
-// and it is not in maintenance, gets a correction task in "main".
+// check is the drift check of every ready module with a chart, beside
+// auto-healing and on its interval.
 func (s *driftSteps) check(ctx context.Context) {
 	if s.cfg.Drift == nil {
 		return
@@ -138,30 +137,42 @@ func (s *driftSteps) check(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		st := s.modules.get(m.Name)
-		ready := st.enabled && st.state == StateReady
-		if !ready || !m.HasChart {
-			s.report(ctx, m.Name, nil)
-			continue
-		}
-		rep, ok, err := s.cfg.Drift.Check(ctx, m.Name)
-		if err != nil {
-			// the objects it could check are reported still
-			s.logger.Warn("drift check failed", "module", m.Name, "err", err)
-			if ctx.Err() != nil || rep.Checked == 0 {
-				continue
-			}
-		}
-		if !ok {
-			s.report(ctx, m.Name, nil)
-			continue
-		}
-		mode, correct := s.modeOf(m)
-		s.report(ctx, m.Name, &DriftStatus{Mode: mode, Objects: rep.Objects})
-		if len(rep.Objects) > 0 && correct {
-			s.queue(m.Name)
+		s.checkModule(ctx, m)
+	}
+}
+
+// checkModule checks one module, on the interval or on an edit of its
+// objects (driftwatch.go). A drifted module is reported (/status, metric,
+// Event once per drift) and, when its mode is correct and it is not in
+// maintenance, gets a correction task in "main". A module that is not
+// ready, or has no chart, is not checked (its report goes); false says it
+// is enabled and not ready yet, so an edit's check waits for it. Two
+// checks of one module never overlap.
+func (s *driftSteps) checkModule(ctx context.Context, m *loader.Module) bool {
+	st := s.modules.get(m.Name)
+	if !st.enabled || !m.HasChart || st.state != StateReady {
+		s.report(ctx, m.Name, nil)
+		return !st.enabled || !m.HasChart
+	}
+	defer s.locks.lock(m.Name)()
+	rep, ok, err := s.cfg.Drift.Check(ctx, m.Name)
+	if err != nil {
+		// the objects it could check are reported still
+		s.logger.Warn("drift check failed", "module", m.Name, "err", err)
+		if ctx.Err() != nil || rep.Checked == 0 {
+			return true
 		}
 	}
+	if !ok {
+		s.report(ctx, m.Name, nil)
+		return true
+	}
+	mode, correct := s.modeOf(m)
+	s.report(ctx, m.Name, &DriftStatus{Mode: mode, Objects: rep.Objects})
+	if len(rep.Objects) > 0 && correct {
+		s.queue(m.Name)
+	}
+	return true
 }
 
 // driftModeOf is a module's mode as /status shows it ("maintenance" when
@@ -233,6 +244,7 @@ func (s *driftSteps) correct(ctx context.Context, name string) error {
 	if _, correct := s.modeOf(m); !ready || !correct {
 		return nil
 	}
+	defer s.locks.lock(name)()
 	rep, err := s.cfg.Drift.Correct(ctx, name)
 	if err != nil {
 		s.logger.Warn("drift correction failed", "module", name, "err", err)

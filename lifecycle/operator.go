@@ -96,7 +96,7 @@ type Config struct {
 	// Health follows the health of modules' releases (nil: none).
 	Health HealthTracker
 	// Drift checks modules' releases for drift on the auto-healing
-	// interval (nil: no drift checks); DriftMode is what is done about it
+	// interval and when ReleaseEdited says (nil: no drift checks); DriftMode is what is done about it
 	// by default, DriftWarn or DriftCorrect (the default), which a
 	// module's <module>Drift ConfigMap key overrides (docs/operator.md,
 	// "Drift").
@@ -156,6 +156,7 @@ type Operator struct {
 	tree    *treeSteps
 	purge   *purgeGuard
 	drift   *driftSteps
+	edits   *driftWatch
 	hooks   *webhooks
 	backend ConfigBackend
 }
@@ -185,8 +186,13 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
 	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, ready: st.converged}
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, hooks: wh, backend: backend}
+		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
 }
+
+// ReleaseEdited tells the operator that an object of a module's release
+// changed beyond its status (the health tracker's OnEdited): the module's
+// drift is checked within seconds (driftwatch.go). It never blocks.
+func (o *Operator) ReleaseEdited(module string) { o.edits.edited(module) }
 
 // Webhooks answers the webhook server's requests (webhooks.go).
 func (o *Operator) Webhooks() webhook.Reviewer { return o.hooks }
@@ -247,6 +253,7 @@ func (o *Operator) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { o.steps.healLoop(ctx, o.cfg.ResourcesCheckInterval) })
+	wg.Go(func() { o.edits.loop(ctx) })
 	wg.Go(func() { o.backend.Watch(ctx, o.steps.onConfigChange) })
 	wg.Go(func() { o.hooks.loop(ctx) })
 	<-ctx.Done()

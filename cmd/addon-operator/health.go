@@ -27,9 +27,10 @@ func (o *healthOptions) bind(fs *pflag.FlagSet, e *env) {
 
 // newHealth wires the health tracker: the shared watches, the releases,
 // Events on the values ConfigMap and its metrics; also is told of every
-// transition after the Events are recorded (the commit status). It
+// transition after the Events are recorded (the commit status); edited
+// (nil: none) of each edit of a release's objects (the drift checks). It
 // returns nil and a no-op when health is off.
-func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events health.Recorder, reg prometheus.Registerer, logger *slog.Logger, also func(health.Transition)) (*health.Tracker, func(context.Context)) {
+func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events health.Recorder, reg prometheus.Registerer, logger *slog.Logger, also func(health.Transition), edited func(string)) (*health.Tracker, func(context.Context)) {
 	if !o.Enabled {
 		return nil, func(context.Context) {}
 	}
@@ -39,6 +40,7 @@ func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events h
 			record(tr)
 			also(tr)
 		},
+		OnEdited: edited,
 	})
 	reg.MustRegister(t.Collector())
 	return t, t.Run

@@ -91,7 +91,9 @@ func TestOriginalSettings(t *testing.T) {
 		"ADDON_OPERATOR_MODULES_DIR=" + filepath.Join(base, "one") + ":" + filepath.Join(base, "two"),
 		"ADDON_OPERATOR_GLOBAL_HOOKS_DIR=" + filepath.Join(base, "global-hooks"),
 		"ADDON_OPERATOR_LISTEN_ADDRESS=" + host, "ADDON_OPERATOR_LISTEN_PORT=" + port,
-		"ADDON_OPERATOR_TMP_DIR=" + filepath.Join(base, "tmp"), "HELM_HISTORY_MAX=3"}
+		"ADDON_OPERATOR_TMP_DIR=" + filepath.Join(base, "tmp"), "HELM_HISTORY_MAX=3",
+		// ours: the hand edit below stays for module diff (an edit is checked within seconds)
+		"ADDON_OPERATOR_DRIFT=warn"}
 	op := runOperator(t, addr, []string{"start", "--debug-unix-socket", "/run/addon-operator/debug.socket", "--debug-keep-tmp-files",
 		"--helm-timeout=5m", "--kube-context", "real"}, append([]string{"KUBE_CONFIG=" + twoContexts(t)}, env...))
 	eventually(t, "alpha and the linked beta installed", func() bool {
@@ -113,7 +115,7 @@ func TestOriginalSettings(t *testing.T) {
 	writeFiles(t, base, map[string]string{"storage/beta/values.yaml": "beta:\n  v: \"b2\"\n"})
 	eventually(t, "beta b2", func() bool { return cmValue(ns, "beta-cm") == "b2" })
 
-	// a hand edit for module diff (checked on the 5 min interval: not corrected meanwhile)
+	// a hand edit for module diff (drift in warn mode: reported, not corrected)
 	cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "beta-cm", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

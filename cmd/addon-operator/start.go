@@ -220,11 +220,16 @@ func start(o *startOptions) error {
 	if s.notifier != nil {
 		onRevision = revisionStates(s.notifier)
 	}
+	var onEdited func(string) // drift checks on edits (docs/operator.md, "Drift")
+	if detector != nil {
+		// s.operator is set before the tracker runs
+		onEdited = func(module string) { s.operator.ReleaseEdited(module) }
+	}
 	tracker, runHealth := newHealth(o.hl, watcher, helm, valuesCM, reg, logger, func(tr health.Transition) {
 		if onHealth != nil {
 			onHealth(tr)
 		}
-	})
+	}, onEdited)
 	s.runHealth = runHealth
 	var healthTracker lifecycle.HealthTracker // a nil *health.Tracker must stay a nil interface
 	if tracker != nil {
