@@ -224,6 +224,13 @@ func (n *Notifier) next() (key, time.Duration, bool) {
 	now := n.opts.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	// the queue is read now, so a signal sent before is spent: a report
+	// after this signals anew (Report signals under mu), and a stale
+	// signal does not end the next sleep at once
+	select {
+	case <-n.wake:
+	default:
+	}
 	if now.Before(n.pause) {
 		return key{}, n.pause.Sub(now), false
 	}

@@ -226,7 +226,11 @@ func TestNotifierRetryAfterPausesAll(t *testing.T) {
 	h.n.Report(Report{Commit: commit(1), State: Applied})
 	h.eventually("the 429", func() bool { return h.forge.Requests() == 1 })
 	h.idle(60 * time.Second)
+	// the report wakes the worker, which sleeps again: the clock moves
+	// only once it does, or its new wait would start from the moved clock
+	waiting := h.clock.Waiting()
 	h.n.Report(Report{Commit: commit(2), State: Applied})
+	h.eventually("the worker to sleep again", func() bool { return h.clock.Waiting() == waiting+1 })
 	h.idle(60 * time.Second)
 	h.clock.Advance(59 * time.Second)
 	time.Sleep(50 * time.Millisecond)

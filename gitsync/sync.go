@@ -76,6 +76,9 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	}
 	if s.opts.Validate != nil {
 		if rev.Checked, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+			if s.opts.Refused != nil && ctx.Err() == nil {
+				s.opts.Refused(*rev, err)
+			}
 			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
 		}
 	}

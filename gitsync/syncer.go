@@ -59,6 +59,11 @@ type Options struct {
 	// returns rides on the Revision (Checked), opaque to the syncer. A
 	// refused revision is never current.
 	Validate func(ctx context.Context, dir string) (any, error)
+	// Refused is told of a fetched revision that Validate refused, with
+	// Validate's error, on each sync that refuses it: whoever follows the
+	// commit learns that it will not run (the commit status). Not for a
+	// revision restored from disk, nor when ctx ended.
+	Refused func(rev Revision, err error)
 	// InUse lists commits whose checkouts must stay on disk (the running
 	// model's files); old revisions are removed otherwise.
 	InUse  func() []string

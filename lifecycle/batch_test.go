@@ -2,14 +2,22 @@ package lifecycle
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/batchtest"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // batchRun is one run the batch executable recorded.
@@ -108,5 +116,74 @@ func TestBatchHookRuns(t *testing.T) {
 	}
 	if event == nil || event.Ctx[0]["binding"] != "cms" || event.Ctx[0]["groupName"] != "main" || !reflect.DeepEqual(event.Args, []string{"hook", "run", "0"}) {
 		t.Fatalf("event run = %+v", event)
+	}
+}
+
+// TestBatchHookWebhookRun: a validating webhook bound by a module's batch
+// hook is called by the API server, and the executable runs as `hook run
+// ID` with MODULE_NAME, as its other runs do. module-sdk's `hook config`
+// has no webhook bindings, so the test gives the loaded batch hook one
+// from a v1 config and hands the operator that model (as a checked
+// revision).
+func TestBatchHookWebhookRun(t *testing.T) {
+	cluster(t)
+	e := setup(t, merged(
+		withPrefix("modules/001-batch-guard", moduleChart("batch-guard", "batchGuard")),
+		map[string]string{"modules/001-batch-guard/values.yaml": "batchGuardEnabled: true\n"},
+	), nil)
+	hooksDir := filepath.Join(e.dir, "modules", "001-batch-guard", "hooks")
+	batchtest.Build(t, hooksDir, "batch", batchtest.Options{Config: `{"version":"v1","hooks":[
+	 {"configVersion":"v1","metadata":{"name":"guard","path":"hooks/guard"},"afterHelm":1}]}`})
+	model, err := loader.New(loader.WithLogger(quiet())).Load(t.Context(), e.dir, filepath.Join(e.dir, "modules"), filepath.Join(e.dir, "global-hooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := model.Module("batch-guard")
+	if mod == nil || len(mod.Hooks) != 1 || len(mod.Hooks[0].Args) == 0 {
+		t.Fatalf("the batch hook did not load: %+v", mod)
+	}
+	bound, err := loader.ParseHookConfig(fmt.Appendf(nil, `{"configVersion":"v1","kubernetesValidating":[{
+	 "name":"batch-guard.webhook.test","failurePolicy":"Fail","timeoutSeconds":5,
+	 "labelSelector":{"matchLabels":{"batch-webhook":%q}},
+	 "rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["configmaps"],"scope":"Namespaced"}]}]}`, e.ns), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod.Hooks[0].Config.Admission = bound.Admission
+	configName := "hooks-" + e.ns
+	withWebhookServer(t, e, configName, 64<<10)
+	t.Cleanup(func() {
+		_ = client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), configName, metav1.DeleteOptions{})
+	})
+	serve := e.beforeRun
+	e.beforeRun = func(o *Operator) {
+		serve(o)
+		o.TreeChanged(gitsync.Revision{Commit: strings.Repeat("b", 40), Dir: e.dir, Checked: model})
+	}
+	e.start()
+	e.waitReady()
+
+	ctx := t.Context()
+	create := func(name string) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"batch-webhook": e.ns}}}
+		_, err := client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	}
+	var webhookRun *batchRun
+	e.eventually("the API server to call the batch hook", func() bool {
+		if err := create(fmt.Sprintf("guarded-%d", time.Now().UnixNano())); err != nil {
+			t.Logf("create: %v", err) // shown when it times out
+			return false
+		}
+		for _, r := range e.batchRuns() {
+			if r.Ctx[0]["type"] == "Validating" {
+				webhookRun = &r
+			}
+		}
+		return webhookRun != nil
+	})
+	if !reflect.DeepEqual(webhookRun.Args, []string{"hook", "run", "0"}) || webhookRun.Module != "batch-guard" ||
+		webhookRun.Ctx[0]["binding"] != "batch-guard.webhook.test" {
+		t.Fatalf("webhook run: args %q, MODULE_NAME %q, binding %v", webhookRun.Args, webhookRun.Module, webhookRun.Ctx[0]["binding"])
 	}
 }

@@ -202,16 +202,31 @@ func (r *revisions) treeStatus() (err, reason string) {
 func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksDir string) (*loader.Model, error) {
 	model, err := o.tree.loader.Load(ctx, root, filepath.Join(root, modulesDir), filepath.Join(root, globalHooksDir))
 	if err != nil {
-		return nil, err
+		var dirs []string
+		for _, d := range filepath.SplitList(modulesDir) {
+			dirs = append(dirs, filepath.Join(root, d))
+		}
+		return nil, refusal(root, dirs, refusedLoad, err)
 	}
 	data, err := o.admittedConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := admit(model, data); err != nil {
-		return nil, err
+		return nil, refusal(root, model.ModulesDirs, refusedAdmit, err)
 	}
 	return model, nil
+}
+
+// Refused tells the commit status of a revision the git syncer refused
+// before publishing it (CheckTree's error): failed, naming the file and
+// module, for that commit alone; the running revision keeps its states
+// (docs/operator.md, "Commit status").
+func (o *Operator) Refused(commit string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return // stopping: the tree was not judged
+	}
+	o.tree.report.revision(commit, "", RevisionFailed, refusedReasonOf(err))
 }
 
 // TreeError is the last refused tree's error ("" when the last load worked).
@@ -263,7 +278,7 @@ func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
 	s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "reason", queue.Reason(err), "err", err)
 	// the commit status says so once, without the error's text
 	// (docs/operator.md, "Commit status")
-	reason := "the operator refused its tree; the previous revision keeps running (see /status)"
+	reason := refusedReasonOf(err)
 	if queue.Reason(err) == reasonPurgeRefused {
 		reason = "held by the purge guard until confirmed (see /status)"
 	}
@@ -294,7 +309,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 		}
 		store, err := admit(model, cur.configData)
 		if err != nil {
-			return nil, err
+			return nil, refusal(rev.Dir, model.ModulesDirs, refusedAdmit, err)
 		}
 		dropped = store.RestorePatches(cur.store.Patches())
 		return &runningTree{model: model, store: store, rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/addonops/addon-operator/queue"
 )
@@ -43,6 +44,11 @@ type revisionReporter struct {
 	// held: the last discovery's uninstalls wait for a confirmation
 	// (purgeGuard.discoveryHeld; nil: never)
 	held func() bool
+
+	// last is the running revision's last state told (modules run in
+	// parallel, hence the lock)
+	mu   sync.Mutex
+	last RevisionState
 }
 
 // revision tells of a state of commit ("" without git: nothing to tell).
@@ -50,7 +56,20 @@ func (r *revisionReporter) revision(commit, module, state, reason string) {
 	if r.on == nil || commit == "" {
 		return
 	}
-	r.on(RevisionState{Commit: commit, Module: module, State: state, Reason: reason})
+	s := RevisionState{Commit: commit, Module: module, State: state, Reason: reason}
+	if module == "" && commit == r.commit() {
+		r.mu.Lock()
+		r.last = s
+		r.mu.Unlock()
+	}
+	r.on(s)
+}
+
+// told: s is the running revision's last state told.
+func (r *revisionReporter) told(s RevisionState) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last == s
 }
 
 // outcome tells what a finished reload left of the running revision:
@@ -70,7 +89,12 @@ func (r *revisionReporter) outcome() {
 		reason = "held by the purge guard until confirmed (see /status)"
 	}
 	if reason != "" {
-		r.revision(r.commit(), "", RevisionFailed, reason)
+		// a module's terminal failure (a release conflict) was told
+		// when it failed; the reload's end says it once more only if
+		// something else was told since
+		if !r.told(RevisionState{Commit: r.commit(), State: RevisionFailed, Reason: reason}) {
+			r.revision(r.commit(), "", RevisionFailed, reason)
+		}
 		return
 	}
 	r.revision(r.commit(), "", RevisionApplied, "")

@@ -152,6 +152,19 @@ func TestRevisionStateReleaseConflict(t *testing.T) {
 	if got := rec.of(sha('c')); !slices.Equal(got, want) {
 		t.Fatalf("states %v, want %v", got, want)
 	}
+	// of leaves repeats out: count what the reporter was told
+	e.idle()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	failed := 0
+	for _, s := range rec.all {
+		if s.State == RevisionFailed {
+			failed++
+		}
+	}
+	if failed != 2 { // beta's and the revision's
+		t.Fatalf("failed told %d times, want twice (the module and the revision): %+v", failed, rec.all)
+	}
 }
 
 // A global hook that fails fails the revision, naming the hook; once it

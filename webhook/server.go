@@ -24,7 +24,8 @@ type Server struct {
 	CertFile, KeyFile string
 	// ClientCAFiles, if any, make the server require a client certificate
 	// signed by one of them (the API server's, configured with an
-	// AdmissionConfiguration kubeconfig).
+	// AdmissionConfiguration kubeconfig); they are read again when they
+	// change on disk, as the certificate is.
 	ClientCAFiles []string
 	Handler       http.Handler
 	Logger        *slog.Logger
@@ -64,19 +65,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
 	if len(s.ClientCAFiles) > 0 {
-		pool := x509.NewCertPool()
-		for _, f := range s.ClientCAFiles {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				ln.Close()
-				return fmt.Errorf("webhook client CA: %w", err)
-			}
-			if !pool.AppendCertsFromPEM(b) {
-				ln.Close()
-				return fmt.Errorf("webhook client CA %s: no PEM certificate in it", f)
-			}
+		cas := &clientCAs{files: s.ClientCAFiles, base: tlsCfg.Clone(), now: certs.now, logger: logger}
+		// as the certificate's, the first read must succeed
+		if _, err := cas.config(nil); err != nil {
+			ln.Close()
+			return err
 		}
-		tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		// GetConfigForClient gives each handshake the current pool; this
+		// config is never used for one, and would trust nothing if it were
+		tlsCfg.ClientCAs, tlsCfg.ClientAuth = x509.NewCertPool(), tls.RequireAndVerifyClientCert
+		tlsCfg.GetConfigForClient = cas.config
 	}
 	srv := &http.Server{
 		Handler:           s.Handler,

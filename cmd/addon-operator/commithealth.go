@@ -37,6 +37,10 @@ func (c *commitHealth) revision(s lifecycle.RevisionState) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if s.State == lifecycle.RevisionFailed && s.Commit != c.commit {
+		// another commit's tree was refused; the applied one runs on
+		return
+	}
 	if s.State != lifecycle.RevisionApplied {
 		c.commit, c.settled, c.posted = "", "", nil
 		return

@@ -40,8 +40,8 @@ func (r *reports) take() []string {
 
 // TestCommitHealth: a revision's health reaches its commit only once it
 // is applied and every module's health has settled, each change once; a
-// module's status follows it; a new revision starts over, and one that
-// failed gets none.
+// module's status follows it; a new revision starts over, one that
+// failed gets none, and another commit's refusal leaves it be.
 func TestCommitHealth(t *testing.T) {
 	mods := map[string]health.ModuleHealth{}
 	r := &reports{}
@@ -75,8 +75,15 @@ func TestCommitHealth(t *testing.T) {
 			set("a", health.Progressing)
 		}, nil},
 		{func() { set("a", health.Healthy); applied("c2") }, []string{"c2 a/healthy", "c2 b/healthy", "c2 healthy"}},
+		// a commit whose tree was refused: the applied one's health goes on
+		{func() {
+			c.revision(lifecycle.RevisionState{Commit: "c9", State: lifecycle.RevisionFailed, Reason: "refused"})
+			set("b", health.Progressing)
+		}, []string{"c2 b/progressing: Deployment ns/b InProgress"}},
+		{func() { set("b", health.Healthy) }, []string{"c2 b/healthy"}},
 		// a failed revision: no health
 		{func() {
+			c.revision(lifecycle.RevisionState{Commit: "c3", State: lifecycle.RevisionApplying})
 			c.revision(lifecycle.RevisionState{Commit: "c3", State: lifecycle.RevisionFailed})
 			set("b", health.Degraded)
 		}, nil},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/addonops/addon-operator/commitstatus"
 	"github.com/addonops/addon-operator/internal/forgetest"
@@ -167,5 +168,81 @@ func TestCommitStatusSettings(t *testing.T) {
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("%+v with %q: err = %v, want %q", tt.o, tt.gitURL, err, tt.want)
 		}
+	}
+}
+
+// TestCommitStatusRefusedTree: a commit whose tree the git syncer refuses
+// (a values.yaml that does not parse) gets failure, once, naming the file
+// and the module, and no other state; the running commit keeps its
+// states; the fix gets pending then success.
+func TestCommitStatusRefusedTree(t *testing.T) {
+	ns := namespace(t, "cstatus-refused")
+	root := t.TempDir()
+	repo := newRepo(t, root)
+	c1 := commitFiles(t, repo, "alpha v1", alphaOn("1"))
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	forge := forgetest.New("forge-t0ken")
+	t.Cleanup(forge.Close)
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("forge-t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL="+srv.URL("addons"), "GIT_REF=main",
+		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"),
+		"ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=github", "ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE="+token,
+		"ADDON_OPERATOR_COMMIT_STATUS_URL="+forge.GitHubURL(), "ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/addons",
+		"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true")
+
+	const revision, module = "addon-operator/test", "addon-operator/test/alpha"
+	// c1 applied and settled: its last status says healthy (applied may
+	// come before it, or be replaced by it in the queue)
+	settled := func(commit string) bool {
+		var last forgetest.Status
+		for _, s := range forge.Statuses() {
+			if s.Commit == commit && s.Context == revision {
+				last = s
+			}
+		}
+		return last.State == "success" && strings.HasPrefix(last.Description, "healthy on test")
+	}
+	eventually(t, "c1 applied and healthy", func() bool { return settled(c1) })
+	before := statesOf(forge, c1, revision)
+
+	c2 := commitFiles(t, repo, "broken values", merged(alphaOn("2"), map[string]string{
+		"modules/001-alpha/values.yaml": "alpha: [v: leaked-value\n"}))
+	eventually(t, "c2 failure", func() bool { return len(statesOf(forge, c2, revision)) > 0 })
+	// the syncer refuses it on every poll (200 ms): still one failure
+	time.Sleep(2 * time.Second)
+	if got := statesOf(forge, c2, revision); !slices.Equal(got, []string{"failure"}) {
+		t.Fatalf("c2 states = %v, want [failure]", got)
+	}
+	const want = "failed on test: module alpha: modules/001-alpha/values.yaml does not load; the previous revision keeps running (see /status)"
+	for _, s := range forge.Statuses() {
+		if s.Commit == c2 && s.Description != want {
+			t.Fatalf("c2 %s description = %q, want %q", s.Context, s.Description, want)
+		}
+	}
+	if got := statesOf(forge, c2, module); len(got) != 0 {
+		t.Fatalf("c2 module states = %v, want none", got)
+	}
+	if got := statesOf(forge, c1, revision); !slices.Equal(got, before) {
+		t.Fatalf("c1 states = %v, want %v as before", got, before)
+	}
+
+	c3 := commitFiles(t, repo, "fixed values", alphaOn("3"))
+	eventually(t, "alpha v3", func() bool { return cmValue(ns, "001-alpha-cm") == "3" })
+	eventually(t, "c3 applied and healthy", func() bool { return settled(c3) })
+	if got := statesOf(forge, c3, revision); got[0] != "pending" {
+		t.Fatalf("c3 states = %v, want pending first", got)
+	}
+	if got := statesOf(forge, c2, revision); !slices.Equal(got, []string{"failure"}) {
+		t.Fatalf("c2 states after the fix = %v, want [failure]", got)
+	}
+	if all, _ := json.Marshal(forge.Statuses()); strings.Contains(string(all), "leaked-value") {
+		t.Fatal("the file's content reached the forge")
 	}
 }

@@ -29,7 +29,7 @@ type source struct {
 // modules directory must be in each revision; only they and the global
 // hooks directory are checked out, so a module's link must lead inside
 // them.
-func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator, logger *slog.Logger) (*source, error) {
+func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator, refused func(gitsync.Revision, error), logger *slog.Logger) (*source, error) {
 	src := &source{modulesDirs: []string{"modules"}, globalHooksDir: "global-hooks"}
 	var err error
 	if op.ModulesDir != "" {
@@ -62,7 +62,8 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 			}
 			return model, nil
 		},
-		InUse: operator.InUse,
+		Refused: refused,
+		InUse:   operator.InUse,
 	})
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ import (
 
 	"github.com/addonops/addon-operator/commitstatus"
 	"github.com/addonops/addon-operator/drift"
+	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/kube"
@@ -265,7 +266,13 @@ func start(o *startOptions) error {
 		Drift: detector, DriftMode: op.Drift,
 	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
 	if gt.URL != "" {
-		if s.src, err = newSource(*gt, op, s.operator, logger); err != nil {
+		// a refused commit's status: failed, from the leader alone
+		refused := func(rev gitsync.Revision, err error) {
+			if s.leader == nil || s.leader.Leading() {
+				s.operator.Refused(rev.Commit, err)
+			}
+		}
+		if s.src, err = newSource(*gt, op, s.operator, refused, logger); err != nil {
 			return err
 		}
 		registerGitMetrics(reg, s.src.syncer.Status)

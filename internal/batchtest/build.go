@@ -33,7 +33,8 @@ type Options struct {
 
 // Build compiles the executable into dir/name (mode 0755) and returns its
 // path. Each run appends a JSON line {hook, args, ctx, values, config,
-// module} to $RECORD_FILE, as the lifecycle tests' recording hooks do.
+// module} to $RECORD_FILE, as the lifecycle tests' recording hooks do; a
+// validating webhook run answers {"allowed":true}.
 func Build(t testing.TB, dir, name string, o Options) string {
 	t.Helper()
 	_, self, _, _ := runtime.Caller(0)
