@@ -13,7 +13,7 @@ import (
 // handler: it only notes, the Run loop tells.
 func (t *Tracker) noteEdit(o *object, typ string, s summary) {
 	// an event older than what Refresh read is no edit (observe drops it)
-	if t.opts.OnEdited == nil || typ != loader.EventModified || !o.seen || o.sum.Fingerprint == s.Fingerprint || s.Generation < o.fresh {
+	if t.opts.OnEdited == nil || typ != loader.EventModified || !o.seen || o.sum.Fingerprint == s.Fingerprint || o.stale(true, s) {
 		return
 	}
 	if t.modules[o.m.name] != o.m || slices.Contains(t.edited, o.m.name) {

@@ -24,17 +24,27 @@ type object struct {
 	// rollout: ours, a hand edit, an autoscaler)
 	rolloutSince time.Time
 	unresolved   string
-	// fresh: the generation Refresh read from the API server; a watch
-	// event of an older generation is one the watch had not told yet
-	fresh int64
+	// fresh and freshUID: the generation Refresh read from the API server,
+	// of that object; until the watch catches up, its events of an older
+	// generation of the same object are ones it had not told yet
+	fresh    int64
+	freshUID string
+	// events counts what the watch told of it (Refresh's reads yield to
+	// anything newer)
+	events uint64
+}
+
+// stale: s, from the watch, is older than what Refresh read.
+func (o *object) stale(seen bool, s summary) bool {
+	return seen && o.fresh > 0 && s.UID == o.freshUID && s.Generation < o.fresh
 }
 
 // observe takes what the watch has of the object now.
 func (o *object) observe(seen bool, s summary, now time.Time) {
-	if seen && s.Generation < o.fresh {
-		return // older than what Refresh read
+	if o.stale(seen, s) {
+		return
 	}
-	o.fresh = 0
+	o.fresh, o.freshUID = 0, ""
 	if seen && o.seen && s.Generation != o.sum.Generation {
 		o.rolloutSince = now
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // ObjectReader reads one object from the API server (kube.Watcher.Get);
@@ -37,8 +38,12 @@ func (t *Tracker) Refresh(ctx context.Context, name string) error {
 	t.mu.Lock()
 	m := t.modules[name]
 	var objs []*object
+	var told []uint64 // what each object's watch had told before its read
 	if m != nil {
 		objs = slices.Clone(m.objects)
+		for _, o := range objs {
+			told = append(told, o.events)
+		}
 	}
 	t.mu.Unlock()
 	type read struct {
@@ -67,14 +72,18 @@ func (t *Tracker) Refresh(ctx context.Context, name string) error {
 	for i, o := range objs {
 		switch r := reads[i]; {
 		case o.unresolved != "" || o.w == nil || !o.w.synced || !slices.Contains(m.objects, o):
+		case o.events != told[i]:
+			// the watch told something during the read, maybe newer than it
 		case r.err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", o.ref, r.err))
 		case r.obj == nil:
 			o.observe(false, summary{}, now)
 		default:
 			s, _ := Summarize(r.obj).(summary)
+			// a hand edit the read found first is still one
+			t.noteEdit(o, loader.EventModified, s)
 			o.observe(true, s, now)
-			o.fresh = s.Generation
+			o.fresh, o.freshUID = s.Generation, s.UID
 		}
 	}
 	t.update(m, now)

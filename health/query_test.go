@@ -94,3 +94,67 @@ func TestTrackerRefresh(t *testing.T) {
 	h.w.set(deployment("ns", "web", 2, 2))
 	h.settle(t, "web", Healthy)
 }
+
+// blockingReader answers Get only once release is closed, with obj.
+type blockingReader struct {
+	started chan struct{}
+	release chan struct{}
+	obj     map[string]any
+}
+
+func (b *blockingReader) Get(context.Context, kube.ObjectRef) (map[string]any, error) {
+	close(b.started)
+	<-b.release
+	return b.obj, nil
+}
+
+// withUID gives obj a metadata.uid.
+func withUID(obj map[string]any, uid string) map[string]any {
+	obj["metadata"].(map[string]any)["uid"] = uid
+	return obj
+}
+
+// A read that the watch overtook while it was in flight is dropped: the
+// watch's newer Current stands (it must not turn Degraded, "broke without
+// a rollout", on the read's older InProgress).
+func TestTrackerRefreshYieldsToNewerEvents(t *testing.T) {
+	reader := &blockingReader{started: make(chan struct{}), release: make(chan struct{})}
+	h := newHarness(t, Options{ProgressTimeout: time.Minute, Objects: reader})
+	dep := deployment("ns", "web", 2, 0)
+	h.w.set(dep)
+	h.r.set("web", kube.ReleaseObjects{Revision: 1, Objects: []kube.ObjectRef{ref(dep)}})
+	h.t.Deployed(t.Context(), "web", 1, true)
+	h.settle(t, "web", Progressing)
+	reader.obj = deployment("ns", "web", 2, 0) // what the API server had when the read was served
+	done := make(chan error, 1)
+	go func() { done <- h.t.Refresh(t.Context(), "web") }()
+	<-reader.started
+	h.w.set(deployment("ns", "web", 2, 2)) // the watch: Available meanwhile
+	h.settle(t, "web", Healthy)
+	close(reader.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if mh, _ := h.t.Module("web"); mh.Status != Healthy {
+		t.Fatalf("after the overtaken read: %s (%s), want Healthy", mh.Status, mh.Message)
+	}
+}
+
+// An object deleted and made again (a new UID) at a lower generation than
+// Refresh read is the new object, not a late event: it counts.
+func TestTrackerRefreshThenRecreated(t *testing.T) {
+	reader := &fakeReader{objs: map[kube.ObjectRef]map[string]any{}}
+	h := newHarness(t, Options{ProgressTimeout: time.Minute, Objects: reader})
+	dep := withUID(deployment("ns", "web", 5, 2), "a")
+	h.w.set(dep)
+	h.r.set("web", kube.ReleaseObjects{Revision: 1, Objects: []kube.ObjectRef{ref(dep)}})
+	h.t.Deployed(t.Context(), "web", 1, true)
+	h.settle(t, "web", Healthy)
+	reader.objs[ref(dep)] = withUID(deployment("ns", "web", 5, 2), "a")
+	if err := h.t.Refresh(t.Context(), "web"); err != nil {
+		t.Fatal(err)
+	}
+	// a relist tells the recreated object as a modification
+	h.w.set(withUID(deployment("ns", "web", 1, 0), "b"))
+	h.settle(t, "web", Progressing)
+}

@@ -96,12 +96,14 @@ type summary struct {
 	Message     string
 	Generation  int64
 	Fingerprint uint64
+	// UID tells a recreated object from the one before it
+	UID string
 }
 
 // Summarize computes an object's kstatus; it is the watches' filter.
 func Summarize(obj map[string]any) any {
 	u := &unstructured.Unstructured{Object: obj}
-	s := summary{Generation: u.GetGeneration(), Fingerprint: fingerprint(obj)}
+	s := summary{Generation: u.GetGeneration(), Fingerprint: fingerprint(obj), UID: string(u.GetUID())}
 	res, err := kstatus.Compute(u)
 	if err != nil {
 		s.Status, s.Message = string(kstatus.UnknownStatus), err.Error()

@@ -434,6 +434,7 @@ func (t *Tracker) load(w *watch, objs []*object, now time.Time) {
 	}
 	for _, o := range objs {
 		s, ok := got[o.ref.Name]
+		o.events++
 		o.observe(ok, s, now)
 	}
 	t.updateOf(objs, now)
@@ -452,6 +453,7 @@ func (t *Tracker) onEvent(w *watch, ev kube.ObjectEvent) {
 	now := t.opts.Now()
 	for _, o := range objs {
 		t.noteEdit(o, ev.Type, s)
+		o.events++
 		o.observe(ev.Type != loader.EventDeleted, s, now)
 	}
 	t.updateOf(objs, now)
