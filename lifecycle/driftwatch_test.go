@@ -136,7 +136,7 @@ func TestDriftOnEdit(t *testing.T) {
 // write, and not only when it stops.
 func TestDriftOnEditBounded(t *testing.T) {
 	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
-	quietFor, spacing := 700*time.Millisecond, 3*time.Second
+	quietFor, spacing := time.Second, 3*time.Second
 	e.beforeRun = func(o *Operator) { o.edits.quiet, o.edits.spacing = quietFor, spacing }
 	det := e.withDriftOnEdits(t)
 	e.start()
@@ -146,13 +146,17 @@ func TestDriftOnEditBounded(t *testing.T) {
 
 	before := det.checks.Load()
 	const burst = 20
+	began := time.Now()
 	for i := range burst {
 		handEditImage(t, e.ns, fmt.Sprintf("registry.example/web:burst%d", i))
 	}
+	// a loaded machine may stretch the burst: at most one check per
+	// spacing while it lasts, and one after it
+	most := 2 + int64(time.Since(began)/spacing)
 	e.eventually("the burst on /status", func() bool { return e.moduleStatus("web").Drift != nil })
 	time.Sleep(spacing + quietFor)
-	if n := det.checks.Load() - before; n < 1 || n > 2 {
-		t.Fatalf("a burst of %d edits made %d checks, want 1 (2 if the burst had a pause)", burst, n)
+	if n := det.checks.Load() - before; n < 1 || n > most {
+		t.Fatalf("a burst of %d edits made %d checks, want 1 to %d", burst, n, most)
 	}
 
 	// a controller that writes every 100ms for 3.5 spacings: checked during

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
 
@@ -33,15 +34,44 @@ const (
 // supersedes it with the rest of its reload (supersededByReload); a
 // ConfigMap edit runs its module at once, wherever that module waits.
 func (s *moduleSteps) healthWaitTask(name string) *queue.Task {
-	var deadline time.Time // set at the first run; the queue runs Do one at a time
+	w := &healthWait{read: -1} // the queue runs Do one at a time
 	return &queue.Task{
 		Key:         queue.Key{Kind: kindHealthWait, Module: name},
 		Description: "later weights wait for " + name + " to be Healthy",
-		Do:          func(ctx context.Context) error { return s.awaitHealth(ctx, name, &deadline) },
+		Do:          func(ctx context.Context) error { return s.awaitHealth(ctx, name, w) },
 	}
 }
 
-func (s *moduleSteps) awaitHealth(ctx context.Context, name string, deadline *time.Time) error {
+// healthWait is one wait's own state across its runs.
+type healthWait struct {
+	deadline time.Time // set at the first run
+	read     int       // the release revision whose objects it last read
+}
+
+// watchHealth is the module's health for a wait: the objects are read
+// from the API server first when their release is one the wait has not
+// read yet (its first run, or a ConfigMap edit that upgraded the module
+// meanwhile), since the watch may not have told that upgrade yet, and a
+// wait must not end on the Current of the generation before it.
+func (s *moduleSteps) watchHealth(ctx context.Context, name string, hw *healthWait) (health.Watched, bool) {
+	if s.cfg.Health == nil {
+		return health.Watched{}, false
+	}
+	w, ok := s.cfg.Health.Watch(name)
+	if !ok || w.Health.Revision == hw.read {
+		return w, ok
+	}
+	rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+	err := s.cfg.Health.Refresh(rctx, name)
+	cancel()
+	if err != nil {
+		s.logger.Warn("could not read the module's objects; its watches will tell", "module", name, "err", err)
+	}
+	hw.read = w.Health.Revision
+	return s.cfg.Health.Watch(name)
+}
+
+func (s *moduleSteps) awaitHealth(ctx context.Context, name string, hw *healthWait) error {
 	model, _ := s.trees.current()
 	m := model.Module(name)
 	st := s.modules.get(name)
@@ -51,31 +81,18 @@ func (s *moduleSteps) awaitHealth(ctx context.Context, name string, deadline *ti
 		s.waitEnded(ctx, name, waitSkipped, "")
 		return nil
 	}
-	var w health.Watched
-	ok := false
-	if s.cfg.Health != nil {
-		if deadline.IsZero() {
-			// the watch may not have told the run's upgrade yet: a wait
-			// must not end on the Current of the generation before it
-			rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
-			err := s.cfg.Health.Refresh(rctx, name)
-			cancel()
-			if err != nil {
-				s.logger.Warn("could not read the module's objects; its watches will tell", "module", name, "err", err)
-			}
-		}
-		w, ok = s.cfg.Health.Watch(name)
-	}
+	w, ok := s.watchHealth(ctx, name, hw)
 	if !ok {
 		s.logger.Warn("module asks later weights to wait until it is Healthy, but its health is not tracked; not waiting", "module", name)
 		s.waitEnded(ctx, name, waitSkipped, "")
 		return nil
 	}
 	now := s.cfg.Now()
+	deadline := &hw.deadline
 	if deadline.IsZero() {
 		timeout := m.HealthWait.Timeout
 		if timeout <= 0 {
-			timeout = w.Timeout
+			timeout = min(w.Timeout, loader.MaxHealthWait)
 		}
 		*deadline = now.Add(timeout)
 		s.logger.Info("later weights wait for the module to be Healthy", "module", name, "health", w.Health.Status, "timeout", timeout)

@@ -98,7 +98,7 @@ func TestHealthWait(t *testing.T) {
 				// an hour's timeout: only the new revision can end this
 				e.op.TreeChanged(e.checked("1111111111111111111111111111111111111111", waitingTree("", "next")))
 			}},
-		{name: "the timeout ends it", wait: "2s", result: waitTimeout, event: true, act: func(*env) {}},
+		{name: "the timeout ends it", wait: "5s", result: waitTimeout, event: true, act: func(*env) {}},
 		{name: "Degraded ends it", wait: "true", result: waitDegraded, event: true,
 			act: func(e *env) {
 				d, err := client.AppsV1().Deployments(e.ns).Get(context.Background(), "dep", metav1.GetOptions{})
@@ -153,9 +153,10 @@ func TestHealthWait(t *testing.T) {
 }
 
 // A revision that upgrades a Healthy module that asks to be waited for
-// waits again, on its new generation, not on the Current of the one
-// before (health.Tracker.Refresh reads the upgrade before the watch tells
-// it); the next weight gets the revision once the new rollout is done.
+// waits again, on its new generation; the next weight gets the revision
+// once the new rollout is done. (That the wait never judges the
+// generation before the upgrade, when the watch is late, is
+// health.TestTrackerRefresh's: here the watch is rarely late.)
 func TestHealthWaitAfterUpgrade(t *testing.T) {
 	e := setup(t, waitingTree("true", "first"), nil)
 	e.commit = "0000000000000000000000000000000000000000"

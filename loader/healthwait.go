@@ -15,6 +15,11 @@ import (
 // duration ("10m") at most that long (docs/operator.md, "Health waits").
 const HealthWaitAnnotation = "addonops.io/health-wait"
 
+// MaxHealthWait bounds a wait's duration: while it holds, the rest of
+// "main" that is not a change (hooks' events and schedules in "main",
+// auto-healing, drift corrections) waits too.
+const MaxHealthWait = time.Hour
+
 // HealthWait is what a module's Chart.yaml asks of the modules after it.
 type HealthWait struct {
 	// On: later weights wait until the module is Healthy.
@@ -54,12 +59,18 @@ func parseHealthWait(v any) (HealthWait, error) {
 	if !ok {
 		return HealthWait{}, fmt.Errorf("%v is not a string: quote it (Helm reads annotations as strings)", v)
 	}
-	if b, err := strconv.ParseBool(s); err == nil {
-		return HealthWait{On: b}, nil
+	switch s {
+	case "true":
+		return HealthWait{On: true}, nil
+	case "false":
+		return HealthWait{}, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		return HealthWait{}, errors.New(strconv.Quote(s) + ` is neither "true", "false" nor a positive duration ("10m")`)
+	}
+	if d > MaxHealthWait {
+		return HealthWait{}, fmt.Errorf("%s is over the longest wait, %s: a wait holds \"main\"", s, MaxHealthWait)
 	}
 	return HealthWait{On: true, Timeout: d}, nil
 }

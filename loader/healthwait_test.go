@@ -22,6 +22,8 @@ func TestHealthWaitAnnotation(t *testing.T) {
 		{name: "false", chart: "apiVersion: v2\nname: m\nversion: 0.1.0\nannotations:\n  addonops.io/health-wait: \"false\"\n"},
 		{name: "unquoted", chart: "apiVersion: v2\nname: m\nversion: 0.1.0\nannotations:\n  addonops.io/health-wait: true\n", wantErr: "quote it"},
 		{name: "neither", chart: "apiVersion: v2\nname: m\nversion: 0.1.0\nannotations:\n  addonops.io/health-wait: soon\n", wantErr: `"soon" is neither`},
+		{name: "over an hour", chart: "apiVersion: v2\nname: m\nversion: 0.1.0\nannotations:\n  addonops.io/health-wait: 8760h\n", wantErr: "over the longest wait"},
+		{name: "not the word true", chart: "apiVersion: v2\nname: m\nversion: 0.1.0\nannotations:\n  addonops.io/health-wait: \"1\"\n", wantErr: `"1" is neither`},
 		{name: "negative", chart: "apiVersion: v2\nname: m\nversion: 0.1.0\nannotations:\n  addonops.io/health-wait: -1m\n", wantErr: "positive duration"},
 		{name: "not YAML", chart: "apiVersion: v2\nname: [m\n", wantErr: "line"},
 	}

@@ -393,7 +393,11 @@ func (q *Queue) finish(t *Task, err error) {
 	if err == nil || t.AllowFailure || superseded || terminal {
 		switch {
 		case err != nil && superseded:
-			q.logger.Info("failed task superseded", "task", t.Description, "err", err)
+			msg := "failed task superseded"
+			if _, held := isWait(err); held {
+				msg = "held task superseded"
+			}
+			q.logger.Info(msg, "task", t.Description, "err", err)
 		case terminal && !t.AllowFailure:
 			q.logger.Error("task failed; not retried", "task", t.Description, "reason", Reason(err), "err", err)
 		}
