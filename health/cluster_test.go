@@ -214,6 +214,12 @@ func TestClusterNeverReady(t *testing.T) {
 	o := newOperatorLike(t, Options{})
 	o.deploy(t, "stuck", chart(t, "annotations:\n  "+TimeoutAnnotation+": 4s\n"), map[string]any{"replicas": 2, "neverReady": true})
 	h := o.wait(t, "stuck", Progressing, 30*time.Second)
+	// the ConfigMap's watch may list after the Deployment's: Progressing
+	// ranks above its Unknown
+	for deadline := time.Now().Add(10 * time.Second); len(h.Objects) > 1 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		h = o.wait(t, "stuck", Progressing, 30*time.Second)
+	}
 	if len(h.Objects) != 1 || h.Objects[0].Kind != "Deployment" || h.Objects[0].Status != "InProgress" {
 		t.Fatalf("Progressing with %+v: want the Deployment InProgress", h.Objects)
 	}

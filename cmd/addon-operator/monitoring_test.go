@@ -30,6 +30,8 @@ import (
 func monitoringTree(ns string) map[string]string {
 	files := moduleFiles("001-alpha", "alpha", "1")
 	files["modules/values.yaml"] = "alphaEnabled: true\n"
+	// a health wait, for addon_operator_health_waits_total
+	files["modules/001-alpha/Chart.yaml"] += "annotations:\n  addonops.io/health-wait: \"true\"\n"
 	files["modules/001-alpha/enabled"] = "#!/usr/bin/env bash\necho true > \"$MODULE_ENABLED_RESULT\"\n"
 	files["modules/001-alpha/hooks/a.sh"] = "#!/usr/bin/env bash\n" +
 		`if [ "$1" = --config ]; then echo '{"configVersion":"v1","beforeHelm":1}'; exit 0; fi` + "\n" +
