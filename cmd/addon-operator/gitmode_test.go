@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -104,15 +105,26 @@ func startOperator(t testing.TB, env ...string) *testOperator {
 	return runOperator(t, addr, []string{"start", "--listen-address", addr}, append([]string{"KUBECONFIG=" + cp.KubeconfigPath}, env...))
 }
 
-// freeAddr is a loopback address with a free port.
+// handedOut are the ports freeAddr gave: the kernel may offer a port
+// again once its listener is closed, before the binary binds it (a test
+// that asks for two addresses got the same one twice).
+var handedOut sync.Map
+
+// freeAddr is a loopback address with a free port, never one it gave
+// before in this process.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if _, given := handedOut.LoadOrStore(addr, true); !given {
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // runOperator runs the binary with args and env (over the test's own,
