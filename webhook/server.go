@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 )
 
@@ -53,28 +52,29 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	certs := &certFiles{cert: s.CertFile, key: s.KeyFile, now: s.Now, logger: logger}
-	if certs.now == nil {
-		certs.now = time.Now
+	now := s.Now
+	if now == nil {
+		now = time.Now
 	}
+	certs := certFiles(s.CertFile, s.KeyFile, now, logger)
 	// the first load must succeed: a server without a certificate would
 	// only fail every handshake
-	if _, err := certs.get(nil); err != nil {
+	if _, err := certs(nil); err != nil {
 		ln.Close()
 		return fmt.Errorf("webhook server certificate: %w", err)
 	}
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs}
 	if len(s.ClientCAFiles) > 0 {
-		cas := &clientCAs{files: s.ClientCAFiles, base: tlsCfg.Clone(), now: certs.now, logger: logger}
+		cas := clientCAs(s.ClientCAFiles, tlsCfg.Clone(), now, logger)
 		// as the certificate's, the first read must succeed
-		if _, err := cas.config(nil); err != nil {
+		if _, err := cas(nil); err != nil {
 			ln.Close()
 			return err
 		}
 		// GetConfigForClient gives each handshake the current pool; this
 		// config is never used for one, and would trust nothing if it were
 		tlsCfg.ClientCAs, tlsCfg.ClientAuth = x509.NewCertPool(), tls.RequireAndVerifyClientCert
-		tlsCfg.GetConfigForClient = cas.config
+		tlsCfg.GetConfigForClient = cas
 	}
 	srv := &http.Server{
 		Handler:           s.Handler,
@@ -102,49 +102,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return nil
 	}
 	return err
-}
-
-// certFiles is the serving certificate, read again when its files change;
-// a change that does not load (a half-written pair) keeps the last good one.
-type certFiles struct {
-	cert, key string
-	now       func() time.Time
-	logger    *slog.Logger
-
-	mu      sync.Mutex
-	current *tls.Certificate
-	stamp   string // the files' sizes and times when current was read
-	checked time.Time
-}
-
-func (c *certFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if c.current != nil && now.Sub(c.checked) < certReloadEvery {
-		return c.current, nil
-	}
-	c.checked = now
-	stamp, err := fileStamp(c.cert, c.key)
-	if err == nil && stamp == c.stamp && c.current != nil {
-		return c.current, nil
-	}
-	var cert tls.Certificate
-	if err == nil {
-		cert, err = tls.LoadX509KeyPair(c.cert, c.key)
-	}
-	if err != nil {
-		if c.current != nil {
-			c.logger.Warn("webhook certificate not reloaded: keeping the last good one", "error", err)
-			return c.current, nil
-		}
-		return nil, err
-	}
-	if c.current != nil {
-		c.logger.Info("webhook certificate reloaded", "file", c.cert)
-	}
-	c.current, c.stamp = &cert, stamp
-	return c.current, nil
 }
 
 func fileStamp(paths ...string) (string, error) {
