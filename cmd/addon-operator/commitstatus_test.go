@@ -57,26 +57,9 @@ func TestCommitStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {
-			ns := namespace(t, "cstatus-"+tt.provider)
-			root := t.TempDir()
-			repo := newRepo(t, root)
-			c1 := commitFiles(t, repo, "alpha v1", alphaOn("1"))
-			srv, err := gitserver.StartHTTP(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Stop)
-			forge := forgetest.New("forge-t0ken")
-			t.Cleanup(forge.Close)
-			token := filepath.Join(t.TempDir(), "token")
-			if err := os.WriteFile(token, []byte("forge-t0ken\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			env := append([]string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main",
-				"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + filepath.Join(t.TempDir(), "checkout"),
-				"ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=" + tt.provider, "ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE=" + token,
-				"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true"}, tt.env(forge)...)
-			_, logPath := operator(t, env...)
+			f := newForgeSetup(t, "cstatus-"+tt.provider)
+			ns, repo, c1, forge := f.ns, f.repo, f.c1, f.forge
+			_, logPath := operator(t, append(f.env("ADDON_OPERATOR_COMMIT_STATUS_PROVIDER="+tt.provider), tt.env(forge)...)...)
 
 			const revision, module = "addon-operator/test", "addon-operator/test/alpha"
 			wantStates := func(commit, context string, want ...string) {
@@ -176,26 +159,10 @@ func TestCommitStatusSettings(t *testing.T) {
 // and the module, and no other state; the running commit keeps its
 // states; the fix gets pending then success.
 func TestCommitStatusRefusedTree(t *testing.T) {
-	ns := namespace(t, "cstatus-refused")
-	root := t.TempDir()
-	repo := newRepo(t, root)
-	c1 := commitFiles(t, repo, "alpha v1", alphaOn("1"))
-	srv, err := gitserver.StartHTTP(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	forge := forgetest.New("forge-t0ken")
-	t.Cleanup(forge.Close)
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte("forge-t0ken\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL="+srv.URL("addons"), "GIT_REF=main",
-		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"),
-		"ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=github", "ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE="+token,
-		"ADDON_OPERATOR_COMMIT_STATUS_URL="+forge.GitHubURL(), "ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/addons",
-		"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true")
+	f := newForgeSetup(t, "cstatus-refused")
+	ns, repo, c1, forge := f.ns, f.repo, f.c1, f.forge
+	operator(t, f.env("ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=github",
+		"ADDON_OPERATOR_COMMIT_STATUS_URL="+forge.GitHubURL(), "ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/addons")...)
 
 	const revision, module = "addon-operator/test", "addon-operator/test/alpha"
 	// c1 applied and settled: its last status says healthy (applied may
@@ -245,4 +212,44 @@ func TestCommitStatusRefusedTree(t *testing.T) {
 	if all, _ := json.Marshal(forge.Statuses()); strings.Contains(string(all), "leaked-value") {
 		t.Fatal("the file's content reached the forge")
 	}
+}
+
+// forgeSetup is a commit-status test's parts: a namespace, a repository
+// whose first commit enables alpha, served over HTTP, and a local forge
+// with a token file.
+type forgeSetup struct {
+	ns, c1, token, checkout string
+	repo                    *gitserver.Repo
+	srv                     *gitserver.HTTPServer
+	forge                   *forgetest.Server
+}
+
+func newForgeSetup(t *testing.T, name string) *forgeSetup {
+	t.Helper()
+	f := &forgeSetup{ns: namespace(t, name), checkout: filepath.Join(t.TempDir(), "checkout")}
+	root := t.TempDir()
+	f.repo = newRepo(t, root)
+	f.c1 = commitFiles(t, f.repo, "alpha v1", alphaOn("1"))
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	f.srv = srv
+	f.forge = forgetest.New("forge-t0ken")
+	t.Cleanup(f.forge.Close)
+	f.token = filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(f.token, []byte("forge-t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// env is the operator's environment: git mode on the repository, commit
+// status with the token, per module, on cluster "test", plus more.
+func (f *forgeSetup) env(more ...string) []string {
+	return append([]string{"ADDON_OPERATOR_NAMESPACE=" + f.ns, "GIT_URL=" + f.srv.URL("addons"), "GIT_REF=main",
+		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + f.checkout,
+		"ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE=" + f.token,
+		"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true"}, more...)
 }
