@@ -1,11 +1,9 @@
 package lifecycle
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -30,28 +28,7 @@ type batchRun struct {
 	Config map[string]any   `json:"config"`
 }
 
-func (e *env) batchRuns() []batchRun {
-	e.t.Helper()
-	f, err := os.Open(e.records)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer f.Close()
-	var out []batchRun
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var r batchRun
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			e.t.Fatalf("bad record %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
+func (e *env) batchRuns() []batchRun { return readJSONLines[batchRun](e.t, e.records) }
 
 // TestBatchHookRuns: a compiled module-sdk style executable in a module's
 // hooks/ loads as the hooks it lists; each runs as `hook run ID` with the

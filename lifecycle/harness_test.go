@@ -312,23 +312,27 @@ func (e *env) idle() {
 	e.eventually("main queue to drain", func() bool { q := e.op.Queues(); return q != nil && q.Main().Len() == 0 })
 }
 
-func (e *env) readRecords() []record {
-	e.t.Helper()
-	f, err := os.Open(e.records)
+func (e *env) readRecords() []record { return readJSONLines[record](e.t, e.records) }
+
+// readJSONLines reads the records hooks appended to path, one JSON value
+// per line (none while the file does not exist).
+func readJSONLines[T any](t testing.TB, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []record
+	var out []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var r record
+		var r T
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			e.t.Fatalf("bad record %q: %v", sc.Text(), err)
+			t.Fatalf("bad record %q: %v", sc.Text(), err)
 		}
 		out = append(out, r)
 	}

@@ -69,6 +69,81 @@ func (r *runner) newHookFiles() (*hookFiles, error) {
 	return f, nil
 }
 
+// moduleKeyOf is the values key of hook's module ("" for a global hook).
+func moduleKeyOf(model *loader.Model, hook *loader.Hook) (string, error) {
+	if hook.Module == "" {
+		return "", nil
+	}
+	m := model.Module(hook.Module)
+	if m == nil {
+		return "", fmt.Errorf("module %q is not in the tree", hook.Module)
+	}
+	return m.Key, nil
+}
+
+// hookLogger is the logger of one run of hook.
+func (r *runner) hookLogger(hook *loader.Hook, attrs ...any) *slog.Logger {
+	logger := r.logger.With(append([]any{"hook", hook.Name}, attrs...)...)
+	if hook.Module != "" {
+		logger = logger.With("module", hook.Module)
+	}
+	return logger
+}
+
+// prepareRun makes the files of one run of a hook of moduleKey ("" for a
+// global hook): its binding context, config values and values written,
+// the files it may hand back created empty, and the files named extra in
+// its directory too (more result files). The caller removes files.dir.
+func (r *runner) prepareRun(store *values.Store, moduleKey string, bindingContext any, extra ...string) (*hookFiles, error) {
+	files, err := r.newHookFiles()
+	if err != nil {
+		return nil, err
+	}
+	if err := files.write(r, store, moduleKey, bindingContext, extra); err != nil {
+		os.RemoveAll(files.dir)
+		return nil, err
+	}
+	return files, nil
+}
+
+func (f *hookFiles) write(r *runner, store *values.Store, moduleKey string, bindingContext any, extra []string) error {
+	config, vals, err := r.hookInputs(store, moduleKey, r.modules.enabledList())
+	if err != nil {
+		return err
+	}
+	for path, v := range map[string]any{f.bindingContext: bindingContext, f.configValues: config, f.values: vals} {
+		if err := writeJSON(path, v); err != nil {
+			return err
+		}
+	}
+	results := []string{f.configPatch, f.valuesPatch, f.metrics, f.kubePatch}
+	for _, name := range extra {
+		results = append(results, filepath.Join(f.dir, name))
+	}
+	for _, p := range results {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// env is the documented environment of a run of hook with these files,
+// then more, then the hook's own (docs/operator.md, "What a hook gets").
+func (f *hookFiles) env(hook *loader.Hook, more ...string) []string {
+	env := []string{
+		"BINDING_CONTEXT_PATH=" + f.bindingContext,
+		"WORKING_DIR=" + hook.WorkingDir,
+		"CONFIG_VALUES_PATH=" + f.configValues,
+		"VALUES_PATH=" + f.values,
+		"CONFIG_VALUES_JSON_PATCH_PATH=" + f.configPatch,
+		"VALUES_JSON_PATCH_PATH=" + f.valuesPatch,
+		"METRICS_PATH=" + f.metrics,
+		"KUBERNETES_PATCH_PATH=" + f.kubePatch,
+	}
+	return append(append(env, more...), hook.Env...)
+}
+
 func writeJSON(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -98,60 +173,30 @@ func (r *runner) hookInputs(store *values.Store, moduleKey string, enabledModule
 // patches after its values patches (objectpatches.go).
 func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
 	model, store := r.trees.current()
-	moduleKey := ""
-	if hook.Module != "" {
-		m := model.Module(hook.Module)
-		if m == nil {
-			return res, fmt.Errorf("module %q is not in the tree", hook.Module)
-		}
-		moduleKey = m.Key
+	moduleKey, err := moduleKeyOf(model, hook)
+	if err != nil {
+		return res, err
 	}
-	logger := r.logger.With("hook", hook.Name, "binding", binding)
-	if hook.Module != "" {
-		logger = logger.With("module", hook.Module)
-	}
+	logger := r.hookLogger(hook, "binding", binding)
 	start := r.cfg.Now()
 	var usage executor.Usage
 	defer func() {
 		r.metrics.hookRan(hookRunOf(hook, binding), binding, r.cfg.Now().Sub(start), &usage, err, allowFailure)
 	}()
 
-	files, err := r.newHookFiles()
+	files, err := r.prepareRun(store, moduleKey, bindingContext)
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(files.dir)
-	config, vals, err := r.hookInputs(store, moduleKey, r.modules.enabledList())
-	if err != nil {
-		return res, err
-	}
-	for path, v := range map[string]any{files.bindingContext: bindingContext, files.configValues: config, files.values: vals} {
-		if err := writeJSON(path, v); err != nil {
-			return res, err
-		}
-	}
-	for _, p := range []string{files.configPatch, files.valuesPatch, files.metrics, files.kubePatch} {
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
-			return res, err
-		}
-	}
 	logger.Debug("running hook")
 	_, err = executor.Run(ctx, executor.Command{
 		Path: hook.Path,
 		// a batch executable's hook runs as `hook run ID` (docs/operator.md,
 		// "Batch hooks"); any other hook with no arguments
-		Args: hook.Args,
-		Dir:  filepath.Dir(hook.Path),
-		Env: append([]string{
-			"BINDING_CONTEXT_PATH=" + files.bindingContext,
-			"WORKING_DIR=" + hook.WorkingDir,
-			"CONFIG_VALUES_PATH=" + files.configValues,
-			"VALUES_PATH=" + files.values,
-			"CONFIG_VALUES_JSON_PATCH_PATH=" + files.configPatch,
-			"VALUES_JSON_PATCH_PATH=" + files.valuesPatch,
-			"METRICS_PATH=" + files.metrics,
-			"KUBERNETES_PATCH_PATH=" + files.kubePatch,
-		}, hook.Env...),
+		Args:    hook.Args,
+		Dir:     filepath.Dir(hook.Path),
+		Env:     files.env(hook),
 		Timeout: r.cfg.HookTimeout,
 		Logger:  logger,
 		Usage:   &usage,

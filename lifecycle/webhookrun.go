@@ -149,44 +149,23 @@ func (w *webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string,
 func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding string, bc map[string]any) (_ []byte, err error) {
 	r := w.run
 	model, store := r.trees.current()
-	moduleKey := ""
-	if h.Module != "" {
-		m := model.Module(h.Module)
-		if m == nil {
-			return nil, fmt.Errorf("module %q is not in the tree", h.Module)
-		}
-		moduleKey = m.Key
+	moduleKey, err := moduleKeyOf(model, h)
+	if err != nil {
+		return nil, err
 	}
-	logger := r.logger.With("hook", h.Name, "binding", binding, "queue", "webhook")
-	if h.Module != "" {
-		logger = logger.With("module", h.Module)
-	}
+	logger := r.hookLogger(h, "binding", binding, "queue", "webhook")
 	start := r.cfg.Now()
 	var usage executor.Usage
 	defer func() {
 		run := hookRun{module: h.Module, hook: hookLabel(h), bindingType: bc["type"].(string), activation: "Webhook", queue: "webhook", oldName: h.Name}
 		r.metrics.hookRan(run, binding, r.cfg.Now().Sub(start), &usage, err, false)
 	}()
-	files, err := r.newHookFiles()
+	files, err := r.prepareRun(store, moduleKey, []map[string]any{bc}, "response.json")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(files.dir)
 	response := filepath.Join(files.dir, "response.json")
-	config, vals, err := r.hookInputs(store, moduleKey, r.modules.enabledList())
-	if err != nil {
-		return nil, err
-	}
-	for path, v := range map[string]any{files.bindingContext: []map[string]any{bc}, files.configValues: config, files.values: vals} {
-		if err := writeJSON(path, v); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range []string{response, files.configPatch, files.valuesPatch, files.metrics, files.kubePatch} {
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
-			return nil, err
-		}
-	}
 	timeout := r.cfg.HookTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
@@ -196,20 +175,12 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 		// a batch executable's hook runs as `hook run ID`, as in runHook
 		Args: h.Args,
 		Dir:  filepath.Dir(h.Path),
-		Env: append([]string{
-			"BINDING_CONTEXT_PATH=" + files.bindingContext,
-			"WORKING_DIR=" + h.WorkingDir,
-			"CONFIG_VALUES_PATH=" + files.configValues,
-			"VALUES_PATH=" + files.values,
-			"CONFIG_VALUES_JSON_PATCH_PATH=" + files.configPatch,
-			"VALUES_JSON_PATCH_PATH=" + files.valuesPatch,
-			"METRICS_PATH=" + files.metrics,
-			"KUBERNETES_PATCH_PATH=" + files.kubePatch,
+		Env: files.env(h,
 			// shell-operator's names: one file for validating and mutating
-			"VALIDATING_RESPONSE_PATH=" + response,
-			"ADMISSION_RESPONSE_PATH=" + response,
-			"CONVERSION_RESPONSE_PATH=" + response,
-		}, h.Env...),
+			"VALIDATING_RESPONSE_PATH="+response,
+			"ADMISSION_RESPONSE_PATH="+response,
+			"CONVERSION_RESPONSE_PATH="+response,
+		),
 		Timeout: timeout,
 		Logger:  logger,
 		Usage:   &usage,
