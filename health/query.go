@@ -142,15 +142,3 @@ func (t *Tracker) Modules() map[string]ModuleHealth {
 	}
 	return out
 }
-
-// Overall is the operator's health: the worst of its modules' (Healthy
-// with none).
-func (t *Tracker) Overall() Status {
-	worst := Healthy
-	for _, h := range t.Modules() {
-		if rank(h.Status) > rank(worst) {
-			worst = h.Status
-		}
-	}
-	return worst
-}
