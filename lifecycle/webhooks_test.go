@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,8 +41,15 @@ func withWebhookServer(t *testing.T, e *env, configName string, maxBody int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// the operator's answers, once it exists: the address must be known
+	// before, for the registrar
+	var answers atomic.Pointer[http.Handler]
+	srv := &webhook.Server{Addr: "127.0.0.1:0", CertFile: certFile, KeyFile: keyFile, Logger: quiet(),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*answers.Load()).ServeHTTP(w, r) })}
+	ctx, cancel := context.WithCancel(context.Background())
+	ln, err := srv.Listen(ctx)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	ext := apiextensions.NewForConfigOrDie(restCfg)
@@ -50,13 +58,12 @@ func withWebhookServer(t *testing.T, e *env, configName string, maxBody int64) {
 		Client: client, Ext: ext, Instance: kube.InstanceID(e.ns, e.cmName), ConfigurationName: configName,
 		Admission: endpoint, Conversion: endpoint, Logger: quiet(),
 	})
-	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	e.beforeRun = func(o *Operator) {
-		srv := &webhook.Server{CertFile: certFile, KeyFile: keyFile, Logger: quiet(),
-			Handler: webhook.NewHandler(webhook.HandlerOptions{Reviewer: o.Webhooks(), Logger: quiet(), MaxRequestBytes: maxBody})}
-		wg.Go(func() { _ = srv.Serve(ctx, ln) })
+		h := webhook.NewHandler(webhook.HandlerOptions{Reviewer: o.Webhooks(), Logger: quiet(), MaxRequestBytes: maxBody})
+		answers.Store(&h)
+		wg.Go(func() { _ = ln.Serve(ctx) })
 	}
 }
 

@@ -36,18 +36,19 @@ type Server struct {
 // at most once a second, on a handshake.
 const certReloadEvery = time.Second
 
-// Run listens on Addr and serves until ctx ends.
-func (s *Server) Run(ctx context.Context) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.Addr)
-	if err != nil {
-		return fmt.Errorf("webhook server: %w", err)
-	}
-	return s.Serve(ctx, ln)
+// Listener is a webhook server ready to serve: its certificate and client
+// CAs loaded, its address bound.
+type Listener struct {
+	ln     net.Listener
+	srv    *http.Server
+	logger *slog.Logger
 }
 
-// Serve serves TLS on ln until ctx ends; it closes ln.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// Listen loads the certificate and the client CAs, whose first reads must
+// succeed (a server without them would only fail every handshake), and
+// binds Addr: once it returns, the server answers, so a caller may
+// register the webhooks then.
+func (s *Server) Listen(ctx context.Context) (*Listener, error) {
 	logger := s.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -57,24 +58,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		now = time.Now
 	}
 	certs := certFiles(s.CertFile, s.KeyFile, now, logger)
-	// the first load must succeed: a server without a certificate would
-	// only fail every handshake
 	if _, err := certs(nil); err != nil {
-		ln.Close()
-		return fmt.Errorf("webhook server certificate: %w", err)
+		return nil, fmt.Errorf("webhook server certificate: %w", err)
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs}
 	if len(s.ClientCAFiles) > 0 {
 		cas := clientCAs(s.ClientCAFiles, tlsCfg.Clone(), now, logger)
-		// as the certificate's, the first read must succeed
 		if _, err := cas(nil); err != nil {
-			ln.Close()
-			return err
+			return nil, err
 		}
 		// GetConfigForClient gives each handshake the current pool; this
 		// config is never used for one, and would trust nothing if it were
 		tlsCfg.ClientCAs, tlsCfg.ClientAuth = x509.NewCertPool(), tls.RequireAndVerifyClientCert
 		tlsCfg.GetConfigForClient = cas
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("webhook server: %w", err)
 	}
 	srv := &http.Server{
 		Handler:           s.Handler,
@@ -87,16 +88,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 		BaseContext:  func(net.Listener) context.Context { return ctx },
 	}
+	return &Listener{ln: ln, srv: srv, logger: logger}, nil
+}
+
+// Addr is the bound address.
+func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
+
+// Serve serves TLS until ctx ends; it closes the listener.
+func (l *Listener) Serve(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(sctx)
+		_ = l.srv.Shutdown(sctx)
 	}()
-	logger.Info("webhook server listening", "address", ln.Addr().String())
-	err := srv.ServeTLS(ln, "", "")
+	l.logger.Info("webhook server listening", "address", l.ln.Addr().String())
+	err := l.srv.ServeTLS(l.ln, "", "")
 	<-done
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -66,15 +65,17 @@ func pool(t *testing.T, caFile string) *x509.CertPool {
 // serve runs s on a loopback port until the test ends and returns its address.
 func serve(t *testing.T, s *Server) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s.Addr = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := s.Listen(ctx)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = s.Serve(ctx, ln) })
+	wg.Go(func() { _ = l.Serve(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return ln.Addr().String()
+	return l.Addr().String()
 }
 
 func handshake(addr string, roots *x509.CertPool, certs ...tls.Certificate) error {

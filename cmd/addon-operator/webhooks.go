@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -196,13 +195,10 @@ func (w *webhookServers) run(ctx context.Context, reviewer webhook.Reviewer) {
 				return
 			case <-l.wanted:
 			}
-			// a pair that does not load would fail every handshake
-			var ln net.Listener
-			_, err := tls.LoadX509KeyPair(l.srv.CertFile, l.srv.KeyFile)
-			if err == nil {
-				var lc net.ListenConfig
-				ln, err = lc.Listen(ctx, "tcp", l.srv.Addr)
-			}
+			// the certificate, the client CAs and the address, before the
+			// webhooks are registered (ready): a server that cannot answer
+			// must not be one the API server is sent to
+			ln, err := l.srv.Listen(ctx)
 			if err != nil {
 				// the operator goes on: the API server's calls fail and each
 				// webhook's failurePolicy decides, as when the pod is down;
@@ -213,7 +209,7 @@ func (w *webhookServers) run(ctx context.Context, reviewer webhook.Reviewer) {
 				return
 			}
 			close(l.ready)
-			if err := l.srv.Serve(ctx, ln); err != nil {
+			if err := ln.Serve(ctx); err != nil {
 				w.logger.Error("webhook server stopped", "address", l.srv.Addr, "error", err)
 			}
 		})

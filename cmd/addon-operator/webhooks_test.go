@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -194,5 +196,46 @@ func TestWebhookSettings(t *testing.T) {
 				tt.check(t, o.wh)
 			}
 		})
+	}
+}
+
+// A client CA file that does not load keeps the webhook server from
+// starting, and so from being registered: the API server is never sent to
+// a server that cannot answer; /status says why.
+func TestWebhookBadClientCANotRegistered(t *testing.T) {
+	ns := namespace(t, "webhooks-ca")
+	base := t.TempDir()
+	writeFiles(t, base, merged(
+		moduleFiles("001-guard", "guard", "1"),
+		map[string]string{
+			"modules/values.yaml":              "guardEnabled: true\n",
+			"modules/001-guard/hooks/guard.sh": fmt.Sprintf(guardHook, ns),
+			"global-hooks/.keep":               "",
+		}))
+	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	badCA := filepath.Join(t.TempDir(), "client-ca.crt")
+	if err := os.WriteFile(badCA, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hookAddr := freeAddr(t)
+	_, port, _ := strings.Cut(hookAddr, ":")
+	configName := "hooks-" + ns
+	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
+	op := startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns,
+		"MODULES_DIR="+filepath.Join(base, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(base, "global-hooks"),
+		"VALIDATING_WEBHOOK_SERVER_CERT="+certFile, "VALIDATING_WEBHOOK_SERVER_KEY="+keyFile, "VALIDATING_WEBHOOK_CA="+caFile,
+		"VALIDATING_WEBHOOK_CLIENT_CA="+badCA,
+		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT="+port,
+		"VALIDATING_WEBHOOK_URL=https://"+hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME="+configName)
+	eventually(t, "the client CA's error on /status", func() bool {
+		return strings.Contains(fmt.Sprint(status(t, op.addr)["webhooks"]), "no PEM certificate")
+	})
+	time.Sleep(time.Second)
+	if _, err := vwc.Get(context.Background(), configName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the webhooks were registered for a server that did not start (err %v)", err)
 	}
 }
