@@ -50,18 +50,7 @@ esac
 // /status naming the hook.
 func TestWebhooksAsShellOperatorUsersRunThem(t *testing.T) {
 	ns := namespace(t, "webhooks")
-	base := t.TempDir()
-	writeFiles(t, base, merged(
-		moduleFiles("001-guard", "guard", "1"),
-		map[string]string{
-			"modules/values.yaml":              "guardEnabled: true\n",
-			"modules/001-guard/hooks/guard.sh": fmt.Sprintf(guardHook, ns),
-			"global-hooks/.keep":               "",
-		}))
-	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, caFile, certFile, keyFile := guardSetup(t, ns)
 	hookAddr := freeAddr(t)
 	_, port, _ := strings.Cut(hookAddr, ":")
 	configName := "hooks-" + ns
@@ -204,18 +193,7 @@ func TestWebhookSettings(t *testing.T) {
 // a server that cannot answer; /status says why.
 func TestWebhookBadClientCANotRegistered(t *testing.T) {
 	ns := namespace(t, "webhooks-ca")
-	base := t.TempDir()
-	writeFiles(t, base, merged(
-		moduleFiles("001-guard", "guard", "1"),
-		map[string]string{
-			"modules/values.yaml":              "guardEnabled: true\n",
-			"modules/001-guard/hooks/guard.sh": fmt.Sprintf(guardHook, ns),
-			"global-hooks/.keep":               "",
-		}))
-	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, caFile, certFile, keyFile := guardSetup(t, ns)
 	badCA := filepath.Join(t.TempDir(), "client-ca.crt")
 	if err := os.WriteFile(badCA, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -238,4 +216,23 @@ func TestWebhookBadClientCANotRegistered(t *testing.T) {
 	if _, err := vwc.Get(context.Background(), configName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the webhooks were registered for a server that did not start (err %v)", err)
 	}
+}
+
+// guardSetup writes the tree of module guard, whose hook guards ns's
+// ConfigMaps, and a serving certificate for the webhook server.
+func guardSetup(t *testing.T, ns string) (base, caFile, certFile, keyFile string) {
+	t.Helper()
+	base = t.TempDir()
+	writeFiles(t, base, merged(
+		moduleFiles("001-guard", "guard", "1"),
+		map[string]string{
+			"modules/values.yaml":              "guardEnabled: true\n",
+			"modules/001-guard/hooks/guard.sh": fmt.Sprintf(guardHook, ns),
+			"global-hooks/.keep":               "",
+		}))
+	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base, caFile, certFile, keyFile
 }
