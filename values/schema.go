@@ -113,8 +113,19 @@ func extend(src string, raw map[string]any, ext any, configRaw map[string]any) e
 		case k == "required":
 			raw[k] = unionStrings(v, raw[k])
 		case k == "definitions" || k == "properties" || k == "patternProperties":
-			base, _ := deepCopy(v).(map[string]any)
-			own, _ := raw[k].(map[string]any)
+			// either side may be empty or null (`properties:`); anything
+			// else that is not a map is an error of the file it is in
+			base, ok := asMap(deepCopy(v))
+			if !ok {
+				return fmt.Errorf("%s: x-extend: %s of %s: want a map, got %s", src, k, ConfigSchemaFile, kindOf(v))
+			}
+			own, ok := asMap(raw[k])
+			if !ok {
+				return fmt.Errorf("%s: %s: want a map, got %s", src, k, kindOf(raw[k]))
+			}
+			if len(base) == 0 && len(own) == 0 && raw[k] == nil {
+				continue
+			}
 			for name, s := range own {
 				base[name] = s
 			}
@@ -241,6 +252,55 @@ func closeObjects(src string, s *spec.Schema, depth int) error {
 	return nil
 }
 
+// checkResolved refuses a schema in which a $ref is left after expansion:
+// go-openapi leaves a circular one in place and resolves it again while
+// validating, with its own loader (which reads the file system, outside the
+// reader of expand) and a panic for an error, so a recursive schema would
+// crash the operator at its first validation.
+func checkResolved(src string, s *spec.Schema, depth int) error {
+	if s == nil {
+		return nil
+	}
+	if depth > maxSchemaDepth {
+		return fmt.Errorf("%s: schema nested deeper than %d levels", src, maxSchemaDepth)
+	}
+	if ref := s.Ref.String(); ref != "" || s.Ref.IsRoot() {
+		return fmt.Errorf("%s: $ref %q is circular: a schema that contains itself is not supported", src, ref)
+	}
+	var subs []*spec.Schema
+	for _, m := range []map[string]spec.Schema{s.Properties, s.PatternProperties, s.Definitions} {
+		for _, sub := range m {
+			subs = append(subs, &sub)
+		}
+	}
+	for _, l := range [][]spec.Schema{s.AllOf, s.AnyOf, s.OneOf} {
+		for i := range l {
+			subs = append(subs, &l[i])
+		}
+	}
+	subs = append(subs, s.Not)
+	for _, sb := range []*spec.SchemaOrBool{s.AdditionalProperties, s.AdditionalItems} {
+		if sb != nil {
+			subs = append(subs, sb.Schema)
+		}
+	}
+	if s.Items != nil {
+		subs = append(subs, s.Items.Schema)
+		for i := range s.Items.Schemas {
+			subs = append(subs, &s.Items.Schemas[i])
+		}
+	}
+	for _, d := range s.Dependencies {
+		subs = append(subs, d.Schema)
+	}
+	for _, sub := range subs {
+		if err := checkResolved(src, sub, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // compile compiles one schema; src names it in errors, file is the schema
 // file its relative $refs resolve against.
 func compile(src, file string, raw map[string]any, refs RefReader) (*Schema, error) {
@@ -256,6 +316,9 @@ func compile(src, file string, raw map[string]any, refs RefReader) (*Schema, err
 		return nil, fmt.Errorf("%s: not an OpenAPI schema: %w", src, err)
 	}
 	if err := expand(src, file, &s, j, refs); err != nil {
+		return nil, err
+	}
+	if err := checkResolved(src, &s, 0); err != nil {
 		return nil, err
 	}
 	if err := closeObjects(src, &s, 0); err != nil {
@@ -316,8 +379,11 @@ func (s *Schema) Validate(section string, v any) error {
 		s.mu.Unlock()
 		return err
 	}
-	res := val.Validate(v)
+	res, err := validateSafely(s.source, val, v)
 	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if res == nil || res.IsValid() {
 		return nil
 	}
@@ -328,6 +394,18 @@ func (s *Schema) Validate(section string, v any) error {
 	sort.Strings(out)
 	out = slices.Compact(out)
 	return &ValidationError{Section: section, Schema: s.source, Violations: out}
+}
+
+// validateSafely runs a validator: go-openapi panics on some schemas it
+// accepted (a sub-validator is built while validating), and a schema from
+// a tree must never stop the operator.
+func validateSafely(source string, val *validate.SchemaValidator, v any) (res *validate.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: invalid schema: %v", source, r)
+		}
+	}()
+	return val.Validate(v), nil
 }
 
 func flatten(err error, out *[]string) {
