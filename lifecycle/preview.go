@@ -30,7 +30,7 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	if err != nil {
 		return nil, err
 	}
-	store, err := admit(model, config)
+	store, err := admit(model, config, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +54,10 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 		for _, m := range model.Modules {
 			if !store.Enabled(m.Key) {
 				continue
+			}
+			// the check discovery makes of a module it enables
+			if err := store.CheckModuleConfig(m.Key); err != nil {
+				return nil, err
 			}
 			if m.EnabledScript != "" {
 				p.NotEvaluated = append(p.NotEvaluated, m.Name)

@@ -50,6 +50,9 @@ type Store struct {
 	// leaves in its document, kept with patches["global"] so that Enabled
 	// need not replay it.
 	flags map[string]bool
+	// active are the module keys whose ConfigMap sections are validated
+	// whatever the ConfigMap's flags say (SetActive).
+	active map[string]bool
 }
 
 // NewStore reads a tree's values. Warnings list keys that were ignored
@@ -64,6 +67,7 @@ func NewStore(src Source) (*Store, []string, error) {
 		patches:       map[string]Patch{},
 		cache:         map[string]any{},
 		flags:         map[string]bool{},
+		active:        map[string]bool{},
 	}
 	if s.globalSchemas == nil {
 		s.globalSchemas = &Schemas{}
