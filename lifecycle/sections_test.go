@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/addonops/addon-operator/gitsync"
 )
 
@@ -128,4 +130,47 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// On the real parts (a real API server's ConfigMap, real Helm): a
+// Deckhouse-like tree with an enabled module whose config uses oneOf
+// branches that list different properties, and a disabled module whose
+// schema requires a key, starts with an empty ConfigMap; enabling the
+// disabled one with a bad section is refused and the running release
+// stays; a valid section installs it.
+func TestSectionsOfEnabledModulesReal(t *testing.T) {
+	cluster(t)
+	cp, err := os.ReadFile("../values/testdata/controlplane-openapi/config-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := merged(map[string]string{"modules/values.yaml": "istioEnabled: true\n"},
+		withPrefix("modules/001-istio", moduleChart("istio", "istio")),
+		withPrefix("modules/001-istio", map[string]string{"openapi/config-values.yaml": string(cp)}),
+		withPrefix("modules/002-prometheus-pushgateway", moduleChart("prometheus-pushgateway", "prometheusPushgateway")),
+		withPrefix("modules/002-prometheus-pushgateway", map[string]string{
+			"openapi/config-values.yaml": "type: object\nrequired: [instances]\nproperties:\n  instances: {type: array, items: {type: string}}\n",
+		}))
+	e := setup(t, files, map[string]string{"istio": "controlPlane:\n  resourcesManagement:\n    mode: VPA\n    vpa: {mode: Auto}\n"})
+	e.start()
+	e.waitReady()
+	if !e.hasRelease("istio") || e.hasRelease("prometheus-pushgateway") {
+		t.Fatalf("releases: istio %v, prometheus-pushgateway %v", e.hasRelease("istio"), e.hasRelease("prometheus-pushgateway"))
+	}
+	assertJSON(t, e.releaseValues("istio")["controlPlane"].(map[string]any)["resourcesManagement"],
+		`{"mode":"VPA","vpa":{"mode":"Auto","cpu":{"min":"50m","max":"2"}},"static":{"requests":{"cpu":"100m"}}}`)
+
+	refused := testutil.ToFloat64(e.op.metrics.configValuesErrors)
+	istio := e.upgrades("istio")
+	e.setConfigMap(map[string]string{"istio": e.configMap()["istio"], "prometheusPushgatewayEnabled": "true", "prometheusPushgateway": "instances: 5\n"})
+	e.eventually("the edit refused", func() bool { return testutil.ToFloat64(e.op.metrics.configValuesErrors) > refused })
+	e.idle()
+	if e.hasRelease("prometheus-pushgateway") || !e.hasRelease("istio") || e.upgrades("istio") != istio {
+		t.Fatalf("after a refused edit: prometheus-pushgateway %v, istio %v (upgrades %v, was %v)",
+			e.hasRelease("prometheus-pushgateway"), e.hasRelease("istio"), e.upgrades("istio"), istio)
+	}
+
+	e.setConfigMap(map[string]string{"istio": e.configMap()["istio"], "prometheusPushgatewayEnabled": "true", "prometheusPushgateway": "instances: [a]\n"})
+	e.eventually("prometheus-pushgateway installed", func() bool { return e.hasRelease("prometheus-pushgateway") })
+	assertJSON(t, e.releaseValues("prometheus-pushgateway"), `{"instances":["a"]}`)
 }
