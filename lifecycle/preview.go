@@ -55,12 +55,13 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 			if !store.Enabled(m.Key) {
 				continue
 			}
-			// the check discovery makes of a module it enables
-			if err := store.CheckModuleConfig(m.Key); err != nil {
-				return nil, err
-			}
+			// the check discovery makes of a module it enables; one whose
+			// enabled script did not run may be disabled, and then its
+			// section refuses nothing (docs/operator.md, "Values")
 			if m.EnabledScript != "" {
 				p.NotEvaluated = append(p.NotEvaluated, m.Name)
+			} else if err := store.CheckModuleConfig(m.Key); err != nil {
+				return nil, err
 			}
 			p.Enabled = append(p.Enabled, m.Name)
 		}
