@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // pushgateway is a module whose config schema requires a key, as
@@ -173,4 +174,22 @@ func TestSectionsOfEnabledModulesReal(t *testing.T) {
 	e.setConfigMap(map[string]string{"istio": e.configMap()["istio"], "prometheusPushgatewayEnabled": "true", "prometheusPushgateway": "instances: [a]\n"})
 	e.eventually("prometheus-pushgateway installed", func() bool { return e.hasRelease("prometheus-pushgateway") })
 	assertJSON(t, e.releaseValues("prometheus-pushgateway"), `{"instances":["a"]}`)
+}
+
+// A preview checks what discovery checks: the section of a module a values
+// file enables, naming it; a disabled module's section refuses nothing.
+func TestPreviewChecksEnabledSections(t *testing.T) {
+	ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false))
+	preview := func(files, data map[string]string) error {
+		dir := tree(t, merged(files, chartOnly("001-alpha"), pushgateway()))
+		_, err := RenderPreview(t.Context(), ld, dir, dir+"/modules", dir+"/global-hooks", data, "default", false, quiet())
+		return err
+	}
+	if err := preview(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, map[string]string{"prometheusPushgateway": "instances: 5\n"}); err != nil {
+		t.Fatalf("a disabled module's section refused the preview: %v", err)
+	}
+	err := preview(map[string]string{"modules/values.yaml": "alphaEnabled: true\nprometheusPushgatewayEnabled: true\n"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "module prometheus-pushgateway") || !strings.Contains(err.Error(), "instances in body is required") {
+		t.Fatalf("err = %v", err)
+	}
 }
