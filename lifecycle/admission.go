@@ -17,10 +17,10 @@ import (
 //
 // active are the module keys the running tree's last discovery enabled
 // (values.Store.Active; none at start-up): their sections are validated,
-// and so are those of modules the data's own *Enabled flags enable; any
-// other module's section is checked by discovery when it enables the
-// module (resolveEnabled), so a disabled module's section refuses nothing
-// (docs/operator.md, "Values").
+// and so are those of modules the flags enable without an enabled script
+// and those the data's own *Enabled flags enable; a module an enabled
+// script enables has its section checked by discovery (resolveEnabled), so
+// a disabled module's section refuses nothing (docs/operator.md, "Values").
 func admit(model *loader.Model, data map[string]string, active []string) (*values.Store, error) {
 	store, _, err := values.NewStore(model.Values)
 	if err != nil {

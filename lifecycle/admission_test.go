@@ -26,9 +26,7 @@ func TestAdmissionOneFunctionFourCallers(t *testing.T) {
 		data       map[string]string
 	}{
 		{"maintenance key", "the ConfigMap does not suit the tree", map[string]string{"alphaMaintenance": "Sometimes"}},
-		// the ConfigMap enables alpha, so its section is validated by
-		// every caller, before discovery (docs/operator.md, "Values")
-		{"schema", "the tree's schemas refuse the ConfigMap", map[string]string{"alphaEnabled": "true", "alpha": "x: many\n"}},
+		{"schema", "the tree's schemas refuse the ConfigMap", map[string]string{"alpha": "x: many\n"}},
 	}
 	ld := func() *loader.Loader { return loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false)) }
 	callers := []struct {

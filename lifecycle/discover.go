@@ -160,8 +160,8 @@ func (s *steps) discover(ctx context.Context) error {
 // module that would be enabled but whose ConfigMap section does not match
 // its config schema is not enabled, and is in failed with a
 // configRefusal: sections are validated when their module is enabled
-// (docs/operator.md, "Values"), and a module the running tree has enabled
-// was validated when the ConfigMap or tree was admitted.
+// (docs/operator.md, "Values"); admission validated those of the modules
+// the running tree has enabled and of those the flags alone enable.
 func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store, was func(string) bool) ([]string, map[string]error, error) {
 	var enabled []string
 	failed := map[string]error{}

@@ -66,23 +66,27 @@ func TestStepsSectionsOfEnabledModules(t *testing.T) {
 	}
 }
 
-// A module enabled by something other than the ConfigMap's flag (a values
-// file, an enabled script, a new tree) has its section checked by
+// A module an enabled script enables has its section checked by
 // discovery: a bad one leaves the module as it was, Failed with an error
-// naming it, while the rest converges; a fix of the section enables it.
+// naming it, while the rest converges; a fix of the section enables it. A
+// module a values file enables (no script) is known to be enabled before
+// discovery, so a new tree that enables it with a bad section is refused
+// naming it, and the running tree stays.
 func TestStepsDiscoveryChecksEnabledSections(t *testing.T) {
+	alphaOnly := map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}
 	enabledByFile := map[string]string{"modules/values.yaml": "alphaEnabled: true\nprometheusPushgatewayEnabled: true\n"}
-	enabledByScript := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nprometheusPushgatewayEnabled: true\n"},
+	enabledByScript := merged(enabledByFile,
 		withPrefix("modules/002-prometheus-pushgateway", map[string]string{"enabled": "#!/bin/sh\necho true > \"$MODULE_ENABLED_RESULT\"\n"}))
 	tests := []struct {
 		name string
 		// start is the tree at start-up, change (when set) the tree the
 		// operator is given next
 		start, change map[string]string
+		treeRefused   bool
 	}{
-		{name: "values file at start-up", start: enabledByFile},
 		{name: "enabled script at start-up", start: enabledByScript},
-		{name: "a new tree enables it", start: map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, change: enabledByFile},
+		{name: "a new tree's enabled script enables it", start: alphaOnly, change: enabledByScript},
+		{name: "a new tree's values file enables it", start: alphaOnly, change: enabledByFile, treeRefused: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,11 +95,22 @@ func TestStepsDiscoveryChecksEnabledSections(t *testing.T) {
 			if tt.change != nil {
 				writeFiles(t, u.dir, tt.change)
 				u.op.TreeChanged(gitsync.Revision{})
-				u.until("the new tree's discovery", func() bool { return u.state("prometheus-pushgateway").State == StateFailed })
+				u.until("the new tree judged", func() bool {
+					return u.state("prometheus-pushgateway").State == StateFailed || u.op.Status().TreeError != ""
+				})
 				u.idle()
-				if te := u.op.Status().TreeError; te != "" {
-					t.Fatalf("the tree was refused: %s", te)
+			}
+			if tt.treeRefused {
+				if te := u.op.Status().TreeError; !strings.Contains(te, "module prometheus-pushgateway") || !strings.Contains(te, "prometheusPushgateway.instances in body is required") {
+					t.Fatalf("tree error %q", te)
 				}
+				if st := u.state("prometheus-pushgateway"); st.Enabled || !u.state("alpha").Enabled || slices.Contains(helm.called(), "upgrade prometheus-pushgateway") {
+					t.Fatalf("status %+v, Helm calls %v", u.op.Status().Modules, helm.called())
+				}
+				return
+			}
+			if te := u.op.Status().TreeError; te != "" {
+				t.Fatalf("the tree was refused: %s", te)
 			}
 			st := u.state("prometheus-pushgateway")
 			if st.Enabled || st.State != StateFailed || !strings.Contains(st.LastError, "prometheus-pushgateway") || !strings.Contains(st.LastError, "prometheusPushgateway.instances in body is required") {
@@ -176,8 +191,8 @@ func TestSectionsOfEnabledModulesReal(t *testing.T) {
 	assertJSON(t, e.releaseValues("prometheus-pushgateway"), `{"instances":["a"]}`)
 }
 
-// A preview checks what discovery checks: the section of a module a values
-// file enables, naming it; a disabled module's section refuses nothing.
+// A preview checks the section of a module a values file enables, naming
+// it; a disabled module's section refuses nothing.
 func TestPreviewChecksEnabledSections(t *testing.T) {
 	ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false))
 	preview := func(files, data map[string]string) error {

@@ -12,8 +12,13 @@ import (
 func (s *Store) Enabled(key string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.enabledLocked(s.config, key)
+}
+
+// enabledLocked is Enabled with cfg in place of the ConfigMap.
+func (s *Store) enabledLocked(cfg level, key string) bool {
 	enabled := false
-	for _, l := range []level{s.common, s.own, s.config} {
+	for _, l := range []level{s.common, s.own, cfg} {
 		if b, ok := l.flags[key]; ok {
 			enabled = b
 		}
