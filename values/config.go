@@ -128,14 +128,17 @@ func (s *Store) validateLocked(cfg level) error {
 // checkedLocked says whether a ConfigMap's module section is validated when
 // the ConfigMap is set: the section of a module that is enabled, as far as
 // is known before discovery: one the last discovery enabled (SetActive),
-// one its merged flags enable that has no enabled script, and one the
-// ConfigMap itself enables with its *Enabled flag, as the original
-// addon-operator does. A module an enabled script enables has its section
-// checked by discovery (CheckModuleConfig), so a disabled module's section
-// never refuses a ConfigMap or a tree (docs/operator.md, "Values").
+// one the values files and the ConfigMap enable that has no enabled
+// script, and one the ConfigMap itself enables with its *Enabled flag, as
+// the original addon-operator does. A module an enabled script or a global
+// hook's flag enables has its section checked by discovery
+// (CheckModuleConfig), so a disabled module's section never refuses a
+// ConfigMap or a tree (docs/operator.md, "Values"). The hooks' flags are
+// left out so that admit, which judges a store without them, and the
+// running store agree.
 func (s *Store) checkedLocked(cfg level, key string) bool {
 	return s.active[key] || (cfg.flags[key] && !cfg.disabled[key]) ||
-		(!s.modules[key].scripted && s.enabledLocked(cfg, key))
+		(!s.modules[key].scripted && s.filesEnableLocked(cfg, key))
 }
 
 // checkModuleLocked validates a module's config values, naming the module.

@@ -12,11 +12,16 @@ import (
 func (s *Store) Enabled(key string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.enabledLocked(s.config, key)
+	enabled := s.filesEnableLocked(s.config, key)
+	if b, ok := s.flags[key]; ok {
+		enabled = b
+	}
+	return enabled
 }
 
-// enabledLocked is Enabled with cfg in place of the ConfigMap.
-func (s *Store) enabledLocked(cfg level, key string) bool {
+// filesEnableLocked is the flag the values files and the ConfigMap cfg
+// give a module, without the global hooks' patches.
+func (s *Store) filesEnableLocked(cfg level, key string) bool {
 	enabled := false
 	for _, l := range []level{s.common, s.own, cfg} {
 		if b, ok := l.flags[key]; ok {
@@ -25,9 +30,6 @@ func (s *Store) enabledLocked(cfg level, key string) bool {
 		if l.disabled[key] {
 			enabled = false
 		}
-	}
-	if b, ok := s.flags[key]; ok {
-		enabled = b
 	}
 	return enabled
 }
