@@ -14,11 +14,19 @@ import (
 // the model's schemas. Start-up (Run), a new tree (CheckTree, then adopt),
 // a ConfigMap edit (onConfigChange) and previews (RenderPreview) all call
 // it; each adds what it is refusing to the error.
-func admit(model *loader.Model, data map[string]string) (*values.Store, error) {
+//
+// active are the module keys the running tree's last discovery enabled
+// (values.Store.Active; none at start-up): their sections are validated,
+// and so are those of modules the flags enable without an enabled script
+// and those the data's own *Enabled flags enable; a module an enabled
+// script enables has its section checked by discovery (resolveEnabled), so
+// a disabled module's section refuses nothing (docs/operator.md, "Values").
+func admit(model *loader.Model, data map[string]string, active []string) (*values.Store, error) {
 	store, _, err := values.NewStore(model.Values)
 	if err != nil {
 		return nil, fmt.Errorf("values of the tree: %w", err)
 	}
+	store.SetActive(active)
 	if err := checkMaintenance(model, data); err != nil {
 		return nil, fmt.Errorf("the ConfigMap does not suit the tree: %w", err)
 	}
@@ -41,4 +49,13 @@ func (o *Operator) admittedConfig(ctx context.Context) (map[string]string, error
 		return t.configData, nil
 	}
 	return o.backend.Get(ctx)
+}
+
+// activeModules are the module keys the running tree's discovery enabled,
+// which admit validates the sections of; none before Run.
+func (o *Operator) activeModules() []string {
+	if t := o.trees.load(); t != nil {
+		return t.store.Active()
+	}
+	return nil
 }

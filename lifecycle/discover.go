@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 
@@ -39,6 +40,13 @@ func (s *steps) discover(ctx context.Context) error {
 		return err
 	}
 	s.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
+	// from now on every ConfigMap is validated against these modules'
+	// sections (admit)
+	keys := make([]string, 0, len(enabled))
+	for _, name := range enabled {
+		keys = append(keys, model.Module(name).Key)
+	}
+	store.SetActive(keys)
 
 	// disabled modules with a release Releases does not list (the
 	// original addon-operator's), asked before taking the lock
@@ -62,10 +70,16 @@ func (s *steps) discover(ctx context.Context) error {
 				st = &moduleState{state: StateDisabled}
 				modules[m.Name] = st
 			}
-			st.scriptFailed = failed[m.Name] != nil
+			refused := isConfigRefusal(failed[m.Name])
+			st.scriptFailed = failed[m.Name] != nil && !refused
+			st.configRefused = refused
 			switch {
 			case st.scriptFailed:
 				// neither run nor deleted while its enabled state is unknown
+			case refused:
+				// neither run nor deleted: what runs of it keeps running
+				// until its section is fixed (onConfigChange reloads then)
+				st.enabled = false
 			case slices.Contains(enabled, m.Name):
 				if !st.enabled {
 					st.startupDone, st.crdsHash = false, ""
@@ -86,8 +100,14 @@ func (s *steps) discover(ctx context.Context) error {
 			}
 		}
 	})
+	retry := false
 	for name, err := range failed {
-		s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
+		if isConfigRefusal(err) {
+			s.logger.Error("module not enabled: its ConfigMap section does not match its config schema; it keeps its state until the section changes", "module", name, "err", err)
+		} else {
+			retry = true
+			s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
+		}
 		s.mods.moduleFailed(name, err)
 	}
 	var purged []string
@@ -125,7 +145,7 @@ func (s *steps) discover(ctx context.Context) error {
 	}
 	tasks = append(tasks, s.globalHookTasks(loader.AfterAll)...)
 	tasks = append(tasks, s.convergedTask())
-	if len(failed) > 0 {
+	if retry {
 		tasks = append(tasks, s.enabledRetryTask())
 	}
 	s.queues.main().AddAfterCurrent(tasks...)
@@ -136,7 +156,12 @@ func (s *steps) discover(ctx context.Context) error {
 // enabled script, which sees the modules enabled before it. A script that
 // fails (an exit status, a timeout, an answer that is neither true nor
 // false) decides nothing: the module counts as enabled when was says it
-// was, and is in failed with the error; only a cancel is an error.
+// was, and is in failed with the error; only a cancel is an error. A
+// module that would be enabled but whose ConfigMap section does not match
+// its config schema is not enabled, and is in failed with a
+// configRefusal: sections are validated when their module is enabled
+// (docs/operator.md, "Values"); admission validated those of the modules
+// the running tree has enabled and of those the flags alone enable.
 func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store, was func(string) bool) ([]string, map[string]error, error) {
 	var enabled []string
 	failed := map[string]error{}
@@ -152,6 +177,12 @@ func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store 
 				on = was(m.Name)
 			default:
 				on = res
+			}
+		}
+		if on && failed[m.Name] == nil {
+			if err := store.CheckModuleConfig(m.Key); err != nil {
+				failed[m.Name] = &configRefusal{err: err}
+				on = false
 			}
 		}
 		if on {
@@ -190,4 +221,20 @@ func (s *steps) enabledRetryTask() *queue.Task {
 			return nil
 		},
 	}
+}
+
+// configRefusal is why discovery did not enable a module its flags and
+// enabled script enable: its ConfigMap section does not match its config
+// schema. The error names the module and the violations.
+type configRefusal struct{ err error }
+
+func (e *configRefusal) Error() string {
+	return "not enabled: its ConfigMap section does not match its config schema: " + e.err.Error()
+}
+
+func (e *configRefusal) Unwrap() error { return e.err }
+
+func isConfigRefusal(err error) bool {
+	var r *configRefusal
+	return errors.As(err, &r)
 }

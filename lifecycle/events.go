@@ -51,6 +51,12 @@ func (s *steps) onConfigChange(data map[string]string, version string) {
 			// its run replaces one waiting alone or in a weight group
 			main.Preempt(s.mods.moduleRunTask(name, startup), func(k queue.Key) bool { return k == moduleRunKey(name) })
 		}
+		if st.configRefused {
+			// discovery refused it for this section: judge it again
+			s.logger.Info("the section of a module refused by discovery changed; reloading all modules", "module", name)
+			main.Preempt(s.reloadAllTask(), supersededByReload)
+			return
+		}
 	}
 }
 

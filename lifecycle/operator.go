@@ -217,7 +217,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := admit(model, data)
+	store, err := admit(model, data, nil)
 	if err != nil {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}

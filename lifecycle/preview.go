@@ -30,7 +30,7 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	if err != nil {
 		return nil, err
 	}
-	store, err := admit(model, config)
+	store, err := admit(model, config, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +55,13 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 			if !store.Enabled(m.Key) {
 				continue
 			}
+			// the check discovery makes of a module it enables; one whose
+			// enabled script did not run may be disabled, and then its
+			// section refuses nothing (docs/operator.md, "Values")
 			if m.EnabledScript != "" {
 				p.NotEvaluated = append(p.NotEvaluated, m.Name)
+			} else if err := store.CheckModuleConfig(m.Key); err != nil {
+				return nil, err
 			}
 			p.Enabled = append(p.Enabled, m.Name)
 		}

@@ -212,7 +212,7 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 	if err != nil {
 		return nil, err
 	}
-	if _, err := admit(model, data); err != nil {
+	if _, err := admit(model, data, o.activeModules()); err != nil {
 		return nil, refusal(root, model.ModulesDirs, refusedAdmit, err)
 	}
 	return model, nil
@@ -307,7 +307,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 		if same = diff.Empty() && rev.Commit == cur.rev.Commit; same {
 			return nil, nil
 		}
-		store, err := admit(model, cur.configData)
+		store, err := admit(model, cur.configData, cur.store.Active())
 		if err != nil {
 			return nil, refusal(rev.Dir, model.ModulesDirs, refusedAdmit, err)
 		}

@@ -86,7 +86,7 @@ func (h *treeHolder) setConfig(data map[string]string, version string) (ch value
 		if cur == nil || !newerVersion(version, cur.configVersion) {
 			return nil, nil
 		}
-		if _, err := admit(cur.model, data); err != nil {
+		if _, err := admit(cur.model, data, cur.store.Active()); err != nil {
 			return nil, err
 		}
 		if ch, err = cur.store.SetConfig(data); err != nil {
@@ -149,6 +149,10 @@ type moduleState struct {
 	// scriptFailed: its enabled script failed in the last discovery, which
 	// left the module as it was
 	scriptFailed bool
+	// configRefused: the last discovery would have enabled it, but its
+	// ConfigMap section does not match its config schema, so it was left
+	// as it was; a change to that section reloads all modules
+	configRefused bool
 }
 
 // moduleRegistry is what the steps learned about each module, and the

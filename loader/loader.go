@@ -132,6 +132,7 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 	for _, mod := range m.Modules {
 		m.Values.Modules = append(m.Values.Modules, values.ModuleSource{
 			Name: mod.Name, Values: mod.Values, Schemas: mod.Schemas, File: filepath.Join(mod.Dir, "values.yaml"),
+			Scripted: mod.EnabledScript != "",
 		})
 	}
 	m.Values.GlobalSchemas = m.Global.Schemas

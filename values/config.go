@@ -107,21 +107,86 @@ func (s *Store) CheckConfig(data map[string]string) error {
 	return s.validateLocked(l)
 }
 
-// validateLocked checks every section's config values against its config
-// schema. The values schema is checked after each hook (ApplyValuesPatch):
-// before hooks ran, values a hook provides are legitimately missing.
+// validateLocked checks the config values of the global section and of
+// every module whose section is checked (checkedLocked) against their
+// config schemas. The values schema is checked after each hook
+// (ApplyValuesPatch): before hooks ran, values a hook provides are
+// legitimately missing.
 func (s *Store) validateLocked(cfg level) error {
 	var errs []error
-	check := func(key string, sch *Schemas) {
-		if err := sch.Config.Validate(key, s.configMerged(cfg, key, sch)); err != nil {
-			errs = append(errs, err)
+	if err := s.globalSchemas.Config.Validate(GlobalKey, s.configMerged(cfg, GlobalKey, s.globalSchemas)); err != nil {
+		errs = append(errs, err)
+	}
+	for _, k := range s.order {
+		if s.checkedLocked(cfg, k) {
+			errs = append(errs, s.checkModuleLocked(cfg, k))
 		}
 	}
-	check(GlobalKey, s.globalSchemas)
-	for _, k := range s.order {
-		check(k, s.modules[k].schemas)
-	}
 	return errors.Join(errs...)
+}
+
+// checkedLocked says whether a ConfigMap's module section is validated when
+// the ConfigMap is set: the section of a module that is enabled, as far as
+// is known before discovery: one the last discovery enabled (SetActive),
+// one the values files and the ConfigMap enable that has no enabled
+// script, and one the ConfigMap itself enables with its *Enabled flag, as
+// the original addon-operator does. A module an enabled script or a global
+// hook's flag enables has its section checked by discovery
+// (CheckModuleConfig), so a disabled module's section never refuses a
+// ConfigMap or a tree (docs/operator.md, "Values"). The hooks' flags are
+// left out so that admit, which judges a store without them, and the
+// running store agree.
+func (s *Store) checkedLocked(cfg level, key string) bool {
+	return s.active[key] || (cfg.flags[key] && !cfg.disabled[key]) ||
+		(!s.modules[key].scripted && s.filesEnableLocked(cfg, key))
+}
+
+// checkModuleLocked validates a module's config values, naming the module.
+func (s *Store) checkModuleLocked(cfg level, key string) error {
+	m := s.modules[key]
+	if err := m.schemas.Config.Validate(key, s.configMerged(cfg, key, m.schemas)); err != nil {
+		return fmt.Errorf("module %s: %w", m.name, err)
+	}
+	return nil
+}
+
+// SetActive sets the modules whose sections every ConfigMap is validated
+// against from now on: the modules the last discovery enabled, by key.
+// Keys of modules the tree does not have are ignored.
+func (s *Store) SetActive(keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active = map[string]bool{}
+	for _, k := range keys {
+		if _, ok := s.modules[k]; ok {
+			s.active[k] = true
+		}
+	}
+}
+
+// Active lists the keys SetActive set, in tree order.
+func (s *Store) Active() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for _, k := range s.order {
+		if s.active[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// CheckModuleConfig validates a module's config values (the ConfigMap the
+// store holds) against its config schema: discovery asks it of a module
+// it is about to enable. The error names the module.
+func (s *Store) CheckModuleConfig(key string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, ok := s.modules[key]; !ok {
+		return fmt.Errorf("unknown module values key %q", key)
+	}
+	return s.checkModuleLocked(s.config, key)
 }
 
 // ApplyConfigPatch applies a hook's config patch to ConfigMap data and

@@ -61,9 +61,12 @@
 // openapi/config-values.yaml validates config values, openapi/values.yaml
 // (after x-extend) validates values, and the same schema with
 // x-required-for-helm merged into required validates the values a chart
-// gets. Where a schema node lists properties and sets neither
-// additionalProperties nor patternProperties, additionalProperties is false;
-// a bare `type: object` stays open.
+// gets. additionalProperties: false is set where the original sets it: on
+// the root, then down properties (not into one whose additionalProperties
+// is set) and items, on a node that leaves it unset and lists properties or
+// patternProperties; never inside allOf/anyOf/oneOf/not, an
+// additionalProperties schema, patternProperties or definitions. A bare
+// `type: object` stays open (docs/operator.md, "Values").
 //
 // # Where things are
 //

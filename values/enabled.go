@@ -12,17 +12,24 @@ import (
 func (s *Store) Enabled(key string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	enabled := s.filesEnableLocked(s.config, key)
+	if b, ok := s.flags[key]; ok {
+		enabled = b
+	}
+	return enabled
+}
+
+// filesEnableLocked is the flag the values files and the ConfigMap cfg
+// give a module, without the global hooks' patches.
+func (s *Store) filesEnableLocked(cfg level, key string) bool {
 	enabled := false
-	for _, l := range []level{s.common, s.own, s.config} {
+	for _, l := range []level{s.common, s.own, cfg} {
 		if b, ok := l.flags[key]; ok {
 			enabled = b
 		}
 		if l.disabled[key] {
 			enabled = false
 		}
-	}
-	if b, ok := s.flags[key]; ok {
-		enabled = b
 	}
 	return enabled
 }

@@ -23,7 +23,6 @@ const (
 // Schema is one compiled OpenAPI schema for a values section.
 type Schema struct {
 	source string
-	raw    map[string]any // after transforms, for Effective and defaults
 	spec   *spec.Schema
 	mu     sync.Mutex // a SchemaValidator is not safe for concurrent use
 	// validators by section name, which roots the paths in messages
@@ -114,8 +113,19 @@ func extend(src string, raw map[string]any, ext any, configRaw map[string]any) e
 		case k == "required":
 			raw[k] = unionStrings(v, raw[k])
 		case k == "definitions" || k == "properties" || k == "patternProperties":
-			base, _ := deepCopy(v).(map[string]any)
-			own, _ := raw[k].(map[string]any)
+			// either side may be empty or null (`properties:`); anything
+			// else that is not a map is an error of the file it is in
+			base, ok := asMap(deepCopy(v))
+			if !ok {
+				return fmt.Errorf("%s: x-extend: %s of %s: want a map, got %s", src, k, ConfigSchemaFile, kindOf(v))
+			}
+			own, ok := asMap(raw[k])
+			if !ok {
+				return fmt.Errorf("%s: %s: want a map, got %s", src, k, kindOf(raw[k]))
+			}
+			if len(base) == 0 && len(own) == 0 && raw[k] == nil {
+				continue
+			}
 			for name, s := range own {
 				base[name] = s
 			}
@@ -193,26 +203,107 @@ func stripHelmRequired(root map[string]any) {
 	walkSchemas(root, func(n map[string]any) { delete(n, "x-required-for-helm") })
 }
 
-// closeObjects sets additionalProperties: false on every schema node that
-// lists properties and leaves additionalProperties (and patternProperties)
-// unset. A bare `type: object` with no properties stays open, as the
-// original's `discovery: {type: object}` ("no restrictions on keys") needs
-// (docs/operator.md, "Values").
-func closeObjects(root map[string]any) {
-	walkSchemas(root, func(n map[string]any) {
-		_, hasProps := n["properties"]
-		_, hasAP := n["additionalProperties"]
-		_, hasPP := n["patternProperties"]
-		if hasProps && !hasAP && !hasPP {
-			n["additionalProperties"] = false
+// maxSchemaDepth bounds the walks over a compiled schema: a schema nested
+// deeper than this is refused rather than walked (it could only come from a
+// generated or hostile file).
+const maxSchemaDepth = 256
+
+// closeObjects closes a compiled schema where the original addon-operator
+// closes one (docs/operator.md, "Values"), after its $refs are resolved: a
+// node whose additionalProperties is unset and which lists properties or
+// patternProperties gets additionalProperties: false. The walk starts at the
+// root and goes down `properties` (but not into a property whose
+// additionalProperties is set: it stays as written, its sub-schemas too)
+// and `items` (one schema or a list), and nowhere else: the branches of
+// allOf/anyOf/oneOf/not, an additionalProperties schema, patternProperties
+// and definitions stay as written, so a oneOf branch that lists one of an
+// object's properties does not forbid the others. A bare `type: object`
+// stays open, as the original's documented `discovery: {type: object}`
+// ("no restrictions on keys") needs.
+func closeObjects(src string, s *spec.Schema, depth int) error {
+	if s == nil {
+		return nil
+	}
+	if depth > maxSchemaDepth {
+		return fmt.Errorf("%s: schema nested deeper than %d levels", src, maxSchemaDepth)
+	}
+	if s.AdditionalProperties == nil && (s.Properties != nil || s.PatternProperties != nil) {
+		s.AdditionalProperties = &spec.SchemaOrBool{Allows: false}
+	}
+	for name, p := range s.Properties {
+		if p.AdditionalProperties != nil {
+			continue
 		}
-	})
+		if err := closeObjects(src, &p, depth+1); err != nil {
+			return err
+		}
+		s.Properties[name] = p
+	}
+	if s.Items != nil {
+		if err := closeObjects(src, s.Items.Schema, depth+1); err != nil {
+			return err
+		}
+		for i := range s.Items.Schemas {
+			if err := closeObjects(src, &s.Items.Schemas[i], depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkResolved refuses a schema in which a $ref is left after expansion:
+// go-openapi leaves a circular one in place and resolves it again while
+// validating, with its own loader (which reads the file system, outside the
+// reader of expand) and a panic for an error, so a recursive schema would
+// crash the operator at its first validation.
+func checkResolved(src string, s *spec.Schema, depth int) error {
+	if s == nil {
+		return nil
+	}
+	if depth > maxSchemaDepth {
+		return fmt.Errorf("%s: schema nested deeper than %d levels", src, maxSchemaDepth)
+	}
+	if ref := s.Ref.String(); ref != "" || s.Ref.IsRoot() {
+		return fmt.Errorf("%s: $ref %q is circular: a schema that contains itself is not supported", src, ref)
+	}
+	var subs []*spec.Schema
+	for _, m := range []map[string]spec.Schema{s.Properties, s.PatternProperties, s.Definitions} {
+		for _, sub := range m {
+			subs = append(subs, &sub)
+		}
+	}
+	for _, l := range [][]spec.Schema{s.AllOf, s.AnyOf, s.OneOf} {
+		for i := range l {
+			subs = append(subs, &l[i])
+		}
+	}
+	subs = append(subs, s.Not)
+	for _, sb := range []*spec.SchemaOrBool{s.AdditionalProperties, s.AdditionalItems} {
+		if sb != nil {
+			subs = append(subs, sb.Schema)
+		}
+	}
+	if s.Items != nil {
+		subs = append(subs, s.Items.Schema)
+		for i := range s.Items.Schemas {
+			subs = append(subs, &s.Items.Schemas[i])
+		}
+	}
+	for _, d := range s.Dependencies {
+		subs = append(subs, d.Schema)
+	}
+	for _, sub := range subs {
+		if err := checkResolved(src, sub, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compile compiles one schema; src names it in errors, file is the schema
 // file its relative $refs resolve against.
 func compile(src, file string, raw map[string]any, refs RefReader) (*Schema, error) {
-	closeObjects(raw)
 	if err := checkRefs(src, ".", raw); err != nil {
 		return nil, err
 	}
@@ -227,7 +318,13 @@ func compile(src, file string, raw map[string]any, refs RefReader) (*Schema, err
 	if err := expand(src, file, &s, j, refs); err != nil {
 		return nil, err
 	}
-	sch := &Schema{source: src, raw: raw, spec: &s, validators: map[string]*validate.SchemaValidator{}}
+	if err := checkResolved(src, &s, 0); err != nil {
+		return nil, err
+	}
+	if err := closeObjects(src, &s, 0); err != nil {
+		return nil, err
+	}
+	sch := &Schema{source: src, spec: &s, validators: map[string]*validate.SchemaValidator{}}
 	if _, err := sch.validator("schema"); err != nil {
 		return nil, err
 	}
@@ -249,9 +346,15 @@ func (s *Schema) validator(section string) (v *validate.SchemaValidator, err err
 	return v, nil
 }
 
-// Effective is the schema as it is enforced (after x-extend, the
+// Effective is the schema as it is enforced (after x-extend, $refs, the
 // additionalProperties default and, for the Helm schema, x-required-for-helm).
-func (s *Schema) Effective() map[string]any { return deepCopy(s.raw).(map[string]any) }
+func (s *Schema) Effective() map[string]any {
+	out := map[string]any{}
+	if j, err := json.Marshal(s.spec); err == nil {
+		_ = json.Unmarshal(j, &out)
+	}
+	return out
+}
 
 // ValidationError lists every violation of one validation.
 type ValidationError struct {
@@ -276,8 +379,11 @@ func (s *Schema) Validate(section string, v any) error {
 		s.mu.Unlock()
 		return err
 	}
-	res := val.Validate(v)
+	res, err := validateSafely(s.source, val, v)
 	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if res == nil || res.IsValid() {
 		return nil
 	}
@@ -288,6 +394,18 @@ func (s *Schema) Validate(section string, v any) error {
 	sort.Strings(out)
 	out = slices.Compact(out)
 	return &ValidationError{Section: section, Schema: s.source, Violations: out}
+}
+
+// validateSafely runs a validator: go-openapi panics on some schemas it
+// accepted (a sub-validator is built while validating), and a schema from
+// a tree must never stop the operator.
+func validateSafely(source string, val *validate.SchemaValidator, v any) (res *validate.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: invalid schema: %v", source, r)
+		}
+	}()
+	return val.Validate(v), nil
 }
 
 func flatten(err error, out *[]string) {

@@ -14,6 +14,9 @@ type ModuleSource struct {
 	Schemas *Schemas
 	// File names the module's values.yaml in messages.
 	File string
+	// Scripted: the module has an enabled script, so its flags alone do
+	// not say whether it is enabled (see Store.SetActive).
+	Scripted bool
 }
 
 // Source is what the tree says about values: $MODULES_DIR/values.yaml, the
@@ -29,6 +32,7 @@ type Source struct {
 type module struct {
 	name, key string
 	schemas   *Schemas
+	scripted  bool
 }
 
 // Store holds the values of one loaded tree: static values from files, the
@@ -50,6 +54,9 @@ type Store struct {
 	// leaves in its document, kept with patches["global"] so that Enabled
 	// need not replay it.
 	flags map[string]bool
+	// active are the module keys whose ConfigMap sections are validated
+	// whatever the ConfigMap's flags say (SetActive).
+	active map[string]bool
 }
 
 // NewStore reads a tree's values. Warnings list keys that were ignored
@@ -64,6 +71,7 @@ func NewStore(src Source) (*Store, []string, error) {
 		patches:       map[string]Patch{},
 		cache:         map[string]any{},
 		flags:         map[string]bool{},
+		active:        map[string]bool{},
 	}
 	if s.globalSchemas == nil {
 		s.globalSchemas = &Schemas{}
@@ -83,7 +91,7 @@ func NewStore(src Source) (*Store, []string, error) {
 		if sch == nil {
 			sch = &Schemas{}
 		}
-		s.modules[key] = &module{name: m.Name, key: key, schemas: sch}
+		s.modules[key] = &module{name: m.Name, key: key, schemas: sch, scripted: m.Scripted}
 		s.order = append(s.order, key)
 	}
 	commonFile := src.CommonFile
