@@ -264,7 +264,7 @@ func (d *debugAPI) debugRender(ctx context.Context, name, namespace string) (str
 	if !m.HasChart {
 		return "", &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q has no chart", name)}
 	}
-	vals, err := store.HelmValues(m.Key)
+	vals, err := store.ModuleValues(m.Key, d.modules.enabledList())
 	if err != nil {
 		return "", err
 	}

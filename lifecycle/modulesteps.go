@@ -103,7 +103,8 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 			// the same values fail again: the next change runs the module
 			return queue.Terminal(reasonValuesRefused, fmt.Errorf("module %s: values for Helm: %w", name, err))
 		}
-		vals, err := store.HelmValues(m.Key)
+		// charts read global.enabledModules as hooks do (docs/operator.md, "Helm releases")
+		vals, err := store.ModuleValues(m.Key, s.modules.enabledList())
 		if err != nil {
 			return err
 		}

@@ -66,7 +66,7 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 		if !m.HasChart {
 			continue
 		}
-		vals, err := store.HelmValues(m.Key)
+		vals, err := store.ModuleValues(m.Key, p.Enabled)
 		if err != nil {
 			return nil, err
 		}
