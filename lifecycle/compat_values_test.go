@@ -76,7 +76,7 @@ func TestChartGetsEnabledModules(t *testing.T) {
 		}
 	}
 	files := merged(map[string]string{
-		"modules/values.yaml": "global: {}\nfirstEnabled: true\nsecondEnabled: true\nthirdEnabled: false\n",
+		"modules/values.yaml":           "global: {}\nfirstEnabled: true\nsecondEnabled: true\nthirdEnabled: false\n",
 		"modules/001-first/values.yaml": "first: {}\n", "modules/002-second/values.yaml": "second: {}\n",
 		"modules/003-third/values.yaml": "third: {}\n",
 	}, withPrefix("modules/001-first", chart("first")), withPrefix("modules/002-second", chart("second")),

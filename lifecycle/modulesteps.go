@@ -117,7 +117,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		}
 		s.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
 		start := s.cfg.Now()
-		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
+		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
 		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
 			return queue.Terminal(reasonReleaseConflict, err)

@@ -70,7 +70,7 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 		if err != nil {
 			return nil, err
 		}
-		manifest, err := kube.Render(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Exclude: m.BatchExecutables(), Values: vals}, namespace)
+		manifest, err := kube.Render(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), Exclude: m.BatchExecutables(), Values: vals}, namespace)
 		if err != nil {
 			return nil, err
 		}

@@ -39,6 +39,7 @@ type previewOptions struct {
 	// the previewed code.
 	ExecHooks     bool
 	VerifyKeysDir string
+	TreeRootAlias string
 }
 
 func (o *previewOptions) bind(fs *pflag.FlagSet, e *env) {
@@ -46,6 +47,7 @@ func (o *previewOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.WorkTree, "work-tree", "", "the working copy rendered when no ref is given (default: --repo when it is a local directory, else the current directory)")
 	fs.StringVar(&o.ModulesDir, "modules-dir", e.str([]string{"MODULES_DIR", "ADDON_OPERATOR_MODULES_DIR"}, "modules"), "modules directories, separated by ':', inside the repository; for the working copy also absolute directories anywhere (env MODULES_DIR)")
 	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR", "ADDON_OPERATOR_GLOBAL_HOOKS_DIR"}, "global-hooks"), "global hooks directory inside the repository; for the working copy also an absolute directory (env GLOBAL_HOOKS_DIR)")
+	bindTreeRootAlias(fs, e, &o.TreeRootAlias)
 	fs.StringVar(&o.ValuesFile, "values", "", "ConfigMap values: a ConfigMap manifest, or a map of sections (global: {...}, someModule: {...})")
 	fs.StringVar(&o.Namespace, "namespace", e.str([]string{"ADDON_OPERATOR_NAMESPACE"}, "default"), "namespace the manifests are rendered for")
 	fs.StringVar(&o.Auth.Username, "git-username", e.str([]string{"GIT_USERNAME"}, ""), "user name for https (env GIT_USERNAME)")
@@ -96,7 +98,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ld := loader.New(loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks))
+	ld := loader.New(loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks), loader.WithTreeRootAlias(o.TreeRootAlias))
 	if ref == "" {
 		root, modulesDirs, globalHooksDir, err := o.workingCopy()
 		if err != nil {
@@ -132,7 +134,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 		verify = o.VerifyKeysDir
 	}
 	s, err := gitsync.New(gitsync.Options{URL: repo, Ref: ref, CheckoutDir: dir, Auth: o.Auth, Logger: logger,
-		Require: modulesDirs, Paths: append(slices.Clone(modulesDirs), global), VerifyKeysDir: verify})
+		Require: modulesDirs, Paths: append(slices.Clone(modulesDirs), global), VerifyKeysDir: verify, RootAlias: o.TreeRootAlias})
 	if err != nil {
 		return nil, err
 	}
