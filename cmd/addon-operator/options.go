@@ -325,7 +325,11 @@ func (e *env) err() error { return errors.Join(e.errs...) }
 
 // gitOptions are the git source's settings (design.md, GIT_*).
 type gitOptions struct {
-	URL, Ref       string
+	URL, Ref string
+	// ExtraPaths are more paths inside the repository to check out, beside
+	// the modules and global hooks directories: what their links and
+	// $refs lead to (docs/operator.md, "Trees from git").
+	ExtraPaths     string
 	PollInterval   time.Duration
 	CheckoutDir    string
 	Timeout        time.Duration
@@ -344,6 +348,7 @@ type gitOptions struct {
 func (o *gitOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.URL, "git-url", e.str([]string{"GIT_URL"}, ""), "git repository URL: https, ssh, git@host:path, file:// or a local path (env GIT_URL; empty: no-git mode)")
 	fs.StringVar(&o.Ref, "git-ref", e.str([]string{"GIT_REF"}, ""), "branch, tag, full ref or commit SHA (env GIT_REF; default: the remote's HEAD)")
+	fs.StringVar(&o.ExtraPaths, "git-extra-paths", e.str([]string{"GIT_EXTRA_PATHS"}, ""), "more paths inside the repository to check out, separated by ':', such as helm_lib:candi/openapi: what the modules' links and schema $refs lead to (env GIT_EXTRA_PATHS)")
 	fs.DurationVar(&o.PollInterval, "git-poll-interval", e.duration("GIT_POLL_INTERVAL", time.Minute), "poll interval (env GIT_POLL_INTERVAL)")
 	fs.StringVar(&o.CheckoutDir, "git-checkout-dir", e.str([]string{"GIT_CHECKOUT_DIR"}, "/var/lib/addon-operator/git"), "where revisions are checked out (env GIT_CHECKOUT_DIR)")
 	fs.DurationVar(&o.Timeout, "git-timeout", e.duration("GIT_TIMEOUT", time.Minute), "timeout of each network operation (env GIT_TIMEOUT)")
@@ -466,3 +471,12 @@ func (a *aliasValue) Set(v string) error {
 	return nil
 }
 func (a *aliasValue) Type() string { return "path" }
+
+// extraPaths is --git-extra-paths as paths inside the repository (none
+// when empty).
+func extraPaths(list string) ([]string, error) {
+	if strings.Trim(list, string(filepath.ListSeparator)) == "" {
+		return nil, nil
+	}
+	return inRepo("GIT_EXTRA_PATHS", "with GIT_URL", list)
+}
