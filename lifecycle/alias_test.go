@@ -48,3 +48,24 @@ func TestRenderTreeRootAlias(t *testing.T) {
 		t.Fatalf("without the alias: %v", err)
 	}
 }
+
+// A preview renders every module: one whose chart fails is reported with
+// its file (relative to the tree's root) and the others are rendered.
+func TestRenderPreviewGoesOnPastFailures(t *testing.T) {
+	root := tree(t, merged(map[string]string{
+		"modules/values.yaml":                   "global: {}\naEnabled: true\nbadEnabled: true\ncEnabled: true\n",
+		"modules/002-bad/Chart.yaml":            "apiVersion: v2\nname: bad\nversion: 0.1.0\n",
+		"modules/002-bad/templates/broken.yaml": "kind: ConfigMap\n{{ .Values.nope.deeper }}\n",
+	}, withPrefix("modules/001-a", moduleChart("a", "a")), withPrefix("modules/003-c", moduleChart("c", "c"))))
+	ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false))
+	p, err := RenderPreview(t.Context(), ld, root, filepath.Join(root, "modules"), filepath.Join(root, "global-hooks"), nil, "ns", false, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Manifests["a"] == "" || p.Manifests["c"] == "" {
+		t.Fatalf("manifests: %v", p.Manifests)
+	}
+	if len(p.Failures) != 1 || p.Failures[0].Module != "bad" || p.Failures[0].File != filepath.Join("modules", "002-bad", "templates", "broken.yaml") || !strings.Contains(p.Failures[0].Error, "nil pointer") {
+		t.Fatalf("failures: %+v", p.Failures)
+	}
+}

@@ -88,6 +88,14 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 			p.Enabled = append(p.Enabled, m.Name)
 		}
 	}
+	defer func() {
+		// a file in the repository, not in a preview's checkout that is gone
+		for i, f := range p.Failures {
+			if rel, err := filepath.Rel(root, f.File); root != "" && err == nil && filepath.IsLocal(rel) {
+				p.Failures[i].File = rel
+			}
+		}
+	}()
 	for _, name := range p.Enabled {
 		m := model.Module(name)
 		if !m.HasChart {
