@@ -151,3 +151,23 @@ func TestPreviewTreeRootAlias(t *testing.T) {
 		t.Fatalf("a link out through the alias: exit %d\n%s", code, errOut)
 	}
 }
+
+// Without git, the alias maps onto the git work tree that holds the
+// modules directory; outside any work tree start refuses it, saying why.
+func TestWorkTreeTop(t *testing.T) {
+	top := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(top, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	modules := filepath.Join(top, "ee", "modules")
+	if err := os.MkdirAll(modules, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(top)
+	if got, err := workTreeTop(modules + string(filepath.ListSeparator) + "/elsewhere"); err != nil || got != real {
+		t.Fatalf("workTreeTop = %q, %v; want %q", got, err, real)
+	}
+	if _, err := workTreeTop(t.TempDir()); err == nil || !strings.Contains(err.Error(), "--tree-root-alias") {
+		t.Fatalf("outside a work tree: %v", err)
+	}
+}
