@@ -18,7 +18,9 @@ func aliasTree(t *testing.T, link, ref string) string {
 	writeFile(t, filepath.Join(base, "secret.yaml"), "type: string\n", 0o644)
 	writeFile(t, filepath.Join(root, "helm_lib/charts/lib/Chart.yaml"), "apiVersion: v2\nname: lib\nversion: 0.1.0\ntype: library\n", 0o644)
 	writeFile(t, filepath.Join(root, "helm_lib/charts/lib/templates/_h.tpl"), `{{- define "lib.name" }}from-lib{{ end }}`, 0o644)
-	writeFile(t, filepath.Join(root, "candi/openapi/defs.yaml"), "definitions:\n  s: {type: string, enum: [a]}\n", 0o644)
+	// a relative $ref in a file an absolute one reached resolves beside it
+	writeFile(t, filepath.Join(root, "candi/openapi/defs.yaml"), "definitions:\n  s: {$ref: 'more.yaml#/definitions/t'}\n  out: {$ref: '../../../secret.yaml'}\n", 0o644)
+	writeFile(t, filepath.Join(root, "candi/openapi/more.yaml"), "definitions:\n  t: {type: string, enum: [a]}\n", 0o644)
 	writeFile(t, filepath.Join(root, "modules/values.yaml"), "global: {}\nmEnabled: true\n", 0o644)
 	writeFile(t, filepath.Join(root, "modules/001-m/Chart.yaml"), "apiVersion: v2\nname: m\nversion: 0.1.0\n", 0o644)
 	writeFile(t, filepath.Join(root, "modules/001-m/templates/cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"lib.name\" . }}\n", 0o644)
@@ -53,6 +55,7 @@ func TestTreeRootAlias(t *testing.T) {
 		{name: "link, out through a link", alias: "/deckhouse", link: "/deckhouse/up/secret", ref: ref, wantErr: "symlink leads out of the tree"},
 		{name: "ref, dot-dot after the alias", alias: "/deckhouse", link: lib, ref: "/deckhouse/../secret.yaml", wantErr: "not beneath"},
 		{name: "ref, out through a link", alias: "/deckhouse", link: lib, ref: "/deckhouse/up/secret.yaml", wantErr: "escapes"},
+		{name: "ref, a relative ref out of the aliased file", alias: "/deckhouse", link: lib, ref: "/deckhouse/candi/openapi/defs.yaml#/definitions/out", wantErr: "not beneath"},
 		{name: "ref, another prefix", alias: "/deckhouse", link: lib, ref: "/etc/passwd", wantErr: "not beneath"},
 	}
 	for _, tt := range tests {
