@@ -22,9 +22,10 @@ var (
 // ../.."), so each target is resolved step by step as the kernel would,
 // following the revision's own links, and must never go above the root.
 // A path the revision does not hold (outside Paths, or absent) resolves
-// as text: nothing on disk can take it elsewhere.
-func checkLinks(p *plan) error {
-	r := &linkResolver{links: map[string]string{}, done: map[string][]string{}}
+// as text: nothing on disk can take it elsewhere. A target beneath alias
+// (Options.RootAlias) starts again at the root, as the loader reads it.
+func checkLinks(p *plan, alias string) error {
+	r := &linkResolver{links: map[string]string{}, done: map[string][]string{}, alias: alias}
 	for _, e := range p.entries {
 		if e.kind == kindLink {
 			r.links[e.path] = e.target
@@ -36,7 +37,7 @@ func checkLinks(p *plan) error {
 		}
 		hops := 0
 		if _, err := r.resolve(e.path, &hops); err != nil {
-			return fmt.Errorf("%s: symlink to %q %w", e.path, e.target, err)
+			return fmt.Errorf("%s: symlink to %q %w%s", e.path, e.target, err, aliasHint(alias, e.target))
 		}
 	}
 	return nil
@@ -47,6 +48,20 @@ func checkLinks(p *plan) error {
 type linkResolver struct {
 	links map[string]string   // link path → target
 	done  map[string][]string // link path → where it leads
+	alias string
+}
+
+// aliasHint says, for a refused absolute target, what RootAlias does.
+func aliasHint(alias, target string) string {
+	switch {
+	case !strings.HasPrefix(target, "/"):
+		return ""
+	case alias == "":
+		return " (an absolute target: --tree-root-alias, ADDON_OPERATOR_TREE_ROOT_ALIAS, maps an image's prefix such as /deckhouse onto the repository's root)"
+	case target != alias && !strings.HasPrefix(target, alias+"/"):
+		return " (an absolute target not beneath the tree root alias " + alias + ")"
+	}
+	return " (through the tree root alias " + alias + ")"
 }
 
 // resolve resolves the link at path, and returns where it leads as path
@@ -56,11 +71,15 @@ func (r *linkResolver) resolve(path string, hops *int) ([]string, error) {
 		return at, nil
 	}
 	target := r.links[path]
-	if strings.HasPrefix(target, "/") {
-		return nil, errLinkOut
-	}
 	at := strings.Split(path, "/")
 	at = at[:len(at)-1] // the link's directory
+	if strings.HasPrefix(target, "/") {
+		rest, ok := strings.CutPrefix(target, r.alias+"/")
+		if r.alias == "" || !ok && target != r.alias {
+			return nil, errLinkOut
+		}
+		at, target = nil, rest
+	}
 	for _, c := range strings.Split(target, "/") {
 		switch c {
 		case "", ".":

@@ -69,6 +69,7 @@ type planner struct {
 	why     explainer
 	limits  limits
 	paths   []string // Options.Paths, cleaned
+	alias   string   // Options.RootAlias, cleaned ("": none)
 }
 
 var (
@@ -96,7 +97,7 @@ func (pl *planner) planTree(tree *object.Tree, known *manifest) (*plan, error) {
 	if err := pl.walk(p, tree, ""); err != nil {
 		return nil, err
 	}
-	if err := checkLinks(p); err != nil {
+	if err := checkLinks(p, pl.alias); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -42,6 +43,11 @@ type Options struct {
 	// Paths limits the checkout to these subtrees (empty: the whole tree):
 	// the operator needs only the modules and global hooks directories.
 	Paths []string
+	// RootAlias is an absolute prefix (such as /deckhouse) that symlink
+	// targets may start with to name the repository's root, as trees built
+	// for an image do; such a link must still lead inside the checkout
+	// (links.go). It is written as git holds it: the loader maps it.
+	RootAlias string
 	// MaxFileSize bounds a file of the checked-out paths, and any blob a
 	// fetch stores: a bigger one is left out of the pack before the store
 	// takes it, and a revision that needs it is refused, naming it. Other
@@ -212,7 +218,10 @@ func New(opts Options) (*Syncer, error) {
 	}
 	lim, paths := limitsOf(opts), cleanPaths(opts.Paths)
 	left := &dropped{lim: lim}
-	pl := &planner{objects: store, why: left, limits: lim, paths: paths}
+	pl := &planner{objects: store, why: left, limits: lim, paths: paths, alias: path.Clean(opts.RootAlias)}
+	if opts.RootAlias == "" {
+		pl.alias = ""
+	}
 	s := &Syncer{
 		opts: opts, logger: logger, ref: opts.Ref, trigger: make(chan struct{}, 1),
 		remote: &fetcher{url: opts.URL, dir: opts.CheckoutDir, logger: logger, limits: lim, paths: paths,

@@ -74,7 +74,9 @@ func copyChart(c *chart.Chart) *chart.Chart {
 func loadChart(r Release) (*chart.Chart, error) {
 	var c *chart.Chart
 	var err error
-	if _, statErr := os.Stat(filepath.Join(r.ChartDir, "Chart.yaml")); statErr == nil {
+	if r.Files != nil {
+		c, err = loadChartFS(r.Files, r.Name)
+	} else if _, statErr := os.Stat(filepath.Join(r.ChartDir, "Chart.yaml")); statErr == nil {
 		c, err = chartloader.LoadDir(r.ChartDir)
 	} else {
 		c, err = loadTemplatesOnly(r.ChartDir, r.Name)

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"maps"
 	"time"
 
@@ -18,7 +19,11 @@ type Release struct {
 	ChartDir string
 	// ChartHash identifies the chart's content, for the chart cache.
 	ChartHash string
-	Values    map[string]any
+	// Files, when set, is the chart read from the tree as the loader reads
+	// it (loader.Model.ChartFS: a tree root alias mapped), in place of
+	// ChartDir's files; ChartDir still names it.
+	Files  fs.FS
+	Values map[string]any
 	// Key is the module's values key. The chart's own values.yaml is
 	// Helm's defaults, as in the original addon-operator, except this key
 	// and "global": those come whole from Values.

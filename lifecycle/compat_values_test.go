@@ -1,7 +1,11 @@
 package lifecycle
 
 import (
+	"context"
+	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Defaults nested in a defaulted object, and the items defaults of each
@@ -57,4 +61,41 @@ properties:
 	}
 	assertJSON(t, recs[0].Values["defaults"], want)
 	assertJSON(t, recs[0].Config["defaults"], `{"limits":{"cpu":5}}`)
+}
+
+// A chart reads global.enabledModules, as Deckhouse's charts and helm_lib
+// do: every enabled module in run order, the list hooks get, through real
+// Helm (the release's ConfigMap) and the module's render on /debug.
+func TestChartGetsEnabledModules(t *testing.T) {
+	chart := func(name string) map[string]string {
+		return map[string]string{
+			"Chart.yaml": "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n",
+			"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "-enabled\ndata:\n" +
+				"  list: {{ .Values.global.enabledModules | join \",\" | quote }}\n" +
+				"  hasSecond: {{ has \"second\" .Values.global.enabledModules | quote }}\n",
+		}
+	}
+	files := merged(map[string]string{
+		"modules/values.yaml":           "global: {}\nfirstEnabled: true\nsecondEnabled: true\nthirdEnabled: false\n",
+		"modules/001-first/values.yaml": "first: {}\n", "modules/002-second/values.yaml": "second: {}\n",
+		"modules/003-third/values.yaml": "third: {}\n",
+	}, withPrefix("modules/001-first", chart("first")), withPrefix("modules/002-second", chart("second")),
+		withPrefix("modules/003-third", chart("third")))
+	e := setup(t, files, nil)
+	e.start()
+	e.waitReady()
+	for _, name := range []string{"first", "second"} {
+		cm, err := client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), name+"-enabled", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s's release ConfigMap: %v", name, err)
+		}
+		if cm.Data["list"] != "first,second" || cm.Data["hasSecond"] != "true" {
+			t.Fatalf("%s's chart got global.enabledModules %q (has second: %q), want \"first,second\"", name, cm.Data["list"], cm.Data["hasSecond"])
+		}
+	}
+	d := &debugAPI{trees: e.op.trees, modules: e.op.modules}
+	out, err := d.debugRender(context.Background(), "first", e.ns)
+	if err != nil || !strings.Contains(out, `list: "first,second"`) {
+		t.Fatalf("debug render: %v\n%s", err, out)
+	}
 }

@@ -257,6 +257,10 @@ func (d *debugAPI) debugModuleValues(name string, withGlobal, config bool) (valu
 // debugRender renders a module's chart with its current values, as the
 // next Helm upgrade would, whether or not the module is enabled.
 func (d *debugAPI) debugRender(ctx context.Context, name, namespace string) (string, error) {
+	model, _, err := d.debugCurrent()
+	if err != nil {
+		return "", err
+	}
 	m, store, err := d.debugModule(name)
 	if err != nil {
 		return "", err
@@ -264,11 +268,11 @@ func (d *debugAPI) debugRender(ctx context.Context, name, namespace string) (str
 	if !m.HasChart {
 		return "", &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q has no chart", name)}
 	}
-	vals, err := store.HelmValues(m.Key)
+	vals, err := store.ModuleValues(m.Key, d.modules.enabledList())
 	if err != nil {
 		return "", err
 	}
-	return kube.Render(ctx, kube.Release{Name: m.Name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals}, namespace)
+	return kube.Render(ctx, kube.Release{Name: m.Name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals}, namespace)
 }
 
 // debugHooks lists the running tree's hooks with their bindings: global

@@ -103,7 +103,8 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 			// the same values fail again: the next change runs the module
 			return queue.Terminal(reasonValuesRefused, fmt.Errorf("module %s: values for Helm: %w", name, err))
 		}
-		vals, err := store.HelmValues(m.Key)
+		// charts read global.enabledModules as hooks do (docs/operator.md, "Helm releases")
+		vals, err := store.ModuleValues(m.Key, s.modules.enabledList())
 		if err != nil {
 			return err
 		}
@@ -116,7 +117,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		}
 		s.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
 		start := s.cfg.Now()
-		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
+		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
 		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
 			return queue.Terminal(reasonReleaseConflict, err)

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
+	"regexp"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -17,6 +19,30 @@ type Preview struct {
 	// NotEvaluated lists the modules whose enabled script was not run
 	// (counted as enabled when their flag is on).
 	NotEvaluated []string
+	// Failures are the modules that did not render, in run order: a
+	// preview renders every other module rather than stop at the first
+	// (a failing module hides nothing else).
+	Failures []PreviewFailure
+}
+
+// PreviewFailure is one module that did not render: its enabled script
+// failed, or its values or chart did.
+type PreviewFailure struct {
+	Module string `json:"module"`
+	File   string `json:"file"`
+	Error  string `json:"error"`
+}
+
+// helmFile finds the template a Helm error names ("template:
+// name/templates/x.yaml:3:4: ..."), as a path in the module's directory.
+var helmFile = regexp.MustCompile(`template: [^/\s:]+/([^\s:]+):`)
+
+func renderFailure(m *loader.Module, err error) PreviewFailure {
+	file := m.Dir
+	if sub := helmFile.FindStringSubmatch(err.Error()); sub != nil {
+		file = filepath.Join(m.Dir, filepath.FromSlash(sub[1]))
+	}
+	return PreviewFailure{Module: m.Name, File: file, Error: err.Error()}
 }
 
 // RenderPreview loads a tree, resolves its enabled modules from the values
@@ -44,10 +70,11 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 		if p.Enabled, failed, err = r.resolveEnabled(ctx, model, store, func(string) bool { return false }); err != nil {
 			return nil, err
 		}
-		// a preview has no previous state to keep: a failed script fails it
+		// a preview has no previous state to keep: a failed script is the
+		// module's failure
 		for _, m := range model.Modules {
 			if err := failed[m.Name]; err != nil {
-				return nil, err
+				p.Failures = append(p.Failures, PreviewFailure{Module: m.Name, File: m.EnabledScript, Error: err.Error()})
 			}
 		}
 	} else {
@@ -66,18 +93,31 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 			p.Enabled = append(p.Enabled, m.Name)
 		}
 	}
+	defer func() {
+		// a file in the repository, not in a preview's checkout that is gone
+		for i, f := range p.Failures {
+			if rel, err := filepath.Rel(root, f.File); root != "" && err == nil && filepath.IsLocal(rel) {
+				p.Failures[i].File = rel
+			}
+		}
+	}()
 	for _, name := range p.Enabled {
 		m := model.Module(name)
 		if !m.HasChart {
 			continue
 		}
-		vals, err := store.HelmValues(m.Key)
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		manifest, err := kube.Render(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Exclude: m.BatchExecutables(), Values: vals}, namespace)
+		vals, err := store.ModuleValues(m.Key, p.Enabled)
 		if err != nil {
-			return nil, err
+			p.Failures = append(p.Failures, PreviewFailure{Module: name, File: filepath.Join(m.Dir, "values.yaml"), Error: err.Error()})
+			continue
+		}
+		manifest, err := kube.Render(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), Exclude: m.BatchExecutables(), Values: vals}, namespace)
+		if err != nil {
+			p.Failures = append(p.Failures, renderFailure(m, err))
+			continue
 		}
 		p.Manifests[name] = manifest
 	}

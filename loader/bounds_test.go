@@ -424,7 +424,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		d := dir{s: newSession(t.Context(), DefaultMaxFileSize), root: r, rel: ".", abs: tt.dir}
+		d := dir{s: newSession(t.Context(), DefaultMaxFileSize, ""), root: r, rel: ".", abs: tt.dir}
 		if _, err := d.readFile(tt.entry); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("read %s/%s: err = %v, want %q", tt.dir, tt.entry, err, tt.want)
 		}

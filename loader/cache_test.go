@@ -199,7 +199,7 @@ func TestHookConfigReadsSiblingFile(t *testing.T) {
 		global               bool
 	}{
 		{name: "module hook", hookDir: "modules/001-one/hooks", other: "modules/001-one/templates/cm.yaml"},
-		{name: "global hook", hookDir: "global-hooks/lib", other: "global-hooks/README.md", global: true},
+		{name: "global hook", hookDir: "global-hooks/sub", other: "global-hooks/README.md", global: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

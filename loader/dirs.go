@@ -22,6 +22,7 @@ func (s *session) openDirs(root, modulesDirs, globalHooksDir string) (modules []
 		if err != nil {
 			return nil, dir{}, err
 		}
+		s.tree = dir{s: s, root: r, rel: ".", abs: rootAbs}
 		open = func(path string) (dir, error) { return s.dirBeneath(r, rootAbs, path) }
 	}
 	for _, p := range filepath.SplitList(modulesDirs) {

@@ -19,6 +19,7 @@ type Loader struct {
 	maxFile       int64
 	maxConfig     int
 	runConfigs    bool
+	alias         string // WithTreeRootAlias
 	logger        *slog.Logger
 	configs       *configCache
 }
@@ -106,7 +107,7 @@ func fileErr(path string, err error) error { return &Error{Path: path, Err: err}
 // reads and hashing included. A missing global hooks directory is an empty
 // one; a missing modules directory is an error.
 func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir string) (_ *Model, err error) {
-	s := newSession(ctx, l.maxFile)
+	s := newSession(ctx, l.maxFile, l.alias)
 	defer s.close()
 	use := l.configs.begin()
 	defer func() { l.configs.end(use, err == nil) }()
@@ -115,7 +116,7 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{GlobalHooksDir: global.abs}
+	m := &Model{GlobalHooksDir: global.abs, root: s.tree.abs, alias: l.alias}
 	for _, d := range modules {
 		m.ModulesDirs = append(m.ModulesDirs, d.abs)
 	}

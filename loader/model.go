@@ -24,6 +24,8 @@ type Model struct {
 	Values values.Source
 	// Warnings are problems that do not stop the load.
 	Warnings []string
+	// root and alias: the tree's root and its alias, for ChartFS
+	root, alias string
 }
 
 // Module returns the named module, or nil.

@@ -23,10 +23,12 @@ type session struct {
 	roots    []*os.Root // opened for this load, closed when it ends
 	// ownRoots: with no tree root, each module is bounded by itself
 	ownRoots bool
+	alias    string // WithTreeRootAlias (alias.go)
+	tree     dir    // the tree's root, when the load has one
 }
 
-func newSession(ctx context.Context, maxFile int64) *session {
-	return &session{ctx: ctx, maxFile: maxFile, buf: make([]byte, 64<<10)}
+func newSession(ctx context.Context, maxFile int64, alias string) *session {
+	return &session{ctx: ctx, maxFile: maxFile, alias: alias, buf: make([]byte, 64<<10)}
 }
 
 func (s *session) warn(format string, args ...any) {
@@ -77,7 +79,8 @@ func (d dir) stat(entry string) (fs.FileInfo, error) {
 	if err := d.s.ctx.Err(); err != nil {
 		return nil, fileErr(d.path(entry), err)
 	}
-	info, err := d.root.Stat(d.name(entry))
+	var info fs.FileInfo
+	err := d.retry(d.name(entry), func(name string) (err error) { info, err = d.root.Stat(name); return err })
 	if err != nil {
 		return nil, d.explain(entry, err)
 	}
@@ -145,7 +148,7 @@ func (d dir) explain(entry string, err error) error {
 		if info.Mode()&fs.ModeSymlink == 0 {
 			continue
 		}
-		_, serr := d.root.Stat(d.name(name))
+		serr := d.retry(d.name(name), func(n string) error { _, err := d.root.Stat(n); return err })
 		if serr == nil {
 			continue
 		}
@@ -153,7 +156,7 @@ func (d dir) explain(entry string, err error) error {
 		if errors.Is(serr, fs.ErrNotExist) {
 			return fileErr(d.path(name), fmt.Errorf("broken symlink (to %s)", target))
 		}
-		return fileErr(d.path(name), fmt.Errorf("symlink leads out of the tree (to %s): %w", target, stripPath(serr)))
+		return fileErr(d.path(name), fmt.Errorf("symlink leads out of the tree (to %s): %w%s", target, stripPath(serr), d.s.linkHint(target)))
 	}
 	return fileErr(d.path(entry), err)
 }
@@ -175,7 +178,11 @@ func (d dir) open(entry string) (*os.File, fs.FileInfo, error) {
 	if err := d.s.ctx.Err(); err != nil {
 		return nil, nil, fileErr(d.path(entry), err)
 	}
-	f, err := d.root.OpenFile(d.name(entry), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	var f *os.File
+	err := d.retry(d.name(entry), func(name string) (err error) {
+		f, err = d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		return err
+	})
 	if err != nil {
 		return nil, nil, d.explain(entry, err)
 	}
@@ -265,7 +272,11 @@ func (d dir) list(skip func(name string) bool) (fileID, []entry, error) {
 
 // readDir reads d's entries, unresolved and sorted by name, and d's identity.
 func (d dir) readDir() (fileID, []fs.DirEntry, error) {
-	f, err := d.root.OpenFile(d.rel, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	var f *os.File
+	err := d.retry(d.rel, func(name string) (err error) {
+		f, err = d.root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+		return err
+	})
 	if err != nil {
 		return fileID{}, nil, d.explainSelf(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/addonops/addon-operator/values"
 )
@@ -52,7 +53,13 @@ func readSchemas(parent dir) (*values.Schemas, error) {
 	}
 	// a $ref may name a file beneath openapi/, read as the schemas are:
 	// beneath the tree's root and within the file size limit
-	return values.LoadSchemasWithRefs(d.abs, d.readFile, c, v)
+	refs := func(name string) ([]byte, error) {
+		if filepath.IsAbs(name) {
+			return d.s.readAbsolute(name)
+		}
+		return d.readFile(name)
+	}
+	return values.LoadSchemasWithRefs(d.abs, refs, c, v)
 }
 
 // commonValues reads the values.yaml of every modules directory into one

@@ -24,8 +24,8 @@ type hookFinder struct {
 }
 
 // findHooks lists the executable files under d, recursively and sorted,
-// skipping dot entries and the named top-level directories. Names are
-// relative to nameBase.
+// skipping what is never a hook (notHook) and the named top-level
+// directories. Names are relative to nameBase.
 func findHooks(d dir, nameBase, module string, skipTop map[string]bool) ([]*Hook, error) {
 	f := &hookFinder{nameBase: nameBase, module: module, workingDir: d.abs, visited: map[fileID]bool{}}
 	if err := f.walk(d, skipTop); err != nil {
@@ -35,7 +35,7 @@ func findHooks(d dir, nameBase, module string, skipTop map[string]bool) ([]*Hook
 }
 
 func (f *hookFinder) walk(d dir, skip map[string]bool) error {
-	id, entries, err := d.list(func(name string) bool { return strings.HasPrefix(name, ".") || skip[name] })
+	id, entries, err := d.list(func(name string) bool { return notHookName(name) || skip[name] })
 	if err != nil {
 		return err
 	}
@@ -45,6 +45,9 @@ func (f *hookFinder) walk(d dir, skip map[string]bool) error {
 	f.visited[id] = true
 	for _, e := range entries {
 		if e.isDir {
+			if notHookDir[e.name] {
+				continue
+			}
 			err = f.walk(d.sub(e.name), nil)
 		} else {
 			err = f.file(d, e.name)
@@ -54,6 +57,21 @@ func (f *hookFinder) walk(d dir, skip map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// A tree pulled from git holds what an image build strips: Go sources and
+// tests beside compiled hooks (often executable in git), their testdata/,
+// docs. None of it is a hook, and running it with --config fails the load
+// (docs/operator.md, "Which files are hooks").
+var (
+	notHookExt = map[string]bool{".go": true, ".md": true, ".txt": true, ".yaml": true, ".yml": true, ".json": true}
+	notHookDir = map[string]bool{"testdata": true, "lib": true}
+)
+
+// notHookName: a dot entry, or a file whose extension no hook has; a
+// name alone decides, so such an entry is not even resolved.
+func notHookName(name string) bool {
+	return strings.HasPrefix(name, ".") || notHookExt[filepath.Ext(name)]
 }
 
 // file adds an executable file as a hook, hashing it as it streams, and

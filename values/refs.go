@@ -13,8 +13,11 @@ import (
 )
 
 // RefReader reads a file a schema's $ref names, by its path relative to
-// the openapi directory (already checked to stay beneath it). The loader's
-// reader is bounded by the tree's root and its file size limit.
+// the openapi directory (already checked to stay beneath it), or by an
+// absolute path, cleaned, which it reads only when it maps it onto the
+// tree (the loader's tree root alias, docs/operator.md "Trees from git")
+// and refuses otherwise. The loader's reader is bounded by the tree's root
+// and its file size limit either way.
 type RefReader func(rel string) ([]byte, error)
 
 // errRefOut explains which $refs are followed (docs/security.md, "Reading
@@ -22,11 +25,13 @@ type RefReader func(rel string) ([]byte, error)
 var errRefOut = errors.New("only fragments (#/definitions/...) and files beneath the openapi directory are followed")
 
 // checkRefs refuses, before anything is resolved, a $ref that names
-// another scheme or host (http:, https:, file:, //host), an absolute path
-// or a path that leads out of the openapi directory, so a schema from a
-// pull request cannot make a preview fetch a URL or read a file outside
-// the tree. from is the directory of the file, relative to the openapi
-// directory.
+// another scheme or host (http:, https:, file:, //host) or a relative path
+// that leads out of the openapi directory, so a schema from a pull request
+// cannot make a preview fetch a URL or read a file outside the tree. An
+// absolute path goes to the RefReader, which alone can map it (expand).
+// from is the directory of the file, relative to the openapi directory;
+// "" for a file an absolute path reached, whose relative refs resolve to
+// absolute paths the reader judges in turn.
 func checkRefs(src, from string, node any) error {
 	switch n := node.(type) {
 	case map[string]any:
@@ -61,8 +66,7 @@ func checkRef(ref, from string) error {
 		return fmt.Errorf("not a reference: %w", err)
 	case u.Scheme != "" || u.Host != "" || u.User != nil || strings.HasPrefix(ref, "//"):
 		return fmt.Errorf("names a network location or another scheme; %w", errRefOut)
-	case filepath.IsAbs(u.Path):
-		return fmt.Errorf("is an absolute path; %w", errRefOut)
+	case filepath.IsAbs(u.Path), from == "":
 	case u.Path != "" && !filepath.IsLocal(filepath.Join(from, u.Path)):
 		return fmt.Errorf("leads out of the openapi directory; %w", errRefOut)
 	}
@@ -90,7 +94,7 @@ func expand(src, file string, s *spec.Schema, root []byte, refs RefReader) error
 		}
 		rel, err := filepath.Rel(dir, u.Path)
 		if err != nil || !filepath.IsLocal(rel) {
-			return nil, fmt.Errorf("$ref to %s: %w", u.Path, errRefOut)
+			return loadAbsolute(u.Path, refs)
 		}
 		if refs == nil {
 			return nil, fmt.Errorf("$ref to %s: files are not read here; %w", rel, errRefOut)
@@ -115,6 +119,27 @@ func expand(src, file string, s *spec.Schema, root []byte, refs RefReader) error
 		return fmt.Errorf("%s: resolve $ref: %w", src, err)
 	}
 	return nil
+}
+
+// loadAbsolute reads a file an absolute path names, outside the openapi
+// directory: only a reader that maps it onto the tree reads it (the tree
+// root alias); its own relative $refs resolve to absolute paths again.
+func loadAbsolute(path string, refs RefReader) (json.RawMessage, error) {
+	if refs == nil {
+		return nil, fmt.Errorf("$ref to %s: is an absolute path; %w", path, errRefOut)
+	}
+	b, err := refs(path)
+	if err != nil {
+		return nil, fmt.Errorf("$ref to %s: is an absolute path; %w", path, err)
+	}
+	doc, err := ParseYAML(path, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRefs(path, "", map[string]any(doc)); err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
 }
 
 // refCache is go-openapi's resolution cache for one expansion.

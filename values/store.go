@@ -183,8 +183,9 @@ func (s *Store) ModuleConfigValues(key string) Values {
 	return Values{GlobalKey: s.configSection(GlobalKey), key: s.configSection(key)}
 }
 
-// ModuleValues is VALUES_PATH for a module's hooks and enabled script:
-// merged global values with global.enabledModules, and the module's section.
+// ModuleValues is VALUES_PATH for a module's hooks and enabled script, and
+// the values its chart gets: merged global values with
+// global.enabledModules, and the module's section.
 func (s *Store) ModuleValues(key string, enabledModules []string) (Values, error) {
 	v, err := s.HelmValues(key)
 	if err != nil {
@@ -202,8 +203,9 @@ func (s *Store) ModuleValues(key string, enabledModules []string) (Values, error
 	return v, nil
 }
 
-// HelmValues are the values a module's chart gets: like ModuleValues but
-// without enabledModules.
+// HelmValues are a module's merged global values and its section: like
+// ModuleValues without enabledModules, which no schema describes (what
+// x-required-for-helm checks).
 func (s *Store) HelmValues(key string) (Values, error) {
 	g, err := s.section(GlobalKey)
 	if err != nil {

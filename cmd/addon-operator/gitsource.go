@@ -46,10 +46,14 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 	if gt.CheckoutDir, err = filepath.Abs(gt.CheckoutDir); err != nil {
 		return nil, err
 	}
+	extra, err := extraPaths(gt.ExtraPaths)
+	if err != nil {
+		return nil, err
+	}
 	modulesDir := strings.Join(src.modulesDirs, string(filepath.ListSeparator))
 	src.syncer, err = gitsync.New(gitsync.Options{
 		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout, VerifyKeysDir: gt.VerifyKeysDir,
-		Require: src.modulesDirs, Paths: append(slices.Clone(src.modulesDirs), src.globalHooksDir), Logger: logger,
+		Require: src.modulesDirs, Paths: append(append(slices.Clone(src.modulesDirs), src.globalHooksDir), extra...), Logger: logger, RootAlias: op.TreeRootAlias,
 		MaxFileSize: gt.MaxFileSize, MaxFiles: gt.MaxFiles, MaxCheckoutSize: gt.MaxCheckoutSize,
 		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
 			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},

@@ -100,9 +100,12 @@ func (e *env) boolean(name string, def bool) bool {
 // operatorOptions are the operator's own settings (design.md, "The contract").
 type operatorOptions struct {
 	ModulesDir, GlobalHooksDir string
-	Namespace, ConfigMap       string
-	Listen                     listenOptions
-	Kube                       kubeOptions
+	// TreeRootAlias maps an image's absolute prefix onto the tree's root
+	// (docs/operator.md, "Trees from git").
+	TreeRootAlias        string
+	Namespace, ConfigMap string
+	Listen               listenOptions
+	Kube                 kubeOptions
 	// TempDir holds the files handed to hooks ("": the system's).
 	TempDir                string
 	HookTimeout            time.Duration
@@ -122,6 +125,7 @@ func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
 	modulesDir := e.str([]string{"MODULES_DIR", "ADDON_OPERATOR_MODULES_DIR"}, "")
 	fs.StringVar(&o.ModulesDir, "modules-dir", modulesDir, "modules directories, separated by ':' (env MODULES_DIR, ADDON_OPERATOR_MODULES_DIR; default /modules, or modules inside a git repository)")
 	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR", "ADDON_OPERATOR_GLOBAL_HOOKS_DIR"}, ""), "global hooks directory (env GLOBAL_HOOKS_DIR, ADDON_OPERATOR_GLOBAL_HOOKS_DIR; default /global-hooks, or global-hooks inside a git repository)")
+	bindTreeRootAlias(fs, e, &o.TreeRootAlias)
 	fs.StringVar(&o.Namespace, "namespace", e.str([]string{"ADDON_OPERATOR_NAMESPACE"}, podNamespace()), "namespace of releases and the ConfigMap (env ADDON_OPERATOR_NAMESPACE)")
 	fs.StringVar(&o.ConfigMap, "config-map", e.str([]string{"ADDON_OPERATOR_CONFIG_MAP"}, "addon-operator"), "values ConfigMap name (env ADDON_OPERATOR_CONFIG_MAP)")
 	o.Listen.bind(fs, e)
@@ -321,7 +325,11 @@ func (e *env) err() error { return errors.Join(e.errs...) }
 
 // gitOptions are the git source's settings (design.md, GIT_*).
 type gitOptions struct {
-	URL, Ref       string
+	URL, Ref string
+	// ExtraPaths are more paths inside the repository to check out, beside
+	// the modules and global hooks directories: what their links and
+	// $refs lead to (docs/operator.md, "Trees from git").
+	ExtraPaths     string
 	PollInterval   time.Duration
 	CheckoutDir    string
 	Timeout        time.Duration
@@ -340,6 +348,7 @@ type gitOptions struct {
 func (o *gitOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.URL, "git-url", e.str([]string{"GIT_URL"}, ""), "git repository URL: https, ssh, git@host:path, file:// or a local path (env GIT_URL; empty: no-git mode)")
 	fs.StringVar(&o.Ref, "git-ref", e.str([]string{"GIT_REF"}, ""), "branch, tag, full ref or commit SHA (env GIT_REF; default: the remote's HEAD)")
+	fs.StringVar(&o.ExtraPaths, "git-extra-paths", e.str([]string{"GIT_EXTRA_PATHS"}, ""), "more paths inside the repository to check out, separated by ':', such as helm_lib:candi/openapi: what the modules' links and schema $refs lead to (env GIT_EXTRA_PATHS)")
 	fs.DurationVar(&o.PollInterval, "git-poll-interval", e.duration("GIT_POLL_INTERVAL", time.Minute), "poll interval (env GIT_POLL_INTERVAL)")
 	fs.StringVar(&o.CheckoutDir, "git-checkout-dir", e.str([]string{"GIT_CHECKOUT_DIR"}, "/var/lib/addon-operator/git"), "where revisions are checked out (env GIT_CHECKOUT_DIR)")
 	fs.DurationVar(&o.Timeout, "git-timeout", e.duration("GIT_TIMEOUT", time.Minute), "timeout of each network operation (env GIT_TIMEOUT)")
@@ -425,4 +434,49 @@ func oneInRepo(what, why, p string) (string, error) {
 		return "", fmt.Errorf("%s %q: one directory, not a list", what, p)
 	}
 	return dirs[0], nil
+}
+
+// bindTreeRootAlias binds --tree-root-alias, which start, render and diff
+// share; a value that is not an absolute path below / is an error.
+func bindTreeRootAlias(fs *pflag.FlagSet, e *env, into *string) {
+	v := e.str([]string{"ADDON_OPERATOR_TREE_ROOT_ALIAS"}, "")
+	if err := checkTreeRootAlias(v); err != nil {
+		e.errs = append(e.errs, fmt.Errorf("ADDON_OPERATOR_TREE_ROOT_ALIAS=%q: %w", v, err))
+	}
+	fs.Var(&aliasValue{into}, "tree-root-alias", "an absolute prefix (such as /deckhouse) that symlink targets and schema $refs use for the repository's root, as trees built for an image do (env ADDON_OPERATOR_TREE_ROOT_ALIAS)")
+	*into = v
+}
+
+func checkTreeRootAlias(v string) error {
+	if v != "" && (!filepath.IsAbs(v) || filepath.Clean(v) == "/") {
+		return errors.New("want an absolute path other than /, such as /deckhouse")
+	}
+	return nil
+}
+
+// aliasValue is --tree-root-alias, checked as it is set.
+type aliasValue struct{ p *string }
+
+func (a *aliasValue) String() string {
+	if a.p == nil {
+		return ""
+	}
+	return *a.p
+}
+func (a *aliasValue) Set(v string) error {
+	if err := checkTreeRootAlias(v); err != nil {
+		return err
+	}
+	*a.p = v
+	return nil
+}
+func (a *aliasValue) Type() string { return "path" }
+
+// extraPaths is --git-extra-paths as paths inside the repository (none
+// when empty).
+func extraPaths(list string) ([]string, error) {
+	if strings.Trim(list, string(filepath.ListSeparator)) == "" {
+		return nil, nil
+	}
+	return inRepo("GIT_EXTRA_PATHS", "with GIT_URL", list)
 }

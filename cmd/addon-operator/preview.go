@@ -10,9 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
@@ -39,6 +37,8 @@ type previewOptions struct {
 	// the previewed code.
 	ExecHooks     bool
 	VerifyKeysDir string
+	TreeRootAlias string
+	ExtraPaths    string
 }
 
 func (o *previewOptions) bind(fs *pflag.FlagSet, e *env) {
@@ -46,6 +46,8 @@ func (o *previewOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.WorkTree, "work-tree", "", "the working copy rendered when no ref is given (default: --repo when it is a local directory, else the current directory)")
 	fs.StringVar(&o.ModulesDir, "modules-dir", e.str([]string{"MODULES_DIR", "ADDON_OPERATOR_MODULES_DIR"}, "modules"), "modules directories, separated by ':', inside the repository; for the working copy also absolute directories anywhere (env MODULES_DIR)")
 	fs.StringVar(&o.GlobalHooksDir, "global-hooks-dir", e.str([]string{"GLOBAL_HOOKS_DIR", "ADDON_OPERATOR_GLOBAL_HOOKS_DIR"}, "global-hooks"), "global hooks directory inside the repository; for the working copy also an absolute directory (env GLOBAL_HOOKS_DIR)")
+	bindTreeRootAlias(fs, e, &o.TreeRootAlias)
+	fs.StringVar(&o.ExtraPaths, "git-extra-paths", e.str([]string{"GIT_EXTRA_PATHS"}, ""), "more paths inside the repository to check out for a ref, separated by ':': what the modules' links and $refs lead to (env GIT_EXTRA_PATHS)")
 	fs.StringVar(&o.ValuesFile, "values", "", "ConfigMap values: a ConfigMap manifest, or a map of sections (global: {...}, someModule: {...})")
 	fs.StringVar(&o.Namespace, "namespace", e.str([]string{"ADDON_OPERATOR_NAMESPACE"}, "default"), "namespace the manifests are rendered for")
 	fs.StringVar(&o.Auth.Username, "git-username", e.str([]string{"GIT_USERNAME"}, ""), "user name for https (env GIT_USERNAME)")
@@ -96,7 +98,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ld := loader.New(loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks))
+	ld := loader.New(loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks), loader.WithTreeRootAlias(o.TreeRootAlias))
 	if ref == "" {
 		root, modulesDirs, globalHooksDir, err := o.workingCopy()
 		if err != nil {
@@ -116,6 +118,10 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 	if err != nil {
 		return nil, err
 	}
+	extra, err := extraPaths(o.ExtraPaths)
+	if err != nil {
+		return nil, err
+	}
 	repo := o.Repo
 	if !strings.Contains(repo, "://") && !strings.Contains(repo, "@") {
 		if repo, err = filepath.Abs(repo); err != nil {
@@ -132,7 +138,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 		verify = o.VerifyKeysDir
 	}
 	s, err := gitsync.New(gitsync.Options{URL: repo, Ref: ref, CheckoutDir: dir, Auth: o.Auth, Logger: logger,
-		Require: modulesDirs, Paths: append(slices.Clone(modulesDirs), global), VerifyKeysDir: verify})
+		Require: modulesDirs, Paths: append(append(slices.Clone(modulesDirs), global), extra...), VerifyKeysDir: verify, RootAlias: o.TreeRootAlias})
 	if err != nil {
 		return nil, err
 	}
@@ -210,14 +216,16 @@ func diffCommand(args []string, out io.Writer) error { return run(newDiffCmd(), 
 func newRenderCmd() *cobra.Command {
 	e := &env{}
 	var po previewOptions
-	var ref string
+	var ref, output string
 	cmd := &cobra.Command{
 		Use:   "render",
 		Short: "Print the manifests a ref (or the working copy) would install, running none of its code",
 		Long: `Print the manifests a ref, or the working copy, would install, module by module.
 
 Nothing from the previewed tree runs unless --exec-hooks is given: no hook --config, no
-enabled script (docs/security.md, "Previews").`,
+enabled script (docs/security.md, "Previews"). A module that fails to render does not stop
+the others: each failure is reported (module, file, error) and the command exits 1 at the
+end. -o json prints each module's result.`,
 		Example: `  addon-operator render                          # the working copy of the current directory
   addon-operator render --ref refs/pull/42/head --values values.yaml`,
 		Args: exactArgs(0, ""),
@@ -225,10 +233,14 @@ enabled script (docs/security.md, "Previews").`,
 			if err := e.err(); err != nil {
 				return err
 			}
-			return render(cmd.OutOrStdout(), &po, ref)
+			if err := checkOutput(&output, "yaml", "json"); err != nil {
+				return err
+			}
+			return render(cmd.OutOrStdout(), cmd.ErrOrStderr(), &po, ref, output)
 		},
 	}
 	po.bind(cmd.Flags(), e)
+	outputFlag(cmd.Flags(), &output, "yaml", "json")
 	cmd.Flags().StringVar(&ref, "ref", "", "branch, tag, full ref or commit to render (default: the working copy, see --work-tree)")
 	return cmd
 }
@@ -236,13 +248,15 @@ enabled script (docs/security.md, "Previews").`,
 func newDiffCmd() *cobra.Command {
 	e := &env{}
 	var po previewOptions
-	var from, to string
+	var from, to, output string
 	cmd := &cobra.Command{
 		Use:   "diff --from REF [--to REF]",
 		Short: "Show what changes between two refs (or a ref and the working copy), running none of their code",
 		Long: `Show the modules added, removed and changed between two refs, or a ref and the working
 copy, with a unified diff of their manifests. Exits 0 without differences, 1 with, and 2
-when the comparison fails, as diff(1) does.`,
+when the comparison fails, as diff(1) does. A module that fails to render on either side does
+not stop the others: each failure is reported (side, module, file, error), the rest is
+compared, and the command exits 2 at the end. -o json prints each module's result.`,
 		Example: `  addon-operator diff --from main --to refs/pull/42/head
   addon-operator diff --from main                # the working copy against main`,
 		Args: exactArgs(0, ""),
@@ -253,85 +267,17 @@ when the comparison fails, as diff(1) does.`,
 			if from == "" {
 				return usageError{errors.New("usage: addon-operator diff --from REF [--to REF]")}
 			}
-			return diff(cmd.OutOrStdout(), &po, from, to)
+			if err := checkOutput(&output, "yaml", "json"); err != nil {
+				return err
+			}
+			return diff(cmd.OutOrStdout(), cmd.ErrOrStderr(), &po, from, to, output)
 		},
 	}
 	po.bind(cmd.Flags(), e)
+	outputFlag(cmd.Flags(), &output, "yaml", "json")
 	cmd.Flags().StringVar(&from, "from", "", "the ref before (required)")
 	cmd.Flags().StringVar(&to, "to", "", "the ref after (default: the working copy, see --work-tree)")
 	return cmd
-}
-
-func render(out io.Writer, po *previewOptions, ref string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	p, err := po.render(ctx, ref)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "# enabled modules: %s\n", strings.Join(p.Enabled, ", "))
-	notEvaluated(out, p)
-	for _, name := range p.Enabled {
-		if m, ok := p.Manifests[name]; ok {
-			fmt.Fprintf(out, "---\n# module: %s\n%s\n", name, strings.TrimSpace(m))
-		}
-	}
-	return nil
-}
-
-func diff(out io.Writer, po *previewOptions, from, to string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	before, err := po.render(ctx, from)
-	if err != nil {
-		return fmt.Errorf("--from %s: %w", from, err)
-	}
-	after, err := po.render(ctx, to)
-	if err != nil {
-		return fmt.Errorf("--to %s: %w", to, err)
-	}
-	toName := to
-	if toName == "" {
-		toName = "working copy"
-	}
-	notEvaluated(out, before)
-	notEvaluated(out, after)
-	var added, removed, changed []string
-	for _, m := range after.Enabled {
-		if !slices.Contains(before.Enabled, m) {
-			added = append(added, m)
-		} else if before.Manifests[m] != after.Manifests[m] {
-			changed = append(changed, m)
-		}
-	}
-	for _, m := range before.Enabled {
-		if !slices.Contains(after.Enabled, m) {
-			removed = append(removed, m)
-		}
-	}
-	if len(added)+len(removed)+len(changed) == 0 {
-		fmt.Fprintf(out, "no differences between %s and %s\n", from, toName)
-		return nil
-	}
-	for _, l := range []struct {
-		what  string
-		names []string
-	}{{"added", added}, {"removed", removed}, {"changed", changed}} {
-		if len(l.names) > 0 {
-			fmt.Fprintf(out, "%s: %s\n", l.what, strings.Join(l.names, ", "))
-		}
-	}
-	for _, m := range append(append(slices.Clone(added), removed...), changed...) {
-		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A: difflib.SplitLines(before.Manifests[m]), B: difflib.SplitLines(after.Manifests[m]),
-			FromFile: m + "@" + from, ToFile: m + "@" + toName, Context: 3,
-		})
-		if err != nil {
-			return err
-		}
-		fmt.Fprint(out, text)
-	}
-	return errDiffFound
 }
 
 // notEvaluated says what a preview did not evaluate: hooks never run, and

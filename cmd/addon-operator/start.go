@@ -257,14 +257,22 @@ func start(o *startOptions) error {
 	if s.webhooks != nil {
 		webhooks = s.webhooks
 	}
+	// without git, an alias maps onto the working copy's top, which then
+	// bounds the tree (docs/operator.md, "Trees from git")
+	root := ""
+	if op.TreeRootAlias != "" && gt.URL == "" {
+		if root, err = workTreeTop(op.ModulesDir); err != nil {
+			return err
+		}
+	}
 	s.operator = lifecycle.New(lifecycle.Config{
-		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir,
+		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir, Root: root,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
 		ObjectPatcher: patcher, OnRevisionState: onRevision, Health: healthTracker, Webhooks: webhooks,
 		Drift: detector, DriftMode: op.Drift,
-	}, valuesCM, helm, loader.New(loader.WithLogger(logger)))
+	}, valuesCM, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
 	if gt.URL != "" {
 		// a refused commit's status: failed, from the leader alone
 		refused := func(rev gitsync.Revision, err error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -51,4 +52,26 @@ func (s *startup) watchTree(ctx context.Context, g *errgroup.Group) {
 		}
 		return nil
 	})
+}
+
+// workTreeTop is the top of the git work tree holding the first modules
+// directory: the repository's root a tree root alias names, which then
+// bounds every read of the tree.
+func workTreeTop(modulesDirs string) (string, error) {
+	first := filepath.SplitList(modulesDirs)[0]
+	dir, err := filepath.Abs(first)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("--tree-root-alias without GIT_URL maps onto the git work tree that holds the modules directory, and %s is in none", first)
+		}
+	}
 }

@@ -1,0 +1,71 @@
+package lifecycle
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/addonops/addon-operator/loader"
+)
+
+// A chart whose library is linked by an absolute path (charts/helm_lib ->
+// /deckhouse/helm_lib/...) renders through real Helm with the tree root
+// alias, its include resolved from the repository's helm_lib; without the
+// alias the tree is refused naming the setting.
+func TestRenderTreeRootAlias(t *testing.T) {
+	root := tree(t, map[string]string{
+		"helm_lib/charts/lib/Chart.yaml":          "apiVersion: v2\nname: lib\nversion: 0.1.0\ntype: library\n",
+		"helm_lib/charts/lib/templates/_h.tpl":    `{{- define "lib.name" }}from-lib-{{ .Values.global.enabledModules | join "-" }}{{ end }}`,
+		"modules/values.yaml":                     "global: {}\nmEnabled: true\n",
+		"modules/001-m/Chart.yaml":                "apiVersion: v2\nname: m\nversion: 0.1.0\n",
+		"modules/001-m/.helmignore":               "ignored.txt\n",
+		"modules/001-m/templates/cm.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"lib.name\" . }}\ndata:\n  files: {{ len .Files | quote }}\n",
+		"modules/001-m/ignored.txt":               "x",
+		"modules/001-m/files/kept.txt":            "x",
+		"global-hooks/openapi/config-values.yaml": "type: object\nproperties:\n  p: {$ref: '/deckhouse/candi/defs.yaml#/definitions/s'}\n",
+		"candi/defs.yaml":                         "definitions:\n  s: {type: string}\n",
+	})
+	if err := os.Symlink("/deckhouse/helm_lib/charts/lib", filepath.Join(root, "modules/001-m/charts/helm_lib")); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, "modules/001-m/charts"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/deckhouse/helm_lib/charts/lib", filepath.Join(root, "modules/001-m/charts/helm_lib")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	modules, global := filepath.Join(root, "modules"), filepath.Join(root, "global-hooks")
+	ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false), loader.WithTreeRootAlias("/deckhouse"))
+	p, err := RenderPreview(t.Context(), ld, root, modules, global, map[string]string{"global": "p: b\n"}, "ns", false, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := p.Manifests["m"]; !strings.Contains(m, "name: from-lib-m") || !strings.Contains(m, `files: "2"`) { // files/kept.txt and .helmignore, as Helm's LoadDir counts them
+		t.Fatalf("manifest:\n%s", m)
+	}
+	plain := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false))
+	if _, err := RenderPreview(t.Context(), plain, root, modules, global, nil, "ns", false, quiet()); err == nil || !strings.Contains(err.Error(), "--tree-root-alias") {
+		t.Fatalf("without the alias: %v", err)
+	}
+}
+
+// A preview renders every module: one whose chart fails is reported with
+// its file (relative to the tree's root) and the others are rendered.
+func TestRenderPreviewGoesOnPastFailures(t *testing.T) {
+	root := tree(t, merged(map[string]string{
+		"modules/values.yaml":                   "global: {}\naEnabled: true\nbadEnabled: true\ncEnabled: true\n",
+		"modules/002-bad/Chart.yaml":            "apiVersion: v2\nname: bad\nversion: 0.1.0\n",
+		"modules/002-bad/templates/broken.yaml": "kind: ConfigMap\n{{ .Values.nope.deeper }}\n",
+	}, withPrefix("modules/001-a", moduleChart("a", "a")), withPrefix("modules/003-c", moduleChart("c", "c"))))
+	ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false))
+	p, err := RenderPreview(t.Context(), ld, root, filepath.Join(root, "modules"), filepath.Join(root, "global-hooks"), nil, "ns", false, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Manifests["a"] == "" || p.Manifests["c"] == "" {
+		t.Fatalf("manifests: %v", p.Manifests)
+	}
+	if len(p.Failures) != 1 || p.Failures[0].Module != "bad" || p.Failures[0].File != filepath.Join("modules", "002-bad", "templates", "broken.yaml") || !strings.Contains(p.Failures[0].Error, "nil pointer") {
+		t.Fatalf("failures: %+v", p.Failures)
+	}
+}

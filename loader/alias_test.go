@@ -1,0 +1,90 @@
+package loader
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// aliasTree is a tree built for an image whose repository sits at
+// /deckhouse: a module's charts/helm_lib and a global schema's $ref name
+// files of the repository by that absolute prefix.
+func aliasTree(t *testing.T, link, ref string) string {
+	t.Helper()
+	base := t.TempDir()
+	root := filepath.Join(base, "repo")
+	writeFile(t, filepath.Join(base, "secret.yaml"), "type: string\n", 0o644)
+	writeFile(t, filepath.Join(root, "helm_lib/charts/lib/Chart.yaml"), "apiVersion: v2\nname: lib\nversion: 0.1.0\ntype: library\n", 0o644)
+	writeFile(t, filepath.Join(root, "helm_lib/charts/lib/templates/_h.tpl"), `{{- define "lib.name" }}from-lib{{ end }}`, 0o644)
+	// a relative $ref in a file an absolute one reached resolves beside it
+	writeFile(t, filepath.Join(root, "candi/openapi/defs.yaml"), "definitions:\n  s: {$ref: 'more.yaml#/definitions/t'}\n  out: {$ref: '../../../secret.yaml'}\n", 0o644)
+	writeFile(t, filepath.Join(root, "candi/openapi/more.yaml"), "definitions:\n  t: {type: string, enum: [a]}\n", 0o644)
+	writeFile(t, filepath.Join(root, "modules/values.yaml"), "global: {}\nmEnabled: true\n", 0o644)
+	writeFile(t, filepath.Join(root, "modules/001-m/Chart.yaml"), "apiVersion: v2\nname: m\nversion: 0.1.0\n", 0o644)
+	writeFile(t, filepath.Join(root, "modules/001-m/templates/cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"lib.name\" . }}\n", 0o644)
+	writeFile(t, filepath.Join(root, "global-hooks/openapi/values.yaml"), "type: object\nproperties:\n  p: {$ref: '"+ref+"'}\n", 0o644)
+	if err := os.MkdirAll(filepath.Join(root, "modules/001-m/charts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(link, filepath.Join(root, "modules/001-m/charts/helm_lib")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../..", filepath.Join(root, "up")); err != nil { // the root's parent
+		t.Fatal(err)
+	}
+	return root
+}
+
+// With --tree-root-alias=/deckhouse an absolute link and an absolute $ref
+// beneath it read the repository's files; without it each is refused
+// naming the setting; a mapped path that leaves the tree (.. after the
+// alias, a link out) is refused either way (docs/security.md).
+func TestTreeRootAlias(t *testing.T) {
+	const lib, ref = "/deckhouse/helm_lib/charts/lib", "/deckhouse/candi/openapi/defs.yaml#/definitions/s"
+	tests := []struct {
+		name, alias, link, ref, wantErr string
+	}{
+		{name: "mapped", alias: "/deckhouse", link: lib, ref: ref},
+		{name: "alias with a trailing slash", alias: "/deckhouse/", link: lib, ref: ref},
+		{name: "link, no alias", link: lib, ref: "#/definitions/x", wantErr: "symlink leads out of the tree (to /deckhouse/helm_lib/charts/lib)"},
+		{name: "ref, no alias", link: "../../../helm_lib/charts/lib", ref: ref, wantErr: "is an absolute path"},
+		{name: "link, another prefix", alias: "/deckhouse", link: "/srv/helm_lib/charts/lib", ref: ref, wantErr: "not beneath"},
+		{name: "link, dot-dot after the alias", alias: "/deckhouse", link: "/deckhouse/../secret", ref: ref, wantErr: "symlink leads out of the tree"},
+		{name: "link, out through a link", alias: "/deckhouse", link: "/deckhouse/up/secret", ref: ref, wantErr: "symlink leads out of the tree"},
+		{name: "ref, dot-dot after the alias", alias: "/deckhouse", link: lib, ref: "/deckhouse/../secret.yaml", wantErr: "not beneath"},
+		{name: "ref, out through a link", alias: "/deckhouse", link: lib, ref: "/deckhouse/up/secret.yaml", wantErr: "escapes"},
+		{name: "ref, a relative ref out of the aliased file", alias: "/deckhouse", link: lib, ref: "/deckhouse/candi/openapi/defs.yaml#/definitions/out", wantErr: "not beneath"},
+		{name: "ref, another prefix", alias: "/deckhouse", link: lib, ref: "/etc/passwd", wantErr: "not beneath"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := aliasTree(t, tt.link, tt.ref)
+			if strings.HasPrefix(tt.ref, "#") {
+				writeFile(t, filepath.Join(root, "global-hooks/openapi/values.yaml"), "type: object\ndefinitions:\n  x: {type: string}\nproperties:\n  p: {$ref: '#/definitions/x'}\n", 0o644)
+			}
+			l := New(WithLogger(quietLogger()), WithHookConfigs(false), WithTreeRootAlias(tt.alias))
+			m, err := l.Load(t.Context(), root, filepath.Join(root, "modules"), filepath.Join(root, "global-hooks"))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if tt.alias == "" && !strings.Contains(err.Error(), "--tree-root-alias") {
+					t.Fatalf("err = %v, does not name the setting", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Global.Schemas.Values.Validate("global", map[string]any{"p": "b"}); err == nil {
+				t.Fatal("the enum of the aliased $ref was not enforced")
+			}
+			b, err := fs.ReadFile(m.ChartFS(m.Module("m")), "charts/helm_lib/templates/_h.tpl")
+			if err != nil || !strings.Contains(string(b), "from-lib") {
+				t.Fatalf("the chart's library through the alias: %q, %v", b, err)
+			}
+		})
+	}
+}
