@@ -154,12 +154,18 @@ func (d dir) explain(entry string, err error) error {
 		}
 		target, _ := d.root.Readlink(d.name(name))
 		if errors.Is(serr, fs.ErrNotExist) {
-			return fileErr(d.path(name), fmt.Errorf("broken symlink (to %s)", target))
+			return fileErr(d.path(name), &brokenLinkError{target: target})
 		}
 		return fileErr(d.path(name), fmt.Errorf("symlink leads out of the tree (to %s): %w%s", target, stripPath(serr), d.s.linkHint(target)))
 	}
 	return fileErr(d.path(entry), err)
 }
+
+// brokenLinkError is a link beneath the root whose target does not exist;
+// hashDir tells it from other failures.
+type brokenLinkError struct{ target string }
+
+func (e *brokenLinkError) Error() string { return fmt.Sprintf("broken symlink (to %s)", e.target) }
 
 // stripPath drops the root-relative name an os.Root error repeats, as the
 // loader's error names the file in full.

@@ -52,6 +52,9 @@ func TestHookDiscoveryLeavesOutWhatIsNotAHook(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// a link to an empty directory git cannot hold, as in
+			// Deckhouse's global-hooks/.../testdata: recorded, not refused
+			symlink(t, "../source/empty", filepath.Join(dir, tt.hooksDir, "sub/testdata/links/empty"))
 			m, err := New(WithHookConfigs(false)).Load(t.Context(), dir, filepath.Join(dir, "modules"), filepath.Join(dir, "global-hooks"))
 			if err != nil {
 				t.Fatal(err)
