@@ -51,8 +51,10 @@ func TestDiffRedactsEmbedded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, change := range map[string]func(map[string]string){
-		"bundle": func(d map[string]string) { d["secret.yaml"] = strings.ReplaceAll(d["secret.yaml"], "chart-bundled", "hand-bundled") },
-		"plain":  func(d map[string]string) { d["token"] = "hand-token" },
+		"bundle": func(d map[string]string) {
+			d["secret.yaml"] = strings.ReplaceAll(d["secret.yaml"], "chart-bundled", "hand-bundled")
+		},
+		"plain": func(d map[string]string) { d["token"] = "hand-token" },
 	} {
 		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

@@ -18,7 +18,7 @@ func TestObjectDiffRedacts(t *testing.T) {
 		hidden, shown []string
 	}{
 		{name: "secret data and last-applied",
-			live: `{apiVersion: v1, kind: Secret, metadata: {name: s, annotations: {note: hand, "kubectl.kubernetes.io/last-applied-configuration": "{\"stringData\":{\"pw\":\"HAND\"}}"}}, data: {pw: SEFORA==}}`,
+			live:    `{apiVersion: v1, kind: Secret, metadata: {name: s, annotations: {note: hand, "kubectl.kubernetes.io/last-applied-configuration": "{\"stringData\":{\"pw\":\"HAND\"}}"}}, data: {pw: SEFORA==}}`,
 			applied: `{apiVersion: v1, kind: Secret, metadata: {name: s, annotations: {note: chart, "kubectl.kubernetes.io/last-applied-configuration": "{\"stringData\":{\"pw\":\"HAND\"}}"}}, data: {pw: Q0hBUlQ=}, type: Opaque}`,
 			hidden:  []string{"HAND", "SEFORA", "Q0hBUlQ"},
 			shown:   []string{"-    note: hand", "+    note: chart", "(redacted, differs)", "type: Opaque", "last-applied-configuration: (redacted)"}},
