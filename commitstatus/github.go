@@ -31,6 +31,9 @@ type GitHubOptions struct {
 	Repository string
 	// TokenFile holds the token (a file only: docs/security.md).
 	TokenFile string
+	// AllowHTTP names the hosts (host or host:port) BaseURL may reach
+	// over plain http; https otherwise.
+	AllowHTTP []string
 	Client    *http.Client
 }
 
@@ -50,7 +53,7 @@ func NewGitHub(o GitHubOptions) (*GitHub, error) {
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("repository %q: want owner/name", o.Repository)
 	}
-	base, err := baseURL(o.BaseURL, DefaultGitHubURL)
+	base, err := baseURL(o.BaseURL, DefaultGitHubURL, o.AllowHTTP)
 	if err != nil {
 		return nil, err
 	}
@@ -82,23 +85,16 @@ func (g *GitHub) Post(ctx context.Context, s Status) error {
 }
 
 // baseURL checks an API root (def when empty) and drops a trailing slash.
-func baseURL(raw, def string) (string, error) {
+func baseURL(raw, def string, allowHTTP []string) (string, error) {
 	if raw == "" {
 		raw = def
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("API URL %q: want an http or https URL", scrubURL(raw))
+	u, err := checkURL("API URL", raw, allowHTTP)
+	if err != nil {
+		return "", err
 	}
 	if u.User != nil {
 		return "", fmt.Errorf("API URL %s: credentials in the URL; use the token file", scrubURL(raw))
 	}
 	return strings.TrimSuffix(raw, "/"), nil
-}
-
-func client(c *http.Client) *http.Client {
-	if c != nil {
-		return c
-	}
-	return &http.Client{Timeout: defaultTimeout}
 }

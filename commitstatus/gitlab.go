@@ -19,6 +19,8 @@ type GitLabOptions struct {
 	// Project is the project's numeric id or its path (group/sub/name).
 	Project   string
 	TokenFile string
+	// AllowHTTP: as GitHubOptions.AllowHTTP
+	AllowHTTP []string
 	Client    *http.Client
 }
 
@@ -37,7 +39,7 @@ func NewGitLab(o GitLabOptions) (*GitLab, error) {
 	if project == "" {
 		return nil, fmt.Errorf("project: want a numeric id or a path such as group/name")
 	}
-	base, err := baseURL(o.BaseURL, DefaultGitLabURL)
+	base, err := baseURL(o.BaseURL, DefaultGitLabURL, o.AllowHTTP)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,9 @@ func postJSON(ctx context.Context, client *http.Client, url string, headers map[
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
+	if resp.StatusCode/100 == 3 {
+		return redirectError(resp)
+	}
 	return &HTTPError{
 		Code:       resp.StatusCode,
 		RetryAfter: resp.Header.Get("Retry-After"),

@@ -32,7 +32,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
 	forge := forgetest.New("tok")
 	t.Cleanup(forge.Close)
-	gh, err := NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "o/r", TokenFile: writeFile(t, "token", "tok")})
+	gh, err := NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "o/r", TokenFile: writeFile(t, "token", "tok"), AllowHTTP: local})
 	if err != nil {
 		t.Fatal(err)
 	}

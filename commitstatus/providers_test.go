@@ -44,22 +44,22 @@ func TestProviders(t *testing.T) {
 		wantState string
 	}{
 		{"github success", func() (Provider, error) {
-			return NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL() + "/", Repository: "platform/addons", TokenFile: token})
+			return NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL() + "/", Repository: "platform/addons", TokenFile: token, AllowHTTP: local})
 		}, Applied, "github", "platform/addons", "success"},
 		{"github pending", func() (Provider, error) {
-			return NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "platform/addons", TokenFile: token})
+			return NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "platform/addons", TokenFile: token, AllowHTTP: local})
 		}, Applying, "github", "platform/addons", "pending"},
 		{"github failure", func() (Provider, error) {
-			return NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "platform/addons", TokenFile: token})
+			return NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "platform/addons", TokenFile: token, AllowHTTP: local})
 		}, Degraded, "github", "platform/addons", "failure"},
 		{"gitlab path project", func() (Provider, error) {
-			return NewGitLab(GitLabOptions{BaseURL: forge.GitLabURL(), Project: "group/sub/addons", TokenFile: token})
+			return NewGitLab(GitLabOptions{BaseURL: forge.GitLabURL(), Project: "group/sub/addons", TokenFile: token, AllowHTTP: local})
 		}, Applying, "gitlab", "group/sub/addons", "running"},
 		{"gitlab numeric project", func() (Provider, error) {
-			return NewGitLab(GitLabOptions{BaseURL: forge.GitLabURL(), Project: "42", TokenFile: token})
+			return NewGitLab(GitLabOptions{BaseURL: forge.GitLabURL(), Project: "42", TokenFile: token, AllowHTTP: local})
 		}, Failed, "gitlab", "42", "failed"},
 		{"webhook signed", func() (Provider, error) {
-			return NewWebhook(WebhookOptions{URL: forge.WebhookURL(), Repository: "platform/addons", TokenFile: token, SecretFile: secret, Now: now})
+			return NewWebhook(WebhookOptions{URL: forge.WebhookURL(), Repository: "platform/addons", TokenFile: token, SecretFile: secret, Now: now, AllowHTTP: local})
 		}, Applied, "webhook", "", "applied"},
 	}
 	for i, tt := range tests {
@@ -103,7 +103,7 @@ func TestProviderErrors(t *testing.T) {
 	forge := forgetest.New("good-token")
 	defer forge.Close()
 	tokenFile := writeFile(t, "token", "wrong-token")
-	gh, err := NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "o/r", TokenFile: tokenFile})
+	gh, err := NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "o/r", TokenFile: tokenFile, AllowHTTP: local})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestProviderErrors(t *testing.T) {
 	}
 
 	forge.Secret = "right"
-	wh, err := NewWebhook(WebhookOptions{URL: forge.WebhookURL(), SecretFile: writeFile(t, "secret", "wrong"), TokenFile: writeFile(t, "t", "good-token")})
+	wh, err := NewWebhook(WebhookOptions{URL: forge.WebhookURL(), SecretFile: writeFile(t, "secret", "wrong"), TokenFile: writeFile(t, "t", "good-token"), AllowHTTP: local})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestProviderErrors(t *testing.T) {
 		t.Fatalf("bad signature: err = %v", err)
 	}
 	// a URL with a token in its query: errors leave the query out
-	wq, err := NewWebhook(WebhookOptions{URL: "http://127.0.0.1:1/hook?key=url-secret"})
+	wq, err := NewWebhook(WebhookOptions{URL: "http://127.0.0.1:1/hook?key=url-secret", AllowHTTP: local})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,3 +237,6 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("context = %q", c)
 	}
 }
+
+// local lets the tests' forge on 127.0.0.1 be reached over plain http.
+var local = []string{"127.0.0.1"}

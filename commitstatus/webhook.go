@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 )
 
@@ -24,7 +23,9 @@ type WebhookOptions struct {
 	TokenFile string
 	// SecretFile, if set, holds the HMAC key of SignatureHeader.
 	SecretFile string
-	Client     *http.Client
+	// AllowHTTP: as GitHubOptions.AllowHTTP
+	AllowHTTP []string
+	Client    *http.Client
 	// Now dates the body (default time.Now).
 	Now func() time.Time
 }
@@ -58,9 +59,8 @@ type Webhook struct {
 
 // NewWebhook checks the options and reads the files once.
 func NewWebhook(o WebhookOptions) (*Webhook, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("webhook URL %q: want an http or https URL", scrubURL(o.URL))
+	if _, err := checkURL("webhook URL", o.URL, o.AllowHTTP); err != nil {
+		return nil, err
 	}
 	for _, f := range []string{o.TokenFile, o.SecretFile} {
 		if _, err := secretFile(f).read(); err != nil {

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -55,7 +56,10 @@ type Options struct {
 	// Concurrency bounds the objects checked at once, over all calls
 	// (default 4).
 	Concurrency int
-	Logger      *slog.Logger
+	// Sensitive are kinds whose values Diff never shows, as a Secret's
+	// data (always sensitive): redact.go.
+	Sensitive []schema.GroupKind
+	Logger    *slog.Logger
 }
 
 // Defaults of Options.

@@ -15,9 +15,11 @@ var ErrNoRelease = errors.New("no deployed release")
 
 // Diff is the live diff of a release's drifted objects: for each, a
 // unified diff from the live object to what applying the chart would make
-// of it. A Secret's data and stringData values are shown as "(redacted)",
-// or "(redacted, differs)" where the chart's differs (docs/security.md,
-// "Who sees what"). No drift is the empty string.
+// of it. The values of sensitive objects (a Secret's data and stringData,
+// the kinds of Options.Sensitive), and whatever embeds them, are shown as
+// "(redacted)", or "(redacted, differs)" where the chart's differs
+// (redact.go; docs/security.md, "Who sees what"). No drift is the empty
+// string.
 func (d *Detector) Diff(ctx context.Context, release string) (string, error) {
 	_, ins, ok, err := d.check(ctx, release)
 	if err != nil {
@@ -26,12 +28,13 @@ func (d *Detector) Diff(ctx context.Context, release string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("release %s: %w", release, ErrNoRelease)
 	}
+	red := newRedactor(d.opts.Sensitive)
 	var b strings.Builder
 	for _, in := range ins {
 		if len(in.obj.Fields) == 0 {
 			continue
 		}
-		text, err := objectDiff(in.obj, in.live, in.applied)
+		text, err := objectDiff(red, in.obj, in.live, in.applied)
 		if err != nil {
 			return "", err
 		}
@@ -41,11 +44,10 @@ func (d *Detector) Diff(ctx context.Context, release string) (string, error) {
 }
 
 // objectDiff is one object's unified diff.
-func objectDiff(o Object, live, applied map[string]any) (string, error) {
-	l, a := shown(live), shown(applied)
-	if o.Kind == "Secret" && o.APIVersion == "v1" {
-		redact(l, a)
-	}
+func objectDiff(red redactor, o Object, live, applied map[string]any) (string, error) {
+	// redact changes what it hides in place: copies, not the objects read
+	l, a := shown(deepCopy(live).(map[string]any)), shown(deepCopy(applied).(map[string]any))
+	red.redact(l, a)
 	ly, err := yaml.Marshal(l)
 	if err != nil {
 		return "", err
@@ -88,32 +90,21 @@ func shown(obj map[string]any) map[string]any {
 	return out
 }
 
-// redact replaces the values of a Secret's data and stringData in both
-// sides, marking those that differ.
-func redact(live, applied map[string]any) {
-	for _, field := range []string{"data", "stringData"} {
-		lm, _ := live[field].(map[string]any)
-		am, _ := applied[field].(map[string]any)
-		nl, na := map[string]any{}, map[string]any{}
-		for k, v := range lm {
-			nl[k] = "(redacted)"
-			if av, ok := am[k]; ok {
-				na[k] = "(redacted)"
-				if fmt.Sprint(av) != fmt.Sprint(v) {
-					na[k] = "(redacted, differs)"
-				}
-			}
+// deepCopy copies the maps and lists of a decoded object.
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = deepCopy(x)
 		}
-		for k := range am {
-			if _, ok := na[k]; !ok {
-				na[k] = "(redacted)"
-			}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = deepCopy(x)
 		}
-		if lm != nil {
-			live[field] = nl
-		}
-		if am != nil {
-			applied[field] = na
-		}
+		return out
 	}
+	return v
 }

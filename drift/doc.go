@@ -17,5 +17,7 @@
 //     fields from an object.
 //   - detector.go: the Detector: a release's manifest → objects, checks,
 //     corrections, bounded in objects, bytes and concurrency.
-//   - diff.go: the live diff `module diff` shows, Secret values redacted.
+//   - diff.go: the live diff `module diff` shows.
+//   - redact.go: what the diff hides: the values of sensitive objects
+//     (Secrets, Options.Sensitive) and of strings that embed them.
 package drift

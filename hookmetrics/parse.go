@@ -21,6 +21,20 @@ const (
 	ActionExpire  = "expire"  // drop every series of the group
 )
 
+// Bounds of one operation, so that what the store keeps is bounded in
+// bytes and not only in series (docs/operator.md, "Metrics from hooks"): a
+// line past one fails the run, naming the line.
+const (
+	// MaxNameBytes bounds a metric's name, a label's name and a group's.
+	MaxNameBytes = 256
+	// MaxValueBytes bounds a label's value.
+	MaxValueBytes = 1024
+	// MaxLabels bounds the labels of one operation.
+	MaxLabels = 32
+	// MaxBuckets bounds a histogram's buckets.
+	MaxBuckets = 100
+)
+
 // Op is one operation a hook wrote.
 type Op struct {
 	Name    string
@@ -86,6 +100,9 @@ func Parse(data []byte) ([]Op, error) {
 // op checks a line and resolves the shortcuts.
 func (l line) op() (Op, error) {
 	op := Op{Name: l.Name, Action: l.Action, Buckets: l.Buckets, Labels: l.Labels, Group: l.Group}
+	if len(l.Group) > MaxNameBytes {
+		return op, fmt.Errorf("group of %d bytes: at most %d", len(l.Group), MaxNameBytes)
+	}
 	if strings.ContainsFunc(l.Group, unicode.IsControl) {
 		// a hook's own group is named with NULs (Owner.group): a written
 		// group may not take its name
@@ -112,6 +129,9 @@ func (l line) op() (Op, error) {
 	default:
 		return op, fmt.Errorf("unknown action %q (want add, set, observe or expire)", op.Action)
 	}
+	if len(op.Name) > MaxNameBytes {
+		return op, fmt.Errorf("metric name of %d bytes: at most %d", len(op.Name), MaxNameBytes)
+	}
 	if !metricName.MatchString(op.Name) {
 		return op, fmt.Errorf("metric name %q is not a Prometheus metric name", op.Name)
 	}
@@ -126,14 +146,26 @@ func (l line) op() (Op, error) {
 		if len(op.Buckets) == 0 {
 			return op, fmt.Errorf("%s: \"observe\" needs \"buckets\"", op.Name)
 		}
+		if len(op.Buckets) > MaxBuckets {
+			return op, fmt.Errorf("%s: %d buckets: at most %d", op.Name, len(op.Buckets), MaxBuckets)
+		}
 		if !slices.IsSorted(op.Buckets) || slices.ContainsFunc(op.Buckets, func(b float64) bool { return math.IsNaN(b) || math.IsInf(b, 0) }) ||
 			len(slices.Compact(slices.Clone(op.Buckets))) != len(op.Buckets) {
 			return op, fmt.Errorf("%s: buckets must be finite and strictly increasing", op.Name)
 		}
 	}
-	for k := range op.Labels {
+	if len(op.Labels) > MaxLabels {
+		return op, fmt.Errorf("%s: %d labels: at most %d", op.Name, len(op.Labels), MaxLabels)
+	}
+	for k, v := range op.Labels {
+		if len(k) > MaxNameBytes {
+			return op, fmt.Errorf("%s: a label name of %d bytes: at most %d", op.Name, len(k), MaxNameBytes)
+		}
 		if !labelName.MatchString(k) || strings.HasPrefix(k, "__") {
 			return op, fmt.Errorf("%s: label name %q is not a Prometheus label name", op.Name, k)
+		}
+		if len(v) > MaxValueBytes {
+			return op, fmt.Errorf("%s: label %s: a value of %d bytes: at most %d", op.Name, k, len(v), MaxValueBytes)
 		}
 	}
 	return op, nil

@@ -11,13 +11,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultLimit is the number of series one hook may own.
-const DefaultLimit = 1000
+// The default bounds of one budget (Limits).
+const (
+	// DefaultLimit is the number of series one budget may hold.
+	DefaultLimit = 1000
+	// DefaultBytes is what one budget's series may take: their names,
+	// label names and values, groups and histogram buckets (seriesCost).
+	DefaultBytes = 1 << 20
+)
+
+// Limits bound what one budget holds; <= 0: the default.
+type Limits struct {
+	Series int
+	Bytes  int
+}
 
 // Owner is the hook an operation came from; its Hook and Module become
 // the series' hook and module labels (Module is "" for a global hook and
-// then no module label is added).
-type Owner struct{ Module, Hook string }
+// then no module label is added). Budget names what its series count
+// against: the hook's executable, so that a batch executable's hooks share
+// one budget, and renaming a hook in its config does not give it a fresh
+// one ("": the module and hook).
+type Owner struct{ Module, Hook, Budget string }
 
 // group is the owner's own group: operations written without one belong
 // to it, as in shell-operator, where the hook's name is the default group.
@@ -25,13 +40,32 @@ type Owner struct{ Module, Hook string }
 // expire each other's series; it cannot clash with a written group name.
 func (o Owner) group() string { return "\x00" + o.Module + "\x00" + o.Hook }
 
+// hook is the owner without its budget: what Retain keeps.
+func (o Owner) hook() Hook { return Hook{Module: o.Module, Hook: o.Hook} }
+
+func (o Owner) budget() string {
+	if o.Budget != "" {
+		return o.Budget
+	}
+	return o.group()
+}
+
+// Hook names a hook of the running tree (Retain).
+type Hook struct{ Module, Hook string }
+
+// usage is what one budget holds.
+type usage struct{ series, bytes int }
+
 // Store keeps the series hooks wrote. The zero value is not usable; use New.
 type Store struct {
-	limit int
+	limits Limits
 
 	mu       sync.Mutex
 	families map[string]*family
-	owned    map[Owner]int
+	used     map[string]*usage // by Owner.budget
+	// present are the hooks of the running tree once Retain was called:
+	// a run of a hook that left it applies nothing
+	present map[Hook]bool
 }
 
 type family struct {
@@ -44,19 +78,36 @@ type series struct {
 	names, values []string // sorted label names and their values
 	owner         Owner
 	group         string
+	cost          int      // seriesCost when made
 	value         float64  // counter and gauge
 	counts        []uint64 // histogram: per bucket, not cumulative
 	count         uint64
 	sum           float64
 }
 
-// New returns a Store where each hook owns at most limit series (<= 0:
-// DefaultLimit).
-func New(limit int) *Store {
-	if limit <= 0 {
-		limit = DefaultLimit
+// New returns a Store with the bounds of each budget.
+func New(l Limits) *Store {
+	if l.Series <= 0 {
+		l.Series = DefaultLimit
 	}
-	return &Store{limit: limit, families: map[string]*family{}, owned: map[Owner]int{}}
+	if l.Bytes <= 0 {
+		l.Bytes = DefaultBytes
+	}
+	return &Store{limits: l, families: map[string]*family{}, used: map[string]*usage{}}
+}
+
+// seriesOverhead stands for the series' own structures and map entries,
+// so that many tiny series count too.
+const seriesOverhead = 128
+
+// seriesCost is what a series takes, approximately: its strings are kept
+// twice (its labels and its key) and a histogram keeps a count a bucket.
+func seriesCost(metric, group string, names, values []string, buckets int) int {
+	n := seriesOverhead + len(metric) + len(group) + 8*buckets
+	for i := range names {
+		n += 2 * (len(names[i]) + len(values[i]))
+	}
+	return n
 }
 
 var kindNames = map[string]string{ActionAdd: "counter", ActionSet: "gauge", ActionObserve: "histogram"}
@@ -111,12 +162,16 @@ func (s *Store) check(ops []Op) error {
 // holds what its last writer reported. A metric's type is fixed by its first
 // operation; a later one of another type is an error naming its line and
 // nothing of the batch is applied. dropped counts new series refused
-// because the hook already owns its limit.
+// because the owner's budget is spent, or all of them when the hook has
+// left the running tree (Retain).
 func (s *Store) Apply(o Owner, ops []Op) (dropped int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ops); err != nil {
 		return 0, err
+	}
+	if s.present != nil && !s.present[o.hook()] {
+		return len(ops), nil
 	}
 	byGroup := map[string][]Op{}
 	var groups []string
@@ -146,7 +201,7 @@ func (s *Store) Apply(o Owner, ops []Op) (dropped int, err error) {
 }
 
 // apply records one operation; false when its new series is over the
-// owner's limit.
+// owner's budget.
 func (s *Store) apply(o Owner, group string, op Op) bool {
 	f := s.families[op.Name]
 	if f == nil {
@@ -174,18 +229,31 @@ func (s *Store) apply(o Owner, group string, op Op) bool {
 	}
 	sr := f.series[key.String()]
 	if sr == nil {
-		if s.owned[o] >= s.limit {
+		cost := seriesCost(op.Name, group, names, values, len(f.buckets))
+		u := s.used[o.budget()]
+		if u == nil {
+			u = &usage{}
+		}
+		if u.series >= s.limits.Series || u.bytes+cost > s.limits.Bytes {
 			if len(f.series) == 0 {
 				delete(s.families, op.Name)
 			}
 			return false
 		}
-		sr = &series{names: names, values: values, owner: o}
+		sr = &series{names: names, values: values, owner: o, group: group, cost: cost}
 		if f.kind == ActionObserve {
 			sr.counts = make([]uint64, len(f.buckets))
 		}
 		f.series[key.String()] = sr
-		s.owned[o]++
+		u.series++
+		u.bytes += cost
+		s.used[o.budget()] = u
+	}
+	if sr.group != group {
+		// the group's name is part of the cost: charge the difference
+		u := s.used[sr.owner.budget()]
+		u.bytes += len(group) - len(sr.group)
+		sr.cost += len(group) - len(sr.group)
 	}
 	sr.group = group
 	switch f.kind {
@@ -206,12 +274,25 @@ func (s *Store) apply(o Owner, group string, op Op) bool {
 
 // expire drops every series of group g.
 func (s *Store) expire(g string) {
+	s.drop(func(sr *series) bool { return sr.group == g })
+}
+
+// drop removes the series gone says are, and returns how many.
+func (s *Store) drop(gone func(*series) bool) int {
+	n := 0
 	for name, f := range s.families {
 		for k, sr := range f.series {
-			if sr.group == g {
-				delete(f.series, k)
-				if s.owned[sr.owner]--; s.owned[sr.owner] == 0 {
-					delete(s.owned, sr.owner)
+			if !gone(sr) {
+				continue
+			}
+			delete(f.series, k)
+			n++
+			b := sr.owner.budget()
+			if u := s.used[b]; u != nil {
+				if u.series--; u.series <= 0 {
+					delete(s.used, b)
+				} else {
+					u.bytes -= sr.cost
 				}
 			}
 		}
@@ -219,6 +300,22 @@ func (s *Store) expire(g string) {
 			delete(s.families, name)
 		}
 	}
+	return n
+}
+
+// Retain drops the series of every hook that is not in hooks, the hooks
+// of the running tree, and refuses their later runs' operations (a run
+// of the old tree that ends after the change), until a Retain names them
+// again. It returns how many series were dropped.
+func (s *Store) Retain(hooks []Hook) int {
+	present := make(map[Hook]bool, len(hooks))
+	for _, h := range hooks {
+		present[h] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.present = present
+	return s.drop(func(sr *series) bool { return !present[sr.owner.hook()] })
 }
 
 // Series is how many series the store holds.
@@ -226,8 +323,19 @@ func (s *Store) Series() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, c := range s.owned {
-		n += c
+	for _, u := range s.used {
+		n += u.series
+	}
+	return n
+}
+
+// Bytes is what the store's series take (seriesCost summed).
+func (s *Store) Bytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, u := range s.used {
+		n += u.bytes
 	}
 	return n
 }

@@ -65,7 +65,7 @@ func TestStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(0)
+	s := New(Limits{})
 	h1 := Owner{Module: "alpha", Hook: "hooks/a.sh"}
 	apply(t, s, h1, string(data))
 	want := `
@@ -128,7 +128,7 @@ hook_items{hook="100-g.sh"} 2
 }
 
 func TestStoreTypeConflict(t *testing.T) {
-	s := New(0)
+	s := New(Limits{})
 	o := Owner{Hook: "h.sh"}
 	apply(t, s, o, `{"name":"m","set":1}`)
 	ops, err := Parse([]byte(`{"name":"other","set":1}` + "\n" + `{"name":"m","add":1}`))
@@ -148,7 +148,7 @@ func TestStoreTypeConflict(t *testing.T) {
 // change, and names that collide with a histogram's series (which would
 // fail every gather of the registry).
 func TestStoreCheck(t *testing.T) {
-	s := New(0)
+	s := New(Limits{})
 	apply(t, s, Owner{Hook: "a.sh"}, `{"name":"lat","action":"observe","value":1,"buckets":[1,2]}`+"\n"+`{"name":"g","set":1}`)
 	for _, tc := range []struct{ in, want string }{
 		{`{"name":"g","add":1}`, "line 1: g is a gauge"},
@@ -177,7 +177,7 @@ func TestStoreCheck(t *testing.T) {
 }
 
 func TestStoreLimit(t *testing.T) {
-	s := New(3)
+	s := New(Limits{Series: 3})
 	o := Owner{Module: "m", Hook: "hooks/h.sh"}
 	var b strings.Builder
 	for i := range 5 {

@@ -173,7 +173,7 @@ func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics 
 	m.old.treeErrors = b.counter0("addon_operator_tree_errors", deprecated+"addon_operator_tree_errors_total.")
 
 	reg.MustRegister(append(b.all, revision)...)
-	m.hookStore = hookmetrics.New(hookmetrics.DefaultLimit)
+	m.hookStore = hookmetrics.New(hookmetrics.Limits{})
 	m.hookRegistry = prometheus.NewRegistry()
 	m.hookRegistry.MustRegister(m.hookStore)
 	return m

@@ -163,8 +163,10 @@ func (m *metrics) kubeEvent(h *loader.Hook, binding string) {
 	m.old.kubeEvents.WithLabelValues(h.Name, binding).Inc()
 }
 
-// bindingsOf sets addon_operator_binding_count for a tree's hooks.
+// bindingsOf sets addon_operator_binding_count for a tree's hooks, and
+// drops the hook metrics of hooks that left it.
 func (m *metrics) bindingsOf(model *loader.Model) {
+	m.retainHookMetrics(model)
 	m.bindingCount.Reset()
 	count := func(h *loader.Hook) {
 		n := 0

@@ -25,6 +25,9 @@ type commitStatusOptions struct {
 	TargetURL             string
 	PerModule             bool
 	Cluster               string
+	// AllowHTTP are the hosts URL may name with http://: credentials
+	// travel in clear to them (docs/security.md, "Credentials")
+	AllowHTTP []string
 }
 
 func (o *commitStatusOptions) bind(fs *pflag.FlagSet, e *env) {
@@ -35,6 +38,7 @@ func (o *commitStatusOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.SecretFile, "commit-status-secret-file", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE"}, ""), "file with the HMAC key that signs webhook bodies (env ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE)")
 	fs.StringVar(&o.TargetURL, "commit-status-target-url", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_TARGET_URL"}, ""), "the link of every status, e.g. a dashboard (env ADDON_OPERATOR_COMMIT_STATUS_TARGET_URL)")
 	fs.BoolVar(&o.PerModule, "commit-status-per-module", e.boolean("ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE", false), "a status per module as well as the revision's (env ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true)")
+	fs.StringSliceVar(&o.AllowHTTP, "commit-status-allow-http-hosts", e.list("ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS", nil), "hosts (host or host:port) the commit status URL may reach over plain http; https only otherwise (env ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS, comma-separated)")
 	fs.StringVar(&o.Cluster, "cluster-name", e.str([]string{"ADDON_OPERATOR_CLUSTER_NAME"}, ""), "the cluster's name in commit status contexts, addon-operator/<name> (env ADDON_OPERATOR_CLUSTER_NAME)")
 }
 
@@ -63,14 +67,14 @@ func (o commitStatusOptions) provider(gitURL string) (commitstatus.Provider, err
 		if kind != "github" && o.URL == "" {
 			return nil, fmt.Errorf("commit status provider %s: set ADDON_OPERATOR_COMMIT_STATUS_URL to its API, https://<host>/api/v1", kind)
 		}
-		p, err = commitstatus.NewGitHub(commitstatus.GitHubOptions{BaseURL: o.URL, Repository: repo, TokenFile: o.TokenFile})
+		p, err = commitstatus.NewGitHub(commitstatus.GitHubOptions{BaseURL: o.URL, Repository: repo, TokenFile: o.TokenFile, AllowHTTP: o.AllowHTTP})
 	case "gitlab":
-		p, err = commitstatus.NewGitLab(commitstatus.GitLabOptions{BaseURL: o.URL, Project: repo, TokenFile: o.TokenFile})
+		p, err = commitstatus.NewGitLab(commitstatus.GitLabOptions{BaseURL: o.URL, Project: repo, TokenFile: o.TokenFile, AllowHTTP: o.AllowHTTP})
 	case "webhook":
 		if repo == "" {
 			repo, _ = commitstatus.RepositoryFromURL(gitURL) // informative only
 		}
-		p, err = commitstatus.NewWebhook(commitstatus.WebhookOptions{URL: o.URL, Repository: repo, TokenFile: o.TokenFile, SecretFile: o.SecretFile})
+		p, err = commitstatus.NewWebhook(commitstatus.WebhookOptions{URL: o.URL, Repository: repo, TokenFile: o.TokenFile, SecretFile: o.SecretFile, AllowHTTP: o.AllowHTTP})
 	default:
 		return nil, fmt.Errorf("ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=%q: want github, gitea, forgejo, gitlab or webhook", o.Provider)
 	}

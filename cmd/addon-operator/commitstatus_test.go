@@ -145,6 +145,8 @@ func TestCommitStatusSettings(t *testing.T) {
 		{commitStatusOptions{Provider: "github", TokenFile: token}, "git@github.com:o/r.git", ""},
 		{commitStatusOptions{Provider: "gitlab", TokenFile: token}, "https://gitlab.com/g/s/r.git", ""},
 		{commitStatusOptions{Provider: "webhook"}, "https://h/o/r.git", "webhook URL"},
+		{commitStatusOptions{Provider: "gitea", TokenFile: token, URL: "http://h/api/v1"}, "https://h/o/r.git", "ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS"},
+		{commitStatusOptions{Provider: "gitea", TokenFile: token, URL: "http://h/api/v1", AllowHTTP: []string{"h"}}, "https://h/o/r.git", ""},
 	}
 	for _, tt := range tests {
 		_, err := tt.o.provider(tt.gitURL)
@@ -251,5 +253,6 @@ func (f *forgeSetup) env(more ...string) []string {
 	return append([]string{"ADDON_OPERATOR_NAMESPACE=" + f.ns, "GIT_URL=" + f.srv.URL("addons"), "GIT_REF=main",
 		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + f.checkout,
 		"ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE=" + f.token,
-		"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true"}, more...)
+		"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true",
+		"ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS=127.0.0.1"}, more...)
 }

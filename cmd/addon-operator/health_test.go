@@ -48,6 +48,7 @@ func TestHealthOnWorkloads(t *testing.T) {
 	}
 	g := startGitOperatorOn(t, p, "health", fixture(t, "health"),
 		"ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=webhook", "ADDON_OPERATOR_COMMIT_STATUS_URL="+forge.WebhookURL(),
+		"ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS=127.0.0.1",
 		"ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE="+token, "ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE="+secret,
 		"ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true", "ADDON_OPERATOR_CLUSTER_NAME=kwok")
 	ns, repo, c1 := g.NS, g.Repo, g.First

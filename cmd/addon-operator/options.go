@@ -119,6 +119,9 @@ type operatorOptions struct {
 	// never drift.
 	Drift               string
 	DriftIgnoreManagers []string
+	// DriftSensitiveKinds are kinds ([group/]Kind) whose values a live
+	// diff never shows, as a Secret's (docs/security.md, "Who sees what").
+	DriftSensitiveKinds []string
 }
 
 func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
@@ -139,6 +142,7 @@ func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.IntVar(&o.ParallelModules, "parallel-modules", e.positive("ADDON_OPERATOR_PARALLEL_MODULES", runtime.NumCPU()), "modules of one weight run at once; 1 runs them one by one (env ADDON_OPERATOR_PARALLEL_MODULES; default the number of CPUs)")
 	fs.StringVar(&o.Drift, "drift", e.str([]string{"ADDON_OPERATOR_DRIFT"}, "correct"), "what is done about release objects that differ from the chart: correct, warn or off; a module's <module>Drift ConfigMap key overrides correct and warn (env ADDON_OPERATOR_DRIFT)")
 	fs.StringSliceVar(&o.DriftIgnoreManagers, "drift-ignore-managers", e.list("ADDON_OPERATOR_DRIFT_IGNORE_MANAGERS", drift.DefaultIgnoreManagers), "field managers whose fields are never drift, besides writes through a subresource (env ADDON_OPERATOR_DRIFT_IGNORE_MANAGERS, comma-separated)")
+	fs.StringSliceVar(&o.DriftSensitiveKinds, "drift-sensitive-kinds", e.list("ADDON_OPERATOR_DRIFT_SENSITIVE_KINDS", nil), "kinds, Kind or group/Kind, whose values module diff never shows, as a Secret's data (env ADDON_OPERATOR_DRIFT_SENSITIVE_KINDS, comma-separated)")
 	o.PurgeLimit = e.purgeLimit("ADDON_OPERATOR_PURGE_LIMIT")
 	fs.Func("purge-limit", "most modules one revision may purge: a number (0: none without confirmation) or 'half' (env ADDON_OPERATOR_PURGE_LIMIT; default half of the enabled modules, never all)", func(v string) error {
 		limit, err := parsePurgeLimit(v)

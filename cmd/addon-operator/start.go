@@ -196,7 +196,11 @@ func start(o *startOptions) error {
 		if ignore == nil {
 			ignore = []string{}
 		}
-		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{FieldManager: kube.FieldManager(), IgnoreManagers: ignore, Logger: logger})
+		sensitive, err := drift.ParseKinds(op.DriftSensitiveKinds)
+		if err != nil {
+			return fmt.Errorf("--drift-sensitive-kinds: %w", err)
+		}
+		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{FieldManager: kube.FieldManager(), IgnoreManagers: ignore, Sensitive: sensitive, Logger: logger})
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,21 @@ var secretVars = map[string]bool{
 	"GIT_VERIFY_KEYS_DIR": true, "GIT_URL": true,
 	// a webhook's URL may itself be its credential (a secret path)
 	"ADDON_OPERATOR_COMMIT_STATUS_URL": true,
+	// the admission and conversion servers' TLS material: the private key
+	// and the files beside it (docs/operator.md, "How hooks run")
+	"VALIDATING_WEBHOOK_SERVER_KEY": true, "VALIDATING_WEBHOOK_SERVER_CERT": true,
+	"VALIDATING_WEBHOOK_CA": true, "VALIDATING_WEBHOOK_CLIENT_CA": true,
+	"CONVERSION_WEBHOOK_SERVER_KEY": true, "CONVERSION_WEBHOOK_SERVER_CERT": true,
+	"CONVERSION_WEBHOOK_CA": true, "CONVERSION_WEBHOOK_CLIENT_CA": true,
+	"ADDON_OPERATOR_ADMISSION_SERVER_CERTS_DIR": true,
 }
+
+// secretWords mark a variable as a secret, or the path of one, wherever
+// they are in its name.
+var secretWords = []string{"PASSWORD", "SECRET", "TOKEN", "PRIVATE_KEY", "CREDENTIAL"}
+
+// secretSuffixes mark key files: GIT_SSH_KEY_FILE's kind under any name.
+var secretSuffixes = []string{"_KEY", "_KEY_FILE", "_KEY_PATH"}
 
 // hookVars are set per run; stale values from the operator's own
 // environment must not leak into a hook.
@@ -24,17 +38,31 @@ var hookVars = map[string]bool{
 }
 
 // BaseEnv is the operator's environment without its credential settings,
-// anything that looks like a secret, or hook variables.
+// anything that looks like a secret or a key file, or hook variables.
 func BaseEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		upper := strings.ToUpper(name)
-		if secretVars[name] || hookVars[name] ||
-			strings.Contains(upper, "PASSWORD") || strings.Contains(upper, "SECRET") || strings.Contains(upper, "TOKEN") {
+		if secretVars[name] || hookVars[name] || secretName(name) {
 			continue
 		}
 		out = append(out, kv)
 	}
 	return out
+}
+
+// secretName: the name looks like a secret's or a key file's.
+func secretName(name string) bool {
+	upper := strings.ToUpper(name)
+	for _, w := range secretWords {
+		if strings.Contains(upper, w) {
+			return true
+		}
+	}
+	for _, s := range secretSuffixes {
+		if strings.HasSuffix(upper, s) {
+			return true
+		}
+	}
+	return false
 }

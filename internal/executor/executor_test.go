@@ -24,6 +24,8 @@ func TestRun(t *testing.T) {
 	t.Setenv("GIT_PASSWORD_FILE", "/secret/pw")
 	t.Setenv("MY_API_TOKEN", "abc")
 	t.Setenv("VALUES_PATH", "/stale")
+	t.Setenv("VALIDATING_WEBHOOK_SERVER_KEY", "/validating-certs/tls.key")
+	t.Setenv("CONVERSION_WEBHOOK_SERVER_KEY", "/conversion-certs/tls.key")
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil)).With("hook", "h.sh")
 	tests := []struct {
@@ -38,6 +40,8 @@ func TestRun(t *testing.T) {
 		{name: "captured stdout", body: `echo '{"onStartup":1}'`, capture: true, want: "{\"onStartup\":1}\n"},
 		{name: "env is scrubbed and documented vars set", capture: true, env: []string{"VALUES_PATH=/v"},
 			body: `echo "${GIT_PASSWORD_FILE:-none} ${MY_API_TOKEN:-none} $VALUES_PATH"`, want: "none none /v\n"},
+		{name: "webhook server keys are not a hook's", capture: true,
+			body: `echo "${VALIDATING_WEBHOOK_SERVER_KEY:-none} ${CONVERSION_WEBHOOK_SERVER_KEY:-none}"`, want: "none none\n"},
 		{name: "failure carries stderr", body: "echo broken >&2; exit 3", wantErr: "exit status 3: broken"},
 		{name: "timeout kills the group", body: "sleep 30 & sleep 30; wait", timeout: 300 * time.Millisecond, wantErr: "timed out after 300ms"},
 	}
