@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/internal/gitserver"
+)
+
+// A tree with the shapes of Deckhouse's modules (testdata/realtree, our own
+// files written for this test): a library chart linked by an absolute path
+// and a global schema with an absolute $ref (both under the image's
+// /deckhouse, mapped onto the repository root), a oneOf section whose
+// branches list part of the object's properties, an empty `properties:`
+// extended by values.yaml, a disabled module whose required section is
+// not configured, a chart reading global.enabledModules, and Go sources,
+// Go tests and testdata/ under hooks/. It deploys through the binary in
+// git mode; a commit whose link leaves the tree is refused with the file
+// named, the running revision stays, and the fix commit goes through.
+func TestRealTreeShapes(t *testing.T) {
+	ns := namespace(t, "real-tree")
+	root := t.TempDir()
+	repo := newRepo(t, root)
+	if err := os.CopyFS(repo.Dir, os.DirFS("testdata/realtree")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(repo.Dir, "modules/010-frontend/charts/helm_lib")
+	setLink := func(target string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(msg string) string {
+		t.Helper()
+		sha, err := repo.Commit(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.Push(); err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	setLink("/deckhouse/helm_lib/charts/lib_helm")
+	c1 := commit("the tree as Deckhouse's build lays it out")
+
+	// a config valid under the branches' partial properties
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"}, Data: map[string]string{
+		"global":   "highAvailability: true\n",
+		"frontend": "controlPlane:\n  resourcesManagement:\n    mode: VPA\n    vpa:\n      maxCPU: \"2\"\n",
+	}}
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	addr, _ := operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL="+srv.URL("addons"), "GIT_REF=main",
+		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"),
+		"ADDON_OPERATOR_TREE_ROOT_ALIAS=/deckhouse", "GIT_EXTRA_PATHS=helm_lib:candi")
+
+	frontend := func() map[string]string {
+		got, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "frontend", metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		if got.Labels["heritage"] != "realtree" { // from the linked library chart
+			return nil
+		}
+		return got.Data
+	}
+	eventually(t, "frontend deployed from the first commit", func() bool {
+		return frontend() != nil && releaseCommit(ns, "frontend") == c1
+	})
+	want := map[string]string{
+		"enabledModules": "frontend,bare", // the disabled pushgateway is not listed
+		"mode":           "VPA",
+		"ready":          "true", // its shell hook ran beside the Go files
+		"clusterDomain":  "cluster.local",
+	}
+	for k, v := range want {
+		if got := frontend()[k]; got != v {
+			t.Errorf("frontend %s = %q, want %q", k, got, v)
+		}
+	}
+	eventually(t, "bare deployed", func() bool {
+		got, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "bare", metav1.GetOptions{})
+		return err == nil && got.Data["name"] == "bare"
+	})
+
+	// a link that leaves the checkout once mapped: refused, naming it
+	setLink("/deckhouse/../outside/lib_helm")
+	commit("a link out of the tree")
+	eventually(t, "the refusal on /status", func() bool {
+		src, _ := status(t, addr)["source"].(map[string]any)
+		e, _ := src["lastError"].(string)
+		return strings.Contains(e, "modules/010-frontend/charts/helm_lib")
+	})
+	if cur := status(t, addr)["revision"]; cur != c1 {
+		t.Fatalf("running revision = %v, want %s", cur, c1)
+	}
+
+	// the fix goes through
+	setLink("/deckhouse/helm_lib/charts/lib_helm")
+	tpl := filepath.Join(repo.Dir, "modules/010-frontend/templates/configmap.yaml")
+	b, err := os.ReadFile(tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tpl, append(b, []byte("  fixed: \"yes\"\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c3 := commit("fix the link")
+	eventually(t, "the fix deployed", func() bool {
+		return frontend()["fixed"] == "yes" && releaseCommit(ns, "frontend") == c3
+	})
+}
