@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/addonops/addon-operator/drift"
-	"github.com/addonops/addon-operator/kube"
 )
 
 // webModule is a module whose chart is one Deployment.
@@ -34,7 +33,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
 	e.checkInterval = 0 // the checks run from the test
 	e.configure = func(cfg *Config) {
-		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{FieldManager: kube.FieldManager(), Logger: quiet()})
+		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -191,12 +191,13 @@ func start(o *startOptions) error {
 	var detector lifecycle.DriftDetector // nil: off
 	switch op.Drift {
 	case lifecycle.DriftWarn, lifecycle.DriftCorrect:
-		// as Helm's own writes, so a correction's fields stay Helm's
+		// as kube.FieldManagerDrift; the registrar's and object patches'
+		// fields are the operator's own, never drift (docs/operator.md, "Drift")
 		ignore := op.DriftIgnoreManagers
 		if ignore == nil {
 			ignore = []string{}
 		}
-		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{FieldManager: kube.FieldManager(), IgnoreManagers: ignore, Logger: logger})
+		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{IgnoreManagers: ignore, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -289,7 +290,12 @@ func start(o *startOptions) error {
 		if name == "" {
 			name = op.ConfigMap
 		}
-		s.leader, err = kube.NewLeader(client, kube.LeaderOptions{Namespace: op.Namespace, Name: name, LeaseDuration: o.le.LeaseDuration, Logger: logger})
+		// client-go's election writes the Lease under the user agent's name
+		leaseClient, err := kubernetes.NewForConfig(kube.WithUserAgent(restConfig, kube.FieldManagerLeader))
+		if err != nil {
+			return err
+		}
+		s.leader, err = kube.NewLeader(leaseClient, kube.LeaderOptions{Namespace: op.Namespace, Name: name, LeaseDuration: o.le.LeaseDuration, Logger: logger})
 		if err != nil {
 			return err
 		}
