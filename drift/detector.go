@@ -343,18 +343,7 @@ func (d *Detector) dryRun(ctx context.Context, in *inspection, desired *unstruct
 	applied, err := in.res.Apply(ctx, desired.GetName(), desired, dry)
 	if cs, ok := conflicts(err); ok {
 		in.desired = desired.DeepCopy()
-		// a field is drift when any of its owners is a hand edit or
-		// another tool, even if another owner is left alone
-		drifted := map[string]bool{}
-		for _, c := range cs {
-			if c.Subresource == "" && !d.ignore[c.Manager] {
-				drifted[c.Field] = true
-			}
-		}
-		for _, c := range cs {
-			if drifted[c.Field] {
-				continue
-			}
+		for _, c := range leftAlone(cs, d.ignore) {
 			if _, err := prune(in.desired.Object, c.Field); err != nil {
 				return nil, fmt.Errorf("%s: %w", in.obj.Ref(), err)
 			}
@@ -368,6 +357,26 @@ func (d *Detector) dryRun(ctx context.Context, in *inspection, desired *unstruct
 		return nil, fmt.Errorf("dry-run apply %s: %w", in.obj.Ref(), err)
 	}
 	return applied, nil
+}
+
+// leftAlone are the conflicts whose fields are not drift: every owner of
+// the field wrote through a subresource or is one of ignore (other
+// controllers, the operator's own parts). A field is drift when any of its
+// owners is a hand edit or another tool, even if another is left alone.
+func leftAlone(cs []Conflict, ignore map[string]bool) []Conflict {
+	drifted := map[string]bool{}
+	for _, c := range cs {
+		if c.Subresource == "" && !ignore[c.Manager] {
+			drifted[c.Field] = true
+		}
+	}
+	var out []Conflict
+	for _, c := range cs {
+		if !drifted[c.Field] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // objects parses a release's manifest, cached while it is unchanged.

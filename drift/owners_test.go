@@ -316,3 +316,44 @@ func TestDriftAfterUpgradeFromEarlierVersion(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestLeftAlone: which conflicts are pruned (not drift): a field whose
+// owners are all other controllers, subresource writers or the operator's
+// own parts; one that any hand edit owns too is drift.
+func TestLeftAlone(t *testing.T) {
+	ignore := map[string]bool{"kube-controller-manager": true}
+	for _, m := range kube.OwnFieldManagers {
+		ignore[m] = true
+	}
+	for _, tc := range []struct {
+		name string
+		in   []Conflict
+		want []string // String() of the pruned ones
+	}{
+		{"registrar", []Conflict{{Field: ".spec.conversion.strategy", Manager: kube.FieldManagerWebhooks}},
+			[]string{"spec.conversion.strategy (addon-operator-webhooks)"}},
+		{"object patch", []Conflict{{Field: ".spec.replicas", Manager: kube.FieldManagerObjectPatch}},
+			[]string{"spec.replicas (addon-operator-objectpatch)"}},
+		{"earlier version", []Conflict{{Field: ".spec.replicas", Manager: kube.FieldManagerLegacy}},
+			[]string{"spec.replicas (addon-operator)"}},
+		{"subresource", []Conflict{{Field: ".spec.replicas", Manager: "keda", Subresource: "scale"}},
+			[]string{"spec.replicas (keda, /scale)"}},
+		{"hand edit", []Conflict{{Field: ".spec.replicas", Manager: "kubectl-edit"}}, nil},
+		{"Helm's own is not left alone", []Conflict{{Field: ".spec.replicas", Manager: kube.FieldManagerHelm}}, nil},
+		{"a hand edit beside a hook on one field", []Conflict{
+			{Field: ".spec.replicas", Manager: kube.FieldManagerObjectPatch},
+			{Field: ".spec.replicas", Manager: "kubectl-edit"},
+			{Field: `.metadata.labels.tier`, Manager: kube.FieldManagerObjectPatch},
+		}, []string{"metadata.labels.tier (addon-operator-objectpatch)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, c := range leftAlone(tc.in, ignore) {
+				got = append(got, c.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("left alone %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
