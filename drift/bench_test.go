@@ -39,7 +39,7 @@ func BenchmarkDriftPass(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	d, err := New(c.Config, ns, h, Options{FieldManager: kube.FieldManager(), Logger: quiet()})
+	d, err := New(c.Config, ns, h, Options{Logger: quiet()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +27,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/addonops/addon-operator/kube"
 )
 
 // Releases gives the manifest of a release's deployed revision: what the
@@ -42,12 +42,18 @@ type Releases interface {
 // Options bound and tune a Detector.
 type Options struct {
 	// FieldManager is the manager the dry-run and the correction apply
-	// with: Helm's (default: Helm's own rule, the program's base name).
+	// with (default kube.FieldManagerDrift): one of its own, so what it
+	// sets is told from Helm's writes and the other parts'.
 	FieldManager string
 	// IgnoreManagers own fields the chart sets that are never drift
 	// (default: kube-controller-manager). A write through a subresource
 	// (an autoscaler's /scale) is never drift either.
 	IgnoreManagers []string
+	// OwnManagers are the operator's own parts whose changes to a
+	// release's objects are never drift nor undone: the webhook
+	// registrar's conversion settings, hooks' object patches, and what
+	// earlier versions wrote (default kube.OwnFieldManagers).
+	OwnManagers []string
 	// MaxObjects is how many objects of one release are checked (default
 	// 500); the rest are counted in Report.Skipped.
 	MaxObjects int
@@ -74,10 +80,13 @@ var DefaultIgnoreManagers = []string{"kube-controller-manager"}
 
 func (o Options) withDefaults() Options {
 	if o.FieldManager == "" {
-		o.FieldManager = filepath.Base(os.Args[0])
+		o.FieldManager = kube.FieldManagerDrift
 	}
 	if o.IgnoreManagers == nil {
 		o.IgnoreManagers = DefaultIgnoreManagers
+	}
+	if o.OwnManagers == nil {
+		o.OwnManagers = kube.OwnFieldManagers
 	}
 	if o.MaxObjects <= 0 {
 		o.MaxObjects = DefaultMaxObjects
@@ -102,7 +111,8 @@ type Object struct {
 	Name       string `json:"name"`
 	// Fields are the paths that differ from the chart (never values).
 	Fields []string `json:"fields"`
-	// Ignored are fields the chart sets that another controller owns.
+	// Ignored are fields the chart sets that another controller, or one
+	// of the operator's own parts (Options.OwnManagers), owns.
 	Ignored []string `json:"ignored,omitempty"`
 }
 
@@ -131,7 +141,7 @@ type Detector struct {
 	releases  Releases
 	namespace string
 	opts      Options
-	ignore    map[string]bool
+	ignore    map[string]bool // IgnoreManagers and OwnManagers
 	sem       chan struct{}
 
 	mu    sync.Mutex
@@ -156,7 +166,7 @@ func New(cfg *rest.Config, namespace string, releases Releases, opts Options) (*
 	}
 	opts = opts.withDefaults()
 	ignore := map[string]bool{}
-	for _, m := range opts.IgnoreManagers {
+	for _, m := range slices.Concat(opts.IgnoreManagers, opts.OwnManagers) {
 		ignore[m] = true
 	}
 	return &Detector{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
@@ -328,19 +338,16 @@ func precheckable(desired *unstructured.Unstructured) *unstructured.Unstructured
 const maxAttempts = 3
 
 // dryRun applies desired without force as a dry-run; the conflicts with
-// other controllers are pruned from it (in.desired) and it is applied
-// again with force, as a correction would (a hand edit's manager loses
-// its fields).
+// other controllers and with the operator's own parts (Options.OwnManagers)
+// are pruned from it (in.desired) and it is applied again with force, as
+// a correction would (a hand edit's manager loses its fields).
 func (d *Detector) dryRun(ctx context.Context, in *inspection, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	in.desired, in.obj.Ignored = desired, nil
 	dry := metav1.ApplyOptions{FieldManager: d.opts.FieldManager, DryRun: []string{metav1.DryRunAll}}
 	applied, err := in.res.Apply(ctx, desired.GetName(), desired, dry)
 	if cs, ok := conflicts(err); ok {
 		in.desired = desired.DeepCopy()
-		for _, c := range cs {
-			if c.Subresource == "" && !d.ignore[c.Manager] {
-				continue // a hand edit or another tool: drift
-			}
+		for _, c := range leftAlone(cs, d.ignore) {
 			if _, err := prune(in.desired.Object, c.Field); err != nil {
 				return nil, fmt.Errorf("%s: %w", in.obj.Ref(), err)
 			}
@@ -354,6 +361,26 @@ func (d *Detector) dryRun(ctx context.Context, in *inspection, desired *unstruct
 		return nil, fmt.Errorf("dry-run apply %s: %w", in.obj.Ref(), err)
 	}
 	return applied, nil
+}
+
+// leftAlone are the conflicts whose fields are not drift: every owner of
+// the field wrote through a subresource or is one of ignore (other
+// controllers, the operator's own parts). A field is drift when any of its
+// owners is a hand edit or another tool, even if another is left alone.
+func leftAlone(cs []Conflict, ignore map[string]bool) []Conflict {
+	drifted := map[string]bool{}
+	for _, c := range cs {
+		if c.Subresource == "" && !ignore[c.Manager] {
+			drifted[c.Field] = true
+		}
+	}
+	var out []Conflict
+	for _, c := range cs {
+		if !drifted[c.Field] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // objects parses a release's manifest, cached while it is unchanged.

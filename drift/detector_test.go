@@ -77,7 +77,7 @@ func TestDriftHandEditAndAutoscaler(t *testing.T) {
 	c := controlPlane(t)
 	cs := kubernetes.NewForConfigOrDie(c.Config)
 	ns, h := install(t, c, cs, "hand-edit")
-	d, err := New(c.Config, ns, h, Options{FieldManager: kube.FieldManager(), Logger: quiet()})
+	d, err := New(c.Config, ns, h, Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,15 @@
 // back (docs/operator.md, "Drift").
 //
 // Detection is a server-side apply dry-run of each rendered object with
-// Helm's field manager, compared with the live object: the API server
-// merges, defaults and normalises, so only fields the chart sets can
-// differ, and server-set fields (status, resourceVersion, managedFields)
-// are left out of the compare. A field whose current owner is another
-// controller (a write through a subresource such as an autoscaler's
-// /scale, or a manager named in Options.IgnoreManagers) is never drift and
-// never corrected: it is pruned from the applied object.
+// the drift checks' own field manager (kube.FieldManagerDrift), compared
+// with the live object: the API server merges, defaults and normalises, so
+// only fields the chart sets can differ, and server-set fields (status,
+// resourceVersion, managedFields) are left out of the compare. A field
+// whose current owners are all other controllers (a write through a
+// subresource such as an autoscaler's /scale, or a manager named in
+// Options.IgnoreManagers) or the operator's own parts (the webhook
+// registrar, hooks' object patches: Options.OwnManagers) is never drift
+// and never corrected: it is pruned from the applied object.
 //
 // Where things are:
 //   - compare.go: the compare of a live object with the dry-run result (pure).

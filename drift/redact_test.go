@@ -79,7 +79,7 @@ func TestDiffRedactsEmbedded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := New(c.Config, ns, h, Options{FieldManager: kube.FieldManager(), Logger: quiet(), Sensitive: tt.sensitive})
+			d, err := New(c.Config, ns, h, Options{Logger: quiet(), Sensitive: tt.sensitive})
 			if err != nil {
 				t.Fatal(err)
 			}

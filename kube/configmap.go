@@ -76,11 +76,11 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(map[string]string) (map[
 			cm, err = cms.Create(ctx, &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace},
 				Data:       next,
-			}, metav1.CreateOptions{})
+			}, metav1.CreateOptions{FieldManager: FieldManagerConfigMap})
 		} else if !maps.Equal(cm.Data, next) {
 			cm = cm.DeepCopy()
 			cm.Data = next
-			cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+			cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManagerConfigMap})
 		}
 		if err == nil {
 			version = cm.ResourceVersion

@@ -176,7 +176,7 @@ func (c *CRDs) apply(ctx context.Context, module string, want *apiextensionsv1.C
 		if apierrors.IsNotFound(err) {
 			fresh := want.DeepCopy()
 			fresh.ResourceVersion = ""
-			_, err = api.Create(ctx, fresh, metav1.CreateOptions{})
+			_, err = api.Create(ctx, fresh, metav1.CreateOptions{FieldManager: FieldManagerCRDs})
 			wrote = err == nil
 			return err
 		}
@@ -198,7 +198,7 @@ func (c *CRDs) apply(ctx context.Context, module string, want *apiextensionsv1.C
 		if reflect.DeepEqual(next.Spec, have.Spec) && maps.Equal(next.Labels, have.Labels) && maps.Equal(next.Annotations, have.Annotations) {
 			return nil
 		}
-		_, err = api.Update(ctx, next, metav1.UpdateOptions{})
+		_, err = api.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManagerCRDs})
 		wrote = err == nil
 		return err
 	})

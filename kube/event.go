@@ -33,7 +33,7 @@ func (c *ConfigMap) Event(ctx context.Context, eventType, reason, message string
 		Source: corev1.EventSource{Component: eventSource}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: "addonops.io/" + eventSource, ReportingInstance: eventSource,
 	}
-	if _, err := c.client.CoreV1().Events(c.namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+	if _, err := c.client.CoreV1().Events(c.namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: FieldManagerEvents}); err != nil {
 		return fmt.Errorf("record event %s on ConfigMap %s: %w", reason, c.Name(), err)
 	}
 	return nil

@@ -72,7 +72,9 @@ const snapshotTTL = 30 * time.Second
 // NewHelm returns a Helm client for the namespace.
 func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opts ...Option) (*Helm, error) {
 	o := newOptions(namespace, opts)
-	getter, err := newRESTGetter(restConfig, namespace)
+	// the kube client writes release objects as FieldManagerHelm (see
+	// init); its release records are written under the user agent's name
+	getter, err := newRESTGetter(WithUserAgent(restConfig, FieldManagerHelm), namespace)
 	if err != nil {
 		return nil, err
 	}

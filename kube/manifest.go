@@ -2,10 +2,7 @@ package kube
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 
-	helmkube "helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 )
 
@@ -22,14 +19,4 @@ func (h *Helm) Manifest(ctx context.Context, name string) (string, bool, error) 
 		return "", false, err
 	}
 	return rel.Manifest, true, nil
-}
-
-// FieldManager is the field manager Helm writes release objects with: the
-// one set in Helm's kube package, else the program's base name (Helm's
-// rule). Drift checks apply as it, so a correction's fields stay Helm's.
-func FieldManager() string {
-	if helmkube.ManagedFieldsManager != "" {
-		return helmkube.ManagedFieldsManager
-	}
-	return filepath.Base(os.Args[0])
 }

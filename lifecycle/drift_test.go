@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +14,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/addonops/addon-operator/drift"
-	"github.com/addonops/addon-operator/kube"
 )
 
 // webModule is a module whose chart is one Deployment.
@@ -34,7 +35,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
 	e.checkInterval = 0 // the checks run from the test
 	e.configure = func(cfg *Config) {
-		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{FieldManager: kube.FieldManager(), Logger: quiet()})
+		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,4 +171,65 @@ func (e *env) events(reason string) int {
 		}
 	}
 	return n
+}
+
+// TestDriftLeavesHookObjectPatch: an afterHelm hook's object patch of a
+// field the chart sets (the Deployment's replicas) through a real
+// operator is not drift and is not reverted in correct mode; a hand edit
+// beside it is corrected and the hook's replicas stay.
+func TestDriftLeavesHookObjectPatch(t *testing.T) {
+	e := setup(t, webModule(), map[string]string{})
+	ops := `{"operation":"MergePatch","apiVersion":"apps/v1","kind":"Deployment","namespace":"` + e.ns + `","name":"web","mergePatch":{"spec":{"replicas":3}}}` + "\n"
+	hook := filepath.Join(e.dir, "modules/001-web/hooks/scale.sh")
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, []byte(opsHook(`{"configVersion":"v1","afterHelm":1}`, ops, 0)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.checkInterval = 0 // the checks run from the test
+	e.configure = func(cfg *Config) {
+		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Drift = d
+	}
+	e.start()
+	e.waitReady()
+	ctx := t.Context()
+	deployments := client.AppsV1().Deployments(e.ns)
+	replicas := func() int32 {
+		t.Helper()
+		d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *d.Spec.Replicas
+	}
+	if r := replicas(); r != 3 {
+		t.Fatalf("replicas %d after the afterHelm hook, want its 3", r)
+	}
+	e.op.drift.check(ctx)
+	e.idle()
+	if st := e.moduleStatus("web"); st.Drift != nil {
+		t.Fatalf("the hook's object patch reported as drift: %+v", st.Drift)
+	}
+	if r := replicas(); r != 3 {
+		t.Fatalf("replicas %d after a check in correct mode, want the hook's 3", r)
+	}
+
+	handEditImage(t, e.ns, "registry.example/web:hand")
+	e.op.drift.check(ctx)
+	e.idle()
+	d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.example/web:1" || *d.Spec.Replicas != 3 {
+		t.Fatalf("after the correction: image %s, replicas %d; want the chart's image and the hook's 3", img, *d.Spec.Replicas)
+	}
+	if st := e.moduleStatus("web"); st.Drift != nil {
+		t.Fatalf("drift after the correction: %+v", st.Drift)
+	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/health"
-	"github.com/addonops/addon-operator/kube"
 )
 
 // countingDetector counts the drift checks of a real detector.
@@ -36,7 +35,7 @@ func (e *env) withDriftOnEdits(t testing.TB) *countingDetector {
 	det := &countingDetector{}
 	var op atomic.Pointer[Operator]
 	e.configure = func(cfg *Config) {
-		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{FieldManager: kube.FieldManager(), Logger: quiet()})
+		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,7 +23,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/addonops/addon-operator/kube"
 )
+
+// fieldManager is the name object patches write under: drift checks
+// leave what hooks set alone (docs/operator.md, "Drift").
+const fieldManager = kube.FieldManagerObjectPatch
 
 // JQTimeout bounds one JQPatch filter run (a variable for tests).
 var JQTimeout = 5 * time.Second
@@ -105,7 +111,7 @@ func (a *Applier) apply(ctx context.Context, op Op, reset *bool) error {
 		if op.Operation == JSONPatch {
 			pt = types.JSONPatchType
 		}
-		_, err := ri.Patch(ctx, op.Name, pt, op.Patch, metav1.PatchOptions{}, sub...)
+		_, err := ri.Patch(ctx, op.Name, pt, op.Patch, metav1.PatchOptions{FieldManager: fieldManager}, sub...)
 		if op.IgnoreMissingObject && apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -167,7 +173,7 @@ func (a *Applier) mapping(ctx context.Context, op Op) (*meta.RESTMapping, error)
 
 func (a *Applier) create(ctx context.Context, ri dynamic.ResourceInterface, op Op, sub []string) error {
 	obj := op.Object.DeepCopy()
-	_, err := ri.Create(ctx, obj, metav1.CreateOptions{}, sub...)
+	_, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager}, sub...)
 	if !apierrors.IsAlreadyExists(err) || op.Operation == Create {
 		return err
 	}
@@ -182,7 +188,7 @@ func (a *Applier) create(ctx context.Context, ri dynamic.ResourceInterface, op O
 		}
 		next := op.Object.DeepCopy()
 		next.SetResourceVersion(cur.GetResourceVersion())
-		_, err = ri.Update(ctx, next, metav1.UpdateOptions{}, sub...)
+		_, err = ri.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager}, sub...)
 		return err
 	})
 }
@@ -254,7 +260,7 @@ func (a *Applier) jqPatch(ctx context.Context, ri dynamic.ResourceInterface, op 
 		if reflect.DeepEqual(in, v) {
 			return nil
 		}
-		_, err = ri.Update(ctx, next, metav1.UpdateOptions{}, sub...)
+		_, err = ri.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager}, sub...)
 		return err
 	})
 }

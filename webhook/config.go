@@ -208,11 +208,11 @@ func (r *Registrar) applyValidating(ctx context.Context, hooks []admissionv1.Val
 			return api.Get(ctx, name, metav1.GetOptions{})
 		},
 		create: func(ctx context.Context, o *admissionv1.ValidatingWebhookConfiguration) error {
-			_, err := api.Create(ctx, o, metav1.CreateOptions{})
+			_, err := api.Create(ctx, o, metav1.CreateOptions{FieldManager: kube.FieldManagerWebhooks})
 			return err
 		},
 		update: func(ctx context.Context, o *admissionv1.ValidatingWebhookConfiguration) error {
-			_, err := api.Update(ctx, o, metav1.UpdateOptions{})
+			_, err := api.Update(ctx, o, metav1.UpdateOptions{FieldManager: kube.FieldManagerWebhooks})
 			return err
 		},
 		delete: func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
@@ -232,11 +232,11 @@ func (r *Registrar) applyMutating(ctx context.Context, hooks []admissionv1.Mutat
 			return api.Get(ctx, name, metav1.GetOptions{})
 		},
 		create: func(ctx context.Context, o *admissionv1.MutatingWebhookConfiguration) error {
-			_, err := api.Create(ctx, o, metav1.CreateOptions{})
+			_, err := api.Create(ctx, o, metav1.CreateOptions{FieldManager: kube.FieldManagerWebhooks})
 			return err
 		},
 		update: func(ctx context.Context, o *admissionv1.MutatingWebhookConfiguration) error {
-			_, err := api.Update(ctx, o, metav1.UpdateOptions{})
+			_, err := api.Update(ctx, o, metav1.UpdateOptions{FieldManager: kube.FieldManagerWebhooks})
 			return err
 		},
 		delete: func(ctx context.Context, name string, opts metav1.DeleteOptions) error {
@@ -390,7 +390,7 @@ func (r *Registrar) setConversion(ctx context.Context, name string) error {
 		have.Spec.Conversion = want
 		have.Labels = withKey(have.Labels, LabelConversion, r.o.Instance)
 		have.Annotations = withKey(have.Annotations, annotationSpec, spec)
-		_, err = api.Update(ctx, have, metav1.UpdateOptions{})
+		_, err = api.Update(ctx, have, metav1.UpdateOptions{FieldManager: kube.FieldManagerWebhooks})
 		if err == nil {
 			r.o.Logger.Info("CRD conversion webhook set", "crd", name)
 		}
@@ -411,7 +411,7 @@ func (r *Registrar) resetConversion(ctx context.Context, name string) error {
 		have.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.NoneConverter}
 		delete(have.Labels, LabelConversion)
 		delete(have.Annotations, annotationSpec)
-		_, err = api.Update(ctx, have, metav1.UpdateOptions{})
+		_, err = api.Update(ctx, have, metav1.UpdateOptions{FieldManager: kube.FieldManagerWebhooks})
 		if err == nil {
 			r.o.Logger.Info("CRD conversion webhook reset: no hook binds it", "crd", name)
 		}

@@ -4,11 +4,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/addonops/addon-operator/internal/testenv"
+	"github.com/addonops/addon-operator/kube"
 )
 
 func election(t *testing.T, addr string) map[string]any {
@@ -47,6 +51,29 @@ func TestLeaderElection(t *testing.T) {
 	})
 	if le := election(t, a.addr); le["leading"] != true || le["lease"] != ns+"/addon-operator" {
 		t.Fatalf("a's leaderElection = %v", le)
+	}
+	// each part writes under a field manager of its own (docs/security.md,
+	// "Field managers"): the Lease the election's, a release's object Helm's
+	managers := func(m []metav1.ManagedFieldsEntry) []string {
+		var out []string
+		for _, e := range m {
+			out = append(out, e.Manager)
+		}
+		return out
+	}
+	l, err := client.CoordinationV1().Leases(ns).Get(t.Context(), "addon-operator", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := managers(l.ManagedFields); !slices.Equal(got, []string{kube.FieldManagerLeader}) {
+		t.Fatalf("the Lease's field managers: %v, want %s", got, kube.FieldManagerLeader)
+	}
+	cm, err := client.CoreV1().ConfigMaps(ns).Get(t.Context(), "001-alpha-cm", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := managers(cm.ManagedFields); !slices.Equal(got, []string{kube.FieldManagerHelm}) {
+		t.Fatalf("a release object's field managers: %v, want %s", got, kube.FieldManagerHelm)
 	}
 
 	b := replica("b")

@@ -191,7 +191,8 @@ func start(o *startOptions) error {
 	var detector lifecycle.DriftDetector // nil: off
 	switch op.Drift {
 	case lifecycle.DriftWarn, lifecycle.DriftCorrect:
-		// as Helm's own writes, so a correction's fields stay Helm's
+		// as kube.FieldManagerDrift; the registrar's and object patches'
+		// fields are the operator's own, never drift (docs/operator.md, "Drift")
 		ignore := op.DriftIgnoreManagers
 		if ignore == nil {
 			ignore = []string{}
@@ -200,7 +201,7 @@ func start(o *startOptions) error {
 		if err != nil {
 			return fmt.Errorf("--drift-sensitive-kinds: %w", err)
 		}
-		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{FieldManager: kube.FieldManager(), IgnoreManagers: ignore, Sensitive: sensitive, Logger: logger})
+		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{IgnoreManagers: ignore, Sensitive: sensitive, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -301,7 +302,12 @@ func start(o *startOptions) error {
 		if name == "" {
 			name = op.ConfigMap
 		}
-		s.leader, err = kube.NewLeader(client, kube.LeaderOptions{Namespace: op.Namespace, Name: name, LeaseDuration: o.le.LeaseDuration, Logger: logger})
+		// client-go's election writes the Lease under the user agent's name
+		leaseClient, err := kubernetes.NewForConfig(kube.WithUserAgent(restConfig, kube.FieldManagerLeader))
+		if err != nil {
+			return err
+		}
+		s.leader, err = kube.NewLeader(leaseClient, kube.LeaderOptions{Namespace: op.Namespace, Name: name, LeaseDuration: o.le.LeaseDuration, Logger: logger})
 		if err != nil {
 			return err
 		}
