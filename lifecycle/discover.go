@@ -32,7 +32,7 @@ func (s *steps) discover(ctx context.Context) error {
 	for name, st := range s.modules.all() {
 		was[name] = st.enabled
 	}
-	enabled, failed, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool {
+	enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool {
 		return was[name] || slices.Contains(releases, name)
 	})
 	if err != nil {
@@ -63,12 +63,13 @@ func (s *steps) discover(ctx context.Context) error {
 				modules[m.Name] = st
 			}
 			st.scriptFailed = failed[m.Name] != nil
+			st.disabledReason = reasons[m.Name]
 			switch {
 			case st.scriptFailed:
 				// neither run nor deleted while its enabled state is unknown
 			case slices.Contains(enabled, m.Name):
 				if !st.enabled {
-					st.startupDone, st.crdsHash = false, ""
+					st.startupDone, st.crdsHash, st.readiness = false, "", nil
 				}
 				st.enabled = true
 				st.state = StatePending
@@ -137,28 +138,31 @@ func (s *steps) discover(ctx context.Context) error {
 // fails (an exit status, a timeout, an answer that is neither true nor
 // false) decides nothing: the module counts as enabled when was says it
 // was, and is in failed with the error; only a cancel is an error.
-func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store, was func(string) bool) ([]string, map[string]error, error) {
-	var enabled []string
-	failed := map[string]error{}
+// reasons are the reasons scripts gave for answering false, by module.
+func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store, was func(string) bool) (enabled []string, failed map[string]error, reasons map[string]string, err error) {
+	failed, reasons = map[string]error{}, map[string]string{}
 	for _, m := range model.Modules {
 		on := store.Enabled(m.Key)
 		if on && m.EnabledScript != "" {
-			res, err := r.runEnabledScript(ctx, store, m, slices.Clone(enabled))
+			res, reason, err := r.runEnabledScript(ctx, store, m, slices.Clone(enabled))
 			switch {
 			case ctx.Err() != nil:
-				return nil, nil, ctx.Err()
+				return nil, nil, nil, ctx.Err()
 			case err != nil:
 				failed[m.Name] = err
 				on = was(m.Name)
 			default:
 				on = res
+				if !res && reason != "" {
+					reasons[m.Name] = reason
+				}
 			}
 		}
 		if on {
 			enabled = append(enabled, m.Name)
 		}
 	}
-	return enabled, failed, nil
+	return enabled, failed, reasons, nil
 }
 
 // enabledRetryTask runs the enabled scripts again after a discovery in
@@ -176,7 +180,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 			for _, m := range model.Modules {
 				check := s.modules.get(m.Name).scriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
 				if check {
-					if _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
+					if _, _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
 						s.mods.moduleFailed(m.Name, err)
 						return err
 					}

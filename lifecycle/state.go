@@ -149,6 +149,11 @@ type moduleState struct {
 	// scriptFailed: its enabled script failed in the last discovery, which
 	// left the module as it was
 	scriptFailed bool
+	// disabledReason is what its enabled script gave for answering false
+	// (MODULE_ENABLED_REASON), for /status
+	disabledReason string
+	// readiness is its readiness hook's last result (readiness.go)
+	readiness *Readiness
 }
 
 // moduleRegistry is what the steps learned about each module, and the
