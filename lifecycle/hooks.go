@@ -268,7 +268,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 		}
 		// adopted now, so the ConfigMap event that echoes this write is a
 		// no-op; skipped when a newer edit already arrived
-		ch, _, err := r.trees.setConfig(data, version)
+		ch, _, err := r.trees.setConfig(data, version, nil)
 		if err != nil {
 			return res, err
 		}
