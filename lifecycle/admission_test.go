@@ -82,7 +82,7 @@ func TestAdmissionOneFunctionFourCallers(t *testing.T) {
 			u := startUnit(t, files, nil, newFakeHelm(nil))
 			var refused string
 			before := maps.Clone(u.op.trees.load().configData)
-			ch, ok, err := u.op.trees.setConfig(data, "")
+			ch, ok, err := u.op.trees.setConfig(data, "", nil)
 			if err != nil {
 				refused = err.Error()
 			}

@@ -35,6 +35,9 @@ type DebugModule struct {
 	LastErrorOutput string `json:"lastErrorOutput,omitempty"`
 	// Health is its release's health (docs/operator.md, "Health").
 	Health health.Status `json:"health,omitempty"`
+	// DisabledReason and Readiness are as in /status (ModuleStatus).
+	DisabledReason string     `json:"disabledReason,omitempty"`
+	Readiness      *Readiness `json:"readiness,omitempty"`
 }
 
 // DebugHook is one hook in /debug/hooks.
@@ -228,6 +231,7 @@ func (d *debugAPI) debugModules() ([]DebugModule, error) {
 		dm := DebugModule{Name: m.Name, Order: m.Order, State: StateDisabled, Path: m.Dir}
 		if s, ok := states[m.Name]; ok {
 			dm.Enabled, dm.State, dm.LastError, dm.LastErrorOutput = s.enabled, s.state, s.lastError, s.lastOutput
+			dm.DisabledReason, dm.Readiness = s.shownReasons()
 		}
 		out = append(out, dm)
 	}

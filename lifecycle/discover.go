@@ -33,7 +33,7 @@ func (s *steps) discover(ctx context.Context) error {
 	for name, st := range s.modules.all() {
 		was[name] = st.enabled
 	}
-	enabled, failed, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool {
+	enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool {
 		return was[name] || slices.Contains(releases, name)
 	})
 	if err != nil {
@@ -73,6 +73,7 @@ func (s *steps) discover(ctx context.Context) error {
 			refused := isConfigRefusal(failed[m.Name])
 			st.scriptFailed = failed[m.Name] != nil && !refused
 			st.configRefused = refused
+			st.disabledReason = reasons[m.Name]
 			switch {
 			case st.scriptFailed:
 				// neither run nor deleted while its enabled state is unknown
@@ -82,7 +83,7 @@ func (s *steps) discover(ctx context.Context) error {
 				st.enabled = false
 			case slices.Contains(enabled, m.Name):
 				if !st.enabled {
-					st.startupDone, st.crdsHash = false, ""
+					st.startupDone, st.crdsHash, st.readiness = false, "", nil
 				}
 				st.enabled = true
 				st.state = StatePending
@@ -162,21 +163,24 @@ func (s *steps) discover(ctx context.Context) error {
 // configRefusal: sections are validated when their module is enabled
 // (docs/operator.md, "Values"); admission validated those of the modules
 // the running tree has enabled and of those the flags alone enable.
-func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store, was func(string) bool) ([]string, map[string]error, error) {
-	var enabled []string
-	failed := map[string]error{}
+// reasons are the reasons scripts gave for answering false, by module.
+func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store, was func(string) bool) (enabled []string, failed map[string]error, reasons map[string]string, err error) {
+	failed, reasons = map[string]error{}, map[string]string{}
 	for _, m := range model.Modules {
 		on := store.Enabled(m.Key)
 		if on && m.EnabledScript != "" {
-			res, err := r.runEnabledScript(ctx, store, m, slices.Clone(enabled))
+			res, reason, err := r.runEnabledScript(ctx, store, m, slices.Clone(enabled))
 			switch {
 			case ctx.Err() != nil:
-				return nil, nil, ctx.Err()
+				return nil, nil, nil, ctx.Err()
 			case err != nil:
 				failed[m.Name] = err
 				on = was(m.Name)
 			default:
 				on = res
+				if !res && reason != "" {
+					reasons[m.Name] = reason
+				}
 			}
 		}
 		if on && failed[m.Name] == nil {
@@ -189,7 +193,7 @@ func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store 
 			enabled = append(enabled, m.Name)
 		}
 	}
-	return enabled, failed, nil
+	return enabled, failed, reasons, nil
 }
 
 // enabledRetryTask runs the enabled scripts again after a discovery in
@@ -207,7 +211,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 			for _, m := range model.Modules {
 				check := s.modules.get(m.Name).scriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
 				if check {
-					if _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
+					if _, _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
 						s.mods.moduleFailed(m.Name, err)
 						return err
 					}

@@ -1,22 +1,20 @@
 package lifecycle
 
 import (
+	"context"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
 )
 
 // onConfigChange: ConfigMap events (docs/lifecycle.md, step 16). Bad values
-// are logged and nothing is queued; the current state stays. Data older
-// than what the store holds (a hook's write whose echo comes late) is
-// ignored. The runs it queues pre-empt a failing task.
-func (s *steps) onConfigChange(data map[string]string, version string) {
-	var before map[string]string
-	var model *loader.Model
-	if t := s.trees.load(); t != nil {
-		before, model = t.configData, t.model
-	}
-	ch, ok, err := s.trees.setConfig(data, version)
+// (refused by the schemas or a module's settings check) are logged and
+// nothing is queued; the current state stays. Data older than what the
+// store holds (a hook's write whose echo comes late) is ignored. The runs
+// it queues pre-empt a failing task.
+func (s *steps) onConfigChange(ctx context.Context, data map[string]string, version string) {
+	before, model, ch, ok, err := s.setCheckedConfig(ctx, data, version)
 	if err != nil {
 		s.metrics.configRefused()
 		s.logger.Error("ConfigMap change refused; keeping the current values", "err", err)

@@ -186,13 +186,19 @@ func startUnit(t *testing.T, files map[string]string, config map[string]string, 
 // startUnitWith is startUnit with a change to the operator's Config.
 func startUnitWith(t *testing.T, files map[string]string, config map[string]string, helm *fakeHelm, configure func(*Config)) *unit {
 	t.Helper()
-	u := &unit{t: t, dir: tree(t, files), helm: helm, config: newFakeConfig(config)}
+	return startUnitIn(t, tree(t, files), config, helm, loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false)), configure)
+}
+
+// startUnitIn is startUnitWith on a tree already in dir, loaded by ld.
+func startUnitIn(t *testing.T, dir string, config map[string]string, helm *fakeHelm, ld *loader.Loader, configure func(*Config)) *unit {
+	t.Helper()
+	u := &unit{t: t, dir: dir, helm: helm, config: newFakeConfig(config)}
 	cfg := Config{
 		ModulesDir: u.dir + "/modules", GlobalHooksDir: u.dir + "/global-hooks",
 		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, Logger: quiet(), ParallelModules: 1,
 	}
 	configure(&cfg)
-	u.op = New(cfg, u.config, helm, loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false)))
+	u.op = New(cfg, u.config, helm, ld)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = u.op.Run(ctx); close(done) }()

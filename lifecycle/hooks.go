@@ -46,6 +46,7 @@ type hookFiles struct {
 	dir                                     string
 	bindingContext, configValues, values    string
 	configPatch, valuesPatch, enabledResult string
+	enabledReason                           string // MODULE_ENABLED_REASON
 	metrics                                 string // METRICS_PATH
 	kubePatch                               string // KUBERNETES_PATCH_PATH
 }
@@ -63,6 +64,7 @@ func (r *runner) newHookFiles() (*hookFiles, error) {
 		configPatch:    filepath.Join(dir, "config-values-patch.json"),
 		valuesPatch:    filepath.Join(dir, "values-patch.json"),
 		enabledResult:  filepath.Join(dir, "enabled-result"),
+		enabledReason:  filepath.Join(dir, "enabled-reason"),
 		metrics:        filepath.Join(dir, "metrics.json"),
 		kubePatch:      filepath.Join(dir, "kubernetes-patch"),
 	}
@@ -182,6 +184,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 	var usage executor.Usage
 	defer func() {
 		r.metrics.hookRan(hookRunOf(hook, binding), binding, r.cfg.Now().Sub(start), &usage, err, allowFailure)
+		r.observeReadiness(hook, err)
 	}()
 
 	files, err := r.prepareRun(store, moduleKey, bindingContext)
@@ -265,7 +268,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 		}
 		// adopted now, so the ConfigMap event that echoes this write is a
 		// no-op; skipped when a newer edit already arrived
-		ch, _, err := r.trees.setConfig(data, version)
+		ch, _, err := r.trees.setConfig(data, version, nil)
 		if err != nil {
 			return res, err
 		}
@@ -287,25 +290,28 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 // runEnabledScript runs a module's `enabled` script (docs/lifecycle.md,
 // step 4). It reads "true" or "false" from MODULE_ENABLED_RESULT; when the
 // script left that file empty, the last line it printed counts (a form the
-// original's module examples use).
-func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *loader.Module, enabledBefore []string) (bool, error) {
+// original's module examples use). A "false" comes with the reason the
+// script wrote to MODULE_ENABLED_REASON ("" for none; enabledreason.go).
+func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *loader.Module, enabledBefore []string) (bool, string, error) {
 	files, err := r.newHookFiles()
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	defer os.RemoveAll(files.dir)
 	config, vals, err := r.hookInputs(store, m.Key, enabledBefore)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	if err := writeJSON(files.configValues, config); err != nil {
-		return false, err
+		return false, "", err
 	}
 	if err := writeJSON(files.values, vals); err != nil {
-		return false, err
+		return false, "", err
 	}
-	if err := os.WriteFile(files.enabledResult, nil, 0o600); err != nil {
-		return false, err
+	for _, p := range []string{files.enabledResult, files.enabledReason} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			return false, "", err
+		}
 	}
 	start := r.cfg.Now()
 	var usage executor.Usage
@@ -316,6 +322,7 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 			"CONFIG_VALUES_PATH=" + files.configValues,
 			"VALUES_PATH=" + files.values,
 			"MODULE_ENABLED_RESULT=" + files.enabledResult,
+			"MODULE_ENABLED_REASON=" + files.enabledReason,
 		},
 		Timeout:       r.cfg.HookTimeout,
 		CaptureStdout: true,
@@ -324,11 +331,11 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 	})
 	r.metrics.enabledRan(m, r.cfg.Now().Sub(start), &usage, err)
 	if err != nil {
-		return false, newHookError("module "+m.Name+": enabled script", err)
+		return false, "", newHookError("module "+m.Name+": enabled script", err)
 	}
 	result, err := readResultFile(m.Name+" enabled script", "MODULE_ENABLED_RESULT", files.enabledResult)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	answer := strings.TrimSpace(string(result))
 	if answer == "" {
@@ -337,11 +344,12 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 	}
 	switch answer {
 	case "true":
-		return true, nil
+		return true, "", nil
 	case "false":
-		return false, nil
+		reason, err := readEnabledReason(m.Name, files.enabledReason)
+		return false, reason, err
 	}
-	return false, &hookError{what: "module " + m.Name + ": enabled script", summary: "MODULE_ENABLED_RESULT: want true or false", output: fmt.Sprintf("got %q", answer)}
+	return false, "", &hookError{what: "module " + m.Name + ": enabled script", summary: "MODULE_ENABLED_RESULT: want true or false", output: fmt.Sprintf("got %q", answer)}
 }
 
 // readResultFile reads a file a hook hands back (what names the variable

@@ -26,6 +26,11 @@ type ModuleStatus struct {
 	// Drift is the last drift check's drifted objects (docs/operator.md,
 	// "Drift"); absent when there are none.
 	Drift *DriftStatus `json:"drift,omitempty"`
+	// DisabledReason is why its enabled script disabled it
+	// (MODULE_ENABLED_REASON), while it is disabled.
+	DisabledReason string `json:"disabledReason,omitempty"`
+	// Readiness is its readiness hook's last result, while it is enabled.
+	Readiness *Readiness `json:"readiness,omitempty"`
 }
 
 // WatchStatus is one kubernetes binding's monitor in /status.
@@ -76,6 +81,7 @@ func (o *Operator) Status() Status {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
 			if s, ok := states[m.Name]; ok {
 				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.enabled, s.state, s.lastError, s.reason
+				ms.DisabledReason, ms.Readiness = s.shownReasons()
 			}
 			ms.Drift = o.drift.of(m.Name)
 			ms.Health = moduleHealth(o.cfg.Health, m.Name)

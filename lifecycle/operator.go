@@ -254,7 +254,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { o.steps.healLoop(ctx, o.cfg.ResourcesCheckInterval) })
 	wg.Go(func() { o.edits.loop(ctx) })
-	wg.Go(func() { o.backend.Watch(ctx, o.steps.onConfigChange) })
+	wg.Go(func() {
+		o.backend.Watch(ctx, func(data map[string]string, version string) { o.steps.onConfigChange(ctx, data, version) })
+	})
 	wg.Go(func() { o.hooks.loop(ctx) })
 	<-ctx.Done()
 	o.bind.schedules.stop()

@@ -67,7 +67,7 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 		trees := &treeHolder{}
 		r := newRunner(cfg, newMetrics(cfg.Registry, trees.revisionInfo), trees, newModuleRegistry(), nil)
 		var failed map[string]error
-		if p.Enabled, failed, err = r.resolveEnabled(ctx, model, store, func(string) bool { return false }); err != nil {
+		if p.Enabled, failed, _, err = r.resolveEnabled(ctx, model, store, func(string) bool { return false }); err != nil {
 			return nil, err
 		}
 		// a preview has no previous state to keep: a failed script is the

@@ -34,6 +34,9 @@ func TestHookResultFilesBounded(t *testing.T) {
 			wantErr: "hook 001-alpha/hooks/h.sh: KUBERNETES_PATCH_PATH: is a symbolic link"},
 		{name: "FIFO as MODULE_ENABLED_RESULT", enabled: true, fault: `rm -f "$MODULE_ENABLED_RESULT"; mkfifo "$MODULE_ENABLED_RESULT"`,
 			wantErr: "hook alpha enabled script: MODULE_ENABLED_RESULT: is not a regular file"},
+		{name: "FIFO as MODULE_ENABLED_REASON", enabled: true,
+			fault:   `rm -f "$MODULE_ENABLED_REASON"; mkfifo "$MODULE_ENABLED_REASON"; echo false > "$MODULE_ENABLED_RESULT"`,
+			wantErr: "hook alpha enabled script: MODULE_ENABLED_REASON: is not a regular file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

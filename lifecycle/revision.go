@@ -390,7 +390,7 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 			// covers what changed since
 			model, store := s.trees.current()
 			current := s.modules.enabledList()
-			enabled, failed, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
+			enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
 			if err != nil {
 				return err
 			}
@@ -401,6 +401,8 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 				main.AddAfterCurrent(s.steps.reloadAllTask())
 				return nil
 			}
+			// the same modules stay disabled, perhaps for new reasons
+			s.modules.setDisabledReasons(reasons)
 			s.steps.reload.begin(s.cfg.Now())
 			var runs []moduleRun
 			s.modules.edit(func(modules map[string]*moduleState, _ *[]string) {

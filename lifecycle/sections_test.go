@@ -34,13 +34,13 @@ func TestStepsSectionsOfEnabledModules(t *testing.T) {
 	if !u.state("alpha").Enabled || u.state("prometheus-pushgateway").Enabled {
 		t.Fatalf("status %+v", u.op.Status().Modules)
 	}
-	if _, _, err := u.op.trees.setConfig(map[string]string{"prometheusPushgateway": "instances: 5\n"}, ""); err != nil {
+	if _, _, err := u.op.trees.setConfig(map[string]string{"prometheusPushgateway": "instances: 5\n"}, "", nil); err != nil {
 		t.Fatalf("a disabled module's section refused the ConfigMap: %v", err)
 	}
 
 	bad := map[string]string{"prometheusPushgatewayEnabled": "true", "prometheusPushgateway": "instances: 5\n"}
 	before := maps.Clone(u.op.trees.load().configData)
-	_, _, err := u.op.trees.setConfig(bad, "")
+	_, _, err := u.op.trees.setConfig(bad, "", nil)
 	if err == nil || !strings.Contains(err.Error(), "module prometheus-pushgateway") || !strings.Contains(err.Error(), "prometheusPushgateway.instances in body must be of type array") {
 		t.Fatalf("enabling with a bad section: err = %v", err)
 	}
@@ -61,7 +61,7 @@ func TestStepsSectionsOfEnabledModules(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	// now that it is enabled, its section is validated on every edit
-	if _, _, err := u.op.trees.setConfig(map[string]string{"prometheusPushgateway": "instances: 5\n"}, ""); err == nil || !strings.Contains(err.Error(), "module prometheus-pushgateway") {
+	if _, _, err := u.op.trees.setConfig(map[string]string{"prometheusPushgateway": "instances: 5\n"}, "", nil); err == nil || !strings.Contains(err.Error(), "module prometheus-pushgateway") {
 		t.Fatalf("a bad section of an enabled module: err = %v", err)
 	}
 }

@@ -80,11 +80,16 @@ func (h *treeHolder) transition(fn func(cur *runningTree) (*runningTree, error))
 // setConfig adopts ConfigMap data into the running store unless it is
 // older than the data the store holds; ok is false when it was skipped.
 // The data is admitted (admit) first; the running store, which keeps the
-// hooks' values patches, then takes it and says what changed.
-func (h *treeHolder) setConfig(data map[string]string, version string) (ch values.Change, ok bool, err error) {
+// hooks' values patches, then takes it and says what changed. checked,
+// when not nil, is the model the data's settings checks ran against
+// (settingscheck.go): another running model is errTreeMoved.
+func (h *treeHolder) setConfig(data map[string]string, version string, checked *loader.Model) (ch values.Change, ok bool, err error) {
 	err = h.transition(func(cur *runningTree) (*runningTree, error) {
 		if cur == nil || !newerVersion(version, cur.configVersion) {
 			return nil, nil
+		}
+		if checked != nil && cur.model != checked {
+			return nil, errTreeMoved
 		}
 		if _, err := admit(cur.model, data, cur.store.Active()); err != nil {
 			return nil, err
@@ -153,6 +158,11 @@ type moduleState struct {
 	// ConfigMap section does not match its config schema, so it was left
 	// as it was; a change to that section reloads all modules
 	configRefused bool
+	// disabledReason is what its enabled script gave for answering false
+	// (MODULE_ENABLED_REASON), for /status
+	disabledReason string
+	// readiness is its readiness hook's last result (readiness.go)
+	readiness *Readiness
 }
 
 // moduleRegistry is what the steps learned about each module, and the

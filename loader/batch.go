@@ -20,7 +20,9 @@ import (
 // Batch hooks are module-sdk's compiled hooks: one executable answers
 // `hook config` with the configs of every hook it holds and runs one with
 // `hook run ID` (its readiness hook with `hook ready`), with the files and
-// environment of any hook (docs/operator.md, "Batch hooks").
+// environment of any hook (docs/operator.md, "Batch hooks"). One that says
+// has_settings_check also answers `hook check` on a module's settings
+// (docs/operator.md, "Settings checks").
 
 // BatchReadyID is the ID of a batch executable's readiness hook.
 const BatchReadyID = "ready"
@@ -52,6 +54,8 @@ func isExecutableImage(head []byte) bool {
 type batchProbe struct {
 	hooks    []batchHook
 	notBatch string
+	// settingsCheck: it answers `hook check` (has_settings_check).
+	settingsCheck bool
 }
 
 // batchHook is one hook of a batch executable.
@@ -76,6 +80,7 @@ func (l *Loader) batchHooks(ctx context.Context, use *cacheUse, h *Hook) ([]*Hoo
 	if c.batch.notBatch != "" {
 		return nil, c.batch.notBatch, nil
 	}
+	h.settingsCheck = c.batch.settingsCheck
 	hooks := make([]*Hook, 0, len(c.batch.hooks))
 	for _, b := range c.batch.hooks {
 		sum := sha256.Sum256([]byte(h.Hash + "\x00" + c.hash + "\x00" + b.id))
@@ -130,12 +135,12 @@ func (l *Loader) probeBatch(ctx context.Context, h *Hook) (cachedConfig, error) 
 	if !ok {
 		return notBatch(fmt.Sprintf("`hook config` printed no batch config: %s", preview(out)))
 	}
-	hooks, err := parseBatchConfig(raw, h)
+	hooks, check, err := parseBatchConfig(raw, h)
 	if err != nil {
 		return cachedConfig{}, fmt.Errorf("batch hook config (`hook config`): %w", err)
 	}
 	sum := sha256.Sum256(out)
-	return cachedConfig{batch: &batchProbe{hooks: hooks}, hash: hex.EncodeToString(sum[:])}, nil
+	return cachedConfig{batch: &batchProbe{hooks: hooks, settingsCheck: check}, hash: hex.EncodeToString(sum[:])}, nil
 }
 
 // batchConfigOf says whether out is a batch config: a JSON object with a
@@ -165,8 +170,9 @@ type sdkBatchConfig struct {
 	Version   string          `json:"version"`
 	Hooks     []sdkHookConfig `json:"hooks"`
 	Readiness *sdkHookConfig  `json:"readiness"`
-	// HasSettingsCheck says the executable answers `hook check`, which
-	// Deckhouse runs on a module's settings; nothing here asks it.
+	// HasSettingsCheck says the executable answers `hook check`: the
+	// module's settings check, run on a ConfigMap edit of its section
+	// (lifecycle/settingscheck.go).
 	HasSettingsCheck bool `json:"has_settings_check"`
 }
 
@@ -224,19 +230,20 @@ type sdkKubernetes struct {
 // parseBatchConfig reads a batch config into its hooks: hook i is named
 // `<file>:<metadata.name>:<i>` and runs with `hook run i`; the readiness
 // hook is `<file>-readiness` and runs with `hook ready` (the original's
-// names, so metrics and logs keep their labels).
-func parseBatchConfig(raw json.RawMessage, h *Hook) ([]batchHook, error) {
+// names, so metrics and logs keep their labels). check says the executable
+// answers `hook check`.
+func parseBatchConfig(raw json.RawMessage, h *Hook) ([]batchHook, bool, error) {
 	var bc sdkBatchConfig
 	if raw[0] == '[' {
 		if err := decodeStrict(raw, &bc.Hooks); err != nil {
-			return nil, fmt.Errorf("want a list of hook configs: %w", err)
+			return nil, false, fmt.Errorf("want a list of hook configs: %w", err)
 		}
 	} else {
 		if err := decodeStrict(raw, &bc); err != nil {
-			return nil, fmt.Errorf("want {version, hooks, readiness}: %w", err)
+			return nil, false, fmt.Errorf("want {version, hooks, readiness}: %w", err)
 		}
 		if bc.Version != batchVersion {
-			return nil, fmt.Errorf("version %q: want %q (module-sdk's format)", bc.Version, batchVersion)
+			return nil, false, fmt.Errorf("version %q: want %q (module-sdk's format)", bc.Version, batchVersion)
 		}
 	}
 	global := h.Module == ""
@@ -245,18 +252,18 @@ func parseBatchConfig(raw json.RawMessage, h *Hook) ([]batchHook, error) {
 		id := strconv.Itoa(i)
 		cfg, err := bc.Hooks[i].hookConfig(global)
 		if err != nil {
-			return nil, fmt.Errorf("hook %s (%s): %w", id, bc.Hooks[i].Metadata.Name, err)
+			return nil, false, fmt.Errorf("hook %s (%s): %w", id, bc.Hooks[i].Metadata.Name, err)
 		}
 		out = append(out, batchHook{id: id, name: h.Name + ":" + bc.Hooks[i].Metadata.Name + ":" + id, cfg: cfg})
 	}
 	if bc.Readiness != nil {
 		cfg, err := bc.Readiness.hookConfig(global)
 		if err != nil {
-			return nil, fmt.Errorf("readiness: %w", err)
+			return nil, false, fmt.Errorf("readiness: %w", err)
 		}
 		out = append(out, batchHook{id: BatchReadyID, name: h.Name + "-readiness", cfg: cfg})
 	}
-	return out, nil
+	return out, bc.HasSettingsCheck, nil
 }
 
 // hookConfig turns a module-sdk hook config into a v1 hook config with the

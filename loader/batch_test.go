@@ -101,6 +101,10 @@ func TestBatchHookLoads(t *testing.T) {
 	if r := hs[3].Config; len(r.Schedules) != 1 || r.Schedules[0].Name != "mod-moduleReadinessSchedule" {
 		t.Errorf("readiness = %+v", r)
 	}
+	// has_settings_check makes the executable the module's settings check
+	if mod := m.Module("mod"); mod.SettingsCheck != filepath.Join(hooks, "batch") {
+		t.Errorf("settings check = %q", mod.SettingsCheck)
+	}
 
 	// a global batch hook's beforeHelm and afterHelm are beforeAll and
 	// afterAll; its delete bindings are ignored, as in the original
@@ -118,6 +122,60 @@ func TestBatchHookLoads(t *testing.T) {
 	}
 	if l.configs.runCount() != runs || m2.Module("mod").Hooks[1].Key() != hs[1].Key() {
 		t.Fatalf("reload ran %d more configs", l.configs.runCount()-runs)
+	}
+	if m2.Module("mod").SettingsCheck != m.Module("mod").SettingsCheck {
+		t.Fatalf("a cached answer lost the settings check: %q", m2.Module("mod").SettingsCheck)
+	}
+}
+
+// A settings check (has_settings_check) is its module's: an executable
+// that holds only a check is one, is left out of the chart, and a module
+// has at most one.
+func TestBatchSettingsCheckLoads(t *testing.T) {
+	onlyCheck := `{"version":"v1","hooks":[],"has_settings_check":true}`
+	hookOnly := `{"version":"v1","hooks":[{"metadata":{"name":"h"},"afterHelm":1}]}`
+	cases := []struct {
+		name    string
+		configs map[string]string // executable name -> hook config
+		check   string            // the module's SettingsCheck, by file name
+		exclude []string
+		err     string
+	}{
+		{"a check alone", map[string]string{"check": onlyCheck}, "check", []string{"hooks/check"}, ""},
+		{"no check", map[string]string{"run": hookOnly}, "", []string{"hooks/run"}, ""},
+		{"a check beside hooks", map[string]string{"check": onlyCheck, "run": hookOnly}, "check", []string{"hooks/run", "hooks/check"}, ""},
+		{"two checks", map[string]string{"c1": onlyCheck, "c2": onlyCheck}, "", nil, "a second settings check"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			hooks := filepath.Join(dir, "modules", "001-mod", "hooks")
+			writeFile(t, filepath.Join(dir, "modules", "001-mod", "values.yaml"), "mod: {}\n", 0o644)
+			for name, cfg := range c.configs {
+				batchtest.Build(t, hooks, name, batchtest.Options{Config: cfg})
+			}
+			m, err := load(t, New(WithLogger(quietLogger())), dir)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), hooks) {
+					t.Fatalf("err = %v, want one naming the file and saying %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod := m.Module("mod")
+			want := ""
+			if c.check != "" {
+				want = filepath.Join(hooks, c.check)
+			}
+			if mod.SettingsCheck != want {
+				t.Fatalf("settings check = %q, want %q", mod.SettingsCheck, want)
+			}
+			if got := mod.BatchExecutables(); !reflect.DeepEqual(got, c.exclude) {
+				t.Fatalf("left out of the chart: %v, want %v", got, c.exclude)
+			}
+		})
 	}
 }
 

@@ -54,39 +54,48 @@ func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) er
 		return err
 	}
 	var err error
-	if m.Global.Hooks, err = expandBatches(m.Global.Hooks); err != nil {
+	// a global settings check has no module to check: the global section
+	// is judged by its schemas alone (docs/operator.md, "Settings checks")
+	if m.Global.Hooks, _, err = expandBatches(m.Global.Hooks); err != nil {
 		return err
 	}
 	for _, mod := range m.Modules {
-		if mod.Hooks, err = expandBatches(mod.Hooks); err != nil {
+		if mod.Hooks, mod.SettingsCheck, err = expandBatches(mod.Hooks); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// expandBatches puts each batch executable's hooks in its place. A module
-// (or the global hooks directory) has at most one readiness hook, as in
-// the original.
-func expandBatches(hooks []*Hook) ([]*Hook, error) {
+// expandBatches puts each batch executable's hooks in its place and
+// returns the path of the one that answers `hook check`. A module (or the
+// global hooks directory) has at most one readiness hook, as in the
+// original, and at most one settings check.
+func expandBatches(hooks []*Hook) ([]*Hook, string, error) {
 	out := make([]*Hook, 0, len(hooks))
-	readiness := ""
+	readiness, check := "", ""
 	for _, h := range hooks {
 		if !h.isBatch {
 			out = append(out, h)
 			continue
 		}
+		if h.settingsCheck {
+			if check != "" {
+				return nil, "", fileErr(h.Path, fmt.Errorf("a second settings check (the first is in %s): a module has at most one", check))
+			}
+			check = h.Path
+		}
 		for _, b := range h.batch {
 			if len(b.Args) == 2 && b.Args[1] == "ready" {
 				if readiness != "" {
-					return nil, fileErr(h.Path, fmt.Errorf("a second readiness hook (the first is in %s): a module has at most one", readiness))
+					return nil, "", fileErr(h.Path, fmt.Errorf("a second readiness hook (the first is in %s): a module has at most one", readiness))
 				}
 				readiness = h.Path
 			}
 		}
 		out = append(out, h.batch...)
 	}
-	return out, nil
+	return out, check, nil
 }
 
 // hookConfig is one hook's config: from the cache, or from running it with

@@ -68,6 +68,10 @@ type Module struct {
 	HealthWait HealthWait
 	// Hash covers every file of the module.
 	Hash string
+	// SettingsCheck is the path of the batch executable that answers
+	// `hook check` on the module's settings, or "" (docs/operator.md,
+	// "Settings checks").
+	SettingsCheck string
 }
 
 // BatchExecutables are the module's batch hook executables, as paths
@@ -76,11 +80,18 @@ type Module struct {
 // Secret, which a real one overflows (docs/operator.md, "Batch hooks").
 func (m *Module) BatchExecutables() []string {
 	var out []string
+	paths := make([]string, 0, len(m.Hooks)+1)
 	for _, h := range m.Hooks {
-		if len(h.Args) == 0 {
-			continue
+		if len(h.Args) > 0 {
+			paths = append(paths, h.Path)
 		}
-		rel, err := filepath.Rel(m.Dir, h.Path)
+	}
+	// one that holds a settings check and no hook is a batch executable too
+	if m.SettingsCheck != "" {
+		paths = append(paths, m.SettingsCheck)
+	}
+	for _, p := range paths {
+		rel, err := filepath.Rel(m.Dir, p)
 		if err != nil || strings.HasPrefix(rel, "..") {
 			continue
 		}
@@ -122,6 +133,8 @@ type Hook struct {
 	batch []*Hook
 	// isBatch: the file is a batch executable (its batch may be empty).
 	isBatch bool
+	// settingsCheck: the batch executable answers `hook check`.
+	settingsCheck bool
 }
 
 // Key identifies a hook across trees: its module, its name in the tree and

@@ -38,7 +38,7 @@ var debugGroups = []struct {
 	cmds       []debugCmd
 }{
 	{"module", "Inspect the modules of a running operator", []debugCmd{
-		{use: "list", short: "List the modules: order, enabled, state, directory", path: "/debug/modules", table: modulesTable,
+		{use: "list", short: "List the modules: order, enabled, state, health, readiness, directory, and why one failed, is disabled or not ready", path: "/debug/modules", table: modulesTable,
 			example: "  addon-operator module list\n  addon-operator module list -o json"},
 		{use: "values NAME", short: "Print a module's values (-g adds the global ones)", path: "/debug/modules/{name}/values", needName: true,
 			example: "  addon-operator module values ingress-nginx -g"},
@@ -228,9 +228,34 @@ func modulesTable(w io.Writer, body []byte) error {
 	}
 	var rows [][]string
 	for _, m := range v.Modules {
-		rows = append(rows, []string{m.Name, strconv.Itoa(m.Order), strconv.FormatBool(m.Enabled), string(m.State), healthOf(m), m.Path, m.LastError})
+		rows = append(rows, []string{m.Name, strconv.Itoa(m.Order), strconv.FormatBool(m.Enabled), string(m.State), healthOf(m), readyOf(m), m.Path, noteOf(m)})
 	}
-	return table(w, "NAME\tORDER\tENABLED\tSTATE\tHEALTH\tPATH\tLAST ERROR", rows)
+	return table(w, "NAME\tORDER\tENABLED\tSTATE\tHEALTH\tREADY\tPATH\tLAST ERROR / REASON", rows)
+}
+
+// readyOf is its readiness hook's last answer: "-" without one (or none
+// yet), else true or false.
+func readyOf(m lifecycle.DebugModule) string {
+	if m.Readiness == nil {
+		return "-"
+	}
+	return strconv.FormatBool(m.Readiness.Ready)
+}
+
+// noteOf is the last error or, for a module its enabled script disabled,
+// the reason the script gave; a readiness hook that failed says why.
+func noteOf(m lifecycle.DebugModule) string {
+	switch {
+	case m.LastError != "":
+		return m.LastError
+	case m.DisabledReason != "":
+		return "disabled: " + m.DisabledReason
+	case m.Readiness != nil && !m.Readiness.Ready && m.Readiness.Message != "":
+		return "not ready: " + m.Readiness.Message
+	case m.Readiness != nil && !m.Readiness.Ready:
+		return "not ready: " + m.Readiness.Error
+	}
+	return ""
 }
 
 func hooksTable(w io.Writer, body []byte) error {

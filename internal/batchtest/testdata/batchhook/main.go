@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-var mode, config, key string
+var mode, config, key, readyProbe string
 
 func main() {
 	cfg, err := base64.RawURLEncoding.DecodeString(config)
@@ -44,6 +44,9 @@ func main() {
 		run(args[2])
 	case len(args) == 2 && args[0] == "hook" && args[1] == "ready":
 		run("ready")
+		probe()
+	case len(args) == 2 && args[0] == "hook" && args[1] == "check":
+		check()
 	default:
 		fail("unknown command %q", args)
 	}
@@ -55,18 +58,10 @@ func run(hook string) {
 	read(os.Getenv("BINDING_CONTEXT_PATH"), &ctx)
 	read(os.Getenv("VALUES_PATH"), &values)
 	read(os.Getenv("CONFIG_VALUES_PATH"), &configValues)
-	rec, _ := json.Marshal(map[string]any{
+	record(map[string]any{
 		"hook": hook, "args": os.Args[1:], "ctx": ctx, "values": values, "config": configValues,
 		"module": os.Getenv("MODULE_NAME"),
 	})
-	f, err := os.OpenFile(os.Getenv("RECORD_FILE"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		fail("record: %v", err)
-	}
-	defer f.Close()
-	if _, err := f.Write(append(rec, '\n')); err != nil {
-		fail("record: %v", err)
-	}
 	if len(ctx) > 0 && ctx[0]["type"] == "Validating" {
 		// a webhook run: allow, and change nothing else
 		if err := os.WriteFile(os.Getenv("VALIDATING_RESPONSE_PATH"), []byte(`{"allowed":true}`), 0o600); err != nil {
@@ -98,6 +93,56 @@ func run(hook string) {
 	}})
 	if err := os.WriteFile(os.Getenv("VALUES_JSON_PATCH_PATH"), patch, 0o600); err != nil {
 		fail("patch: %v", err)
+	}
+}
+
+// probe fails the readiness hook, as module-sdk's does when its probe
+// cannot finish, while the probe file (-X main.readyProbe) holds text:
+// one JSON error line on stderr and exit status 1.
+func probe() {
+	if readyProbe == "" {
+		return
+	}
+	b, err := os.ReadFile(readyProbe)
+	if err != nil || len(b) == 0 {
+		return
+	}
+	answer(map[string]any{"message": "execute: " + string(b)})
+}
+
+// check is module-sdk's settings check protocol: the settings are the JSON
+// file at $SETTINGS_PATH; a plain pass exits 0 and prints nothing, any
+// other result is one JSON line {valid, message, warnings} on stderr with
+// exit status 1. This one allows at most 3 replicas and warns at 3.
+func check() {
+	var settings map[string]any
+	read(os.Getenv("SETTINGS_PATH"), &settings)
+	record(map[string]any{"hook": "check", "args": os.Args[1:], "settings": settings, "module": os.Getenv("MODULE_NAME")})
+	n, _ := settings["replicas"].(float64)
+	switch {
+	case n > 3:
+		answer(map[string]any{"valid": false, "message": fmt.Sprintf("replicas: at most 3, got %v", n), "warnings": nil})
+	case n == 3:
+		answer(map[string]any{"valid": true, "message": "", "warnings": []string{"replicas: 3 is the most allowed"}})
+	}
+}
+
+// answer prints one JSON line on stderr and exits 1.
+func answer(v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintln(os.Stderr, string(b))
+	os.Exit(1)
+}
+
+func record(v any) {
+	rec, _ := json.Marshal(v)
+	f, err := os.OpenFile(os.Getenv("RECORD_FILE"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fail("record: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(rec, '\n')); err != nil {
+		fail("record: %v", err)
 	}
 }
 

@@ -1,0 +1,65 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/addonops/addon-operator/loader"
+)
+
+// Readiness is the last result of a module's readiness hook (module-sdk's
+// `hook ready`, docs/operator.md "Readiness hooks"), shown on /status and
+// by `module list`. It runs on its own schedule from the module's first
+// run on, as the original's schedules do; its result changes nothing else.
+type Readiness struct {
+	Ready bool `json:"ready"`
+	// Message is what the hook said failed: the message of module-sdk's
+	// error line ({"message": ...} on stderr), one line.
+	Message string `json:"message,omitempty"`
+	// Error is the run's error, one line ("hook …-readiness (…): exited 1").
+	Error   string    `json:"error,omitempty"`
+	Checked time.Time `json:"checked"`
+}
+
+// isReadinessHook: a batch executable's readiness hook of a module.
+func isReadinessHook(h *loader.Hook) bool {
+	return h.Module != "" && len(h.Args) == 2 && h.Args[0] == "hook" && h.Args[1] == loader.BatchReadyID
+}
+
+// observeReadiness records a run of a module's readiness hook (nothing for
+// any other hook).
+func (r *runner) observeReadiness(h *loader.Hook, err error) {
+	if !isReadinessHook(h) {
+		return
+	}
+	rd := &Readiness{Ready: err == nil, Checked: r.cfg.Now()}
+	if err != nil {
+		rd.Error = firstLine(err.Error())
+		rd.Message = sdkErrorMessage(hookOutput(err))
+	}
+	r.modules.update(h.Module, func(st *moduleState) { st.readiness = rd })
+}
+
+// sdkErrorMessage is the message of the last line of a module-sdk
+// executable's stderr when that line is its error object; "" otherwise,
+// so no other output reaches /status (docs/security.md, "Who sees what").
+func sdkErrorMessage(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal([]byte(strings.TrimSpace(lines[len(lines)-1])), &e) != nil {
+		return ""
+	}
+	return statusLine(e.Message)
+}
+
+// shownReasons are the disabled reason and the readiness /status shows: the
+// first while the module is disabled, the second while it is enabled.
+func (st moduleState) shownReasons() (string, *Readiness) {
+	if st.enabled {
+		return "", st.readiness
+	}
+	return st.disabledReason, nil
+}

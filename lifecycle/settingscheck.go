@@ -1,0 +1,182 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/values"
+)
+
+// A module-sdk batch executable that prints has_settings_check answers
+// `hook check`: it reads the module's settings from the JSON file at
+// $SETTINGS_PATH, exits 0 without a word when it accepts them, and
+// otherwise prints one JSON line {valid, message, warnings} on stderr and
+// exits 1 (valid with warnings exits 1 too). A ConfigMap edit of the
+// module's section runs it before anything else takes the edit; a refusal
+// refuses the edit as a schema does (docs/operator.md, "Settings checks").
+
+// settingsCheckTimeout bounds one `hook check`, as --config's default
+// bounds a hook's config: the check answers from the settings alone.
+const settingsCheckTimeout = 30 * time.Second
+
+// maxSettingsChecks is how many times an edit is checked again when the
+// running tree changed while its settings were checked.
+const maxSettingsChecks = 3
+
+// errTreeMoved: the running tree changed after an edit was checked against
+// it (treeHolder.setConfig); the edit is checked again.
+var errTreeMoved = errors.New("the running tree changed while the settings were checked")
+
+// settingsRefusal is a module's settings check refusing its section.
+type settingsRefusal struct {
+	module, check, message string
+}
+
+func (e *settingsRefusal) Error() string {
+	return fmt.Sprintf("module %s: its settings check (%s hook check) refuses its section: %s", e.module, e.check, e.message)
+}
+
+// sdkCheckResult is what module-sdk's settings check prints on stderr.
+type sdkCheckResult struct {
+	Valid    *bool    `json:"valid"`
+	Message  string   `json:"message"`
+	Warnings []string `json:"warnings"`
+}
+
+// setCheckedConfig is a ConfigMap edit's way in: the settings checks of the
+// modules whose section it changes run against the running tree, then
+// the data is set (treeHolder.setConfig), unless the tree changed in
+// between, when the checks run again against the new one. It returns the
+// data and the model from before the edit, and what setConfig returned.
+func (s *steps) setCheckedConfig(ctx context.Context, data map[string]string, version string) (before map[string]string, model *loader.Model, ch values.Change, ok bool, err error) {
+	for attempt := 1; ; attempt++ {
+		t := s.trees.load()
+		if t == nil {
+			return nil, nil, values.Change{}, false, nil
+		}
+		before, model = t.configData, t.model
+		if !newerVersion(version, t.configVersion) {
+			return before, model, values.Change{}, false, nil
+		}
+		if err := s.run.checkSettings(ctx, model, before, data); err != nil {
+			return before, model, values.Change{}, false, err
+		}
+		ch, ok, err = s.trees.setConfig(data, version, model)
+		if !errors.Is(err, errTreeMoved) || attempt == maxSettingsChecks {
+			return before, model, ch, ok, err
+		}
+	}
+}
+
+// checkSettings runs the settings check of every module of model whose
+// ConfigMap section differs between before and data (every module's, when
+// before is nil) and joins the refusals.
+func (r *runner) checkSettings(ctx context.Context, model *loader.Model, before, data map[string]string) error {
+	var errs []error
+	for _, m := range model.Modules {
+		if m.SettingsCheck == "" {
+			continue
+		}
+		if before != nil && before[m.Key] == data[m.Key] {
+			continue
+		}
+		if err := r.checkModuleSettings(ctx, m, data[m.Key]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkModuleSettings runs m's settings check on its section, the YAML
+// text of its ConfigMap key. The settings are the section as the ConfigMap
+// gives it (CONFIG_VALUES_PATH's), {} when it has none. A section that
+// does not parse, or is not a map (`false` disables the module), is left
+// to the schemas, which refuse it in their own words. A check that does
+// not answer (a timeout, an exit without its JSON line) refuses too: an
+// edit nobody could check is not applied.
+func (r *runner) checkModuleSettings(ctx context.Context, m *loader.Module, section string) error {
+	settings, ok := settingsOf(section)
+	if !ok {
+		return nil
+	}
+	name := m.SettingsCheck
+	if rel, err := filepath.Rel(filepath.Dir(m.Dir), m.SettingsCheck); err == nil {
+		name = filepath.ToSlash(rel)
+	}
+	dir, err := os.MkdirTemp(r.cfg.TempDir, "addon-operator-check-")
+	if err != nil {
+		return fmt.Errorf("settings check temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(path, settings, 0o600); err != nil {
+		return fmt.Errorf("settings check: %w", err)
+	}
+	logger := r.logger.With("module", m.Name, "hook", name, "phase", "settings check")
+	_, err = executor.Run(ctx, executor.Command{
+		Path:    m.SettingsCheck,
+		Args:    []string{"hook", "check"},
+		Dir:     filepath.Dir(m.SettingsCheck),
+		Env:     []string{"SETTINGS_PATH=" + path, "MODULE_NAME=" + m.Name},
+		Timeout: settingsCheckTimeout,
+		Logger:  logger,
+	})
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	he := newHookError("module "+m.Name+": settings check ("+name+" hook check)", err)
+	res, ok := checkResultOf(he.output)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w (no answer to read: the edit is refused)", he)
+	case *res.Valid:
+		for _, w := range res.Warnings {
+			logger.Warn("settings check warning", "warning", w)
+		}
+		return nil
+	}
+	return &settingsRefusal{module: m.Name, check: name, message: statusLine(res.Message)}
+}
+
+// settingsOf is the JSON the check reads for a section; false when the
+// section is left to the schemas.
+func settingsOf(section string) ([]byte, bool) {
+	js, err := yaml.YAMLToJSON([]byte(section))
+	if err != nil {
+		return nil, false
+	}
+	var v any
+	if err := json.Unmarshal(js, &v); err != nil {
+		return nil, false
+	}
+	switch v.(type) {
+	case nil:
+		return []byte("{}"), true
+	case map[string]any:
+		return js, true
+	}
+	return nil, false
+}
+
+// checkResultOf reads the last line of the check's stderr as its result.
+func checkResultOf(stderr string) (sdkCheckResult, bool) {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	var res sdkCheckResult
+	if json.Unmarshal([]byte(strings.TrimSpace(lines[len(lines)-1])), &res) != nil || res.Valid == nil {
+		return sdkCheckResult{}, false
+	}
+	return res, true
+}
