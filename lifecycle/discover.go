@@ -86,6 +86,7 @@ func (s *steps) discover(ctx context.Context) error {
 			}
 		}
 	})
+	s.modules.markDiscovered()
 	for name, err := range failed {
 		s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
 		s.mods.moduleFailed(name, err)
