@@ -45,7 +45,9 @@ func (b *blockingReviewer) Admit(ctx context.Context, _ Kind, _ string, _ *admis
 }
 
 // Routes knows every webhook but those named unknown*.
-func (b *blockingReviewer) Routes(_ Kind, name string) bool { return !strings.HasPrefix(name, "unknown") }
+func (b *blockingReviewer) Routes(_ Kind, name string) bool {
+	return !strings.HasPrefix(name, "unknown")
+}
 
 func (b *blockingReviewer) Convert(context.Context, string, *apiextv1.ConversionReview) ([]runtime.RawExtension, error) {
 	return nil, fmt.Errorf("no conversions")
