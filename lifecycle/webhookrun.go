@@ -45,8 +45,8 @@ func (w *webhooks) Admit(ctx context.Context, kind webhook.Kind, name string, re
 	if !ok {
 		return webhook.AdmissionResult{}, fmt.Errorf("no hook of the running tree binds the %s webhook %s", kind, name)
 	}
-	if route.waiting != "" {
-		return w.byFailurePolicy(route, name), nil
+	if why := w.waitingFor(route.hook); why != "" {
+		return w.byFailurePolicy(route, name, why), nil
 	}
 	typ := typeValidating
 	if kind == webhook.Mutating {
@@ -98,7 +98,7 @@ func (w *webhooks) Convert(ctx context.Context, crd string, review *apiextv1.Con
 		}
 		for _, step := range path {
 			h := t.hooks[step.Hook]
-			if why := t.waiting[step.Hook]; why != "" {
+			if why := w.waitingFor(h); why != "" {
 				// no failurePolicy for a conversion: it fails, saying why
 				return nil, fmt.Errorf("hook %s converts %s from %s: not run, %s", h.Name, crd, step.From, why)
 			}
@@ -139,10 +139,10 @@ func (w *webhooks) Convert(ctx context.Context, crd string, review *apiextv1.Con
 // says: Fail denies saying why, Ignore allows with a warning. Running the
 // hook of a module that may be disabled could answer with values it does
 // not have, and waiting would hold the API server for the whole timeout.
-func (w *webhooks) byFailurePolicy(route admissionRoute, name string) webhook.AdmissionResult {
-	msg := fmt.Sprintf("webhook %s of hook %s not checked: %s", name, route.hook.Name, route.waiting)
+func (w *webhooks) byFailurePolicy(route admissionRoute, name, why string) webhook.AdmissionResult {
+	msg := fmt.Sprintf("webhook %s of hook %s not checked: %s", name, route.hook.Name, why)
 	w.logger.Info("webhook request answered by its failurePolicy", "hook", route.hook.Name, "module", route.hook.Module, "binding", name,
-		"failure_policy", string(route.binding.FailurePolicy), "reason", route.waiting)
+		"failure_policy", string(route.binding.FailurePolicy), "reason", why)
 	if route.binding.FailurePolicy == admissionregv1.Ignore {
 		return webhook.AdmissionResult{Allowed: true, Warnings: []string{msg + "; allowed by failurePolicy Ignore"}}
 	}

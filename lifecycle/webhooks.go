@@ -104,17 +104,11 @@ type webhookTable struct {
 	admission  map[string]admissionRoute // by webhook.RegisteredKey
 	conversion []webhook.ConversionEntry
 	hooks      map[string]*loader.Hook // by hook name
-	// waiting says why a hook's module does not answer its conversions
-	// (by hook name; absent: it does)
-	waiting map[string]string
 }
 
 type admissionRoute struct {
 	hook    *loader.Hook
 	binding loader.AdmissionBinding
-	// waiting: why the hook is not run ("" runs it); the binding's
-	// failurePolicy answers instead
-	waiting string
 }
 
 func admissionKind(b loader.AdmissionBinding) webhook.Kind {
@@ -139,18 +133,36 @@ func candidates(model *loader.Model, known bool, enabled []string) []candidate {
 		out = append(out, candidate{hook: h})
 	}
 	for _, m := range model.Modules {
-		why := ""
-		switch {
-		case !known:
-			why = fmt.Sprintf("module %s is not running yet (its enabled state is known after the first discovery)", m.Name)
-		case !slices.Contains(enabled, m.Name):
-			why = fmt.Sprintf("module %s is disabled", m.Name)
-		}
+		why := moduleWaiting(m.Name, known, enabled)
 		for _, h := range m.Hooks {
 			out = append(out, candidate{hook: h, waiting: why})
 		}
 	}
 	return slices.DeleteFunc(out, func(c candidate) bool { return c.hook.Config == nil || !c.hook.Config.HasWebhooks() })
+}
+
+// moduleWaiting says why a module does not answer its webhooks ("" when
+// it does).
+func moduleWaiting(module string, known bool, enabled []string) string {
+	switch {
+	case !known:
+		return fmt.Sprintf("module %s is not running yet (its enabled state is known after the first discovery)", module)
+	case !slices.Contains(enabled, module):
+		return fmt.Sprintf("module %s is disabled", module)
+	}
+	return ""
+}
+
+// waitingFor says why a hook's module does not answer its webhooks now
+// ("" when it does, and for a global hook). A request asks it at once
+// rather than reading the table, which sync refreshes every second: a
+// module's own Helm upgrade calls its webhook right after the discovery
+// that enabled it.
+func (w *webhooks) waitingFor(h *loader.Hook) string {
+	if h.Module == "" {
+		return ""
+	}
+	return moduleWaiting(h.Module, w.discovered == nil || w.discovered(), w.modules.enabledList())
 }
 
 // desired is the webhook bindings to register: global hooks' and enabled
@@ -163,7 +175,7 @@ func (w *webhooks) desired(known bool, inherited map[string]bool) (webhook.Bindi
 	defer w.mu.Unlock()
 	model, _ := w.trees.current()
 	var b webhook.Bindings
-	t := webhookTable{admission: map[string]admissionRoute{}, hooks: map[string]*loader.Hook{}, waiting: map[string]string{}}
+	t := webhookTable{admission: map[string]admissionRoute{}, hooks: map[string]*loader.Hook{}}
 	status := []WebhookBindingStatus{}
 	var kinds []webhook.Kind
 	if model == nil {
@@ -184,7 +196,7 @@ func (w *webhooks) desired(known bool, inherited map[string]bool) (webhook.Bindi
 			}
 			key := webhook.RegisteredKey(kind, a.Name)
 			st := WebhookBindingStatus{Kind: kind, Name: a.Name, Hook: h.Name, Module: h.Module}
-			route := admissionRoute{hook: h, binding: a, waiting: c.waiting}
+			route := admissionRoute{hook: h, binding: a}
 			switch other, dup := t.admission[key]; {
 			case !kept(key):
 				if _, taken := fallback[key]; !taken {
@@ -221,9 +233,6 @@ func (w *webhooks) desired(known bool, inherited map[string]bool) (webhook.Bindi
 				st.Error = fmt.Sprintf("hook %s binds a conversion of CRD %s, and the conversion webhook server is not configured: set CONVERSION_WEBHOOK_SERVER_CERT and CONVERSION_WEBHOOK_SERVER_KEY", h.Name, cb.CRDName)
 			default:
 				t.hooks[h.Name] = h
-				if c.waiting != "" {
-					t.waiting[h.Name] = c.waiting
-				}
 				entry := webhook.ConversionEntry{Hook: h.Name, Binding: cb}
 				t.conversion = append(t.conversion, entry)
 				b.Conversion = append(b.Conversion, entry)

@@ -126,6 +126,13 @@ func TestWebhooksBeforeDiscovery(t *testing.T) {
 			if s.enabled != nil {
 				modules.edit(func(_ map[string]*moduleState, enabled *[]string) { *enabled = s.enabled })
 				modules.markDiscovered()
+				if len(s.enabled) > 0 {
+					// a request right after discovery, before the next
+					// sync: the module's own Helm upgrade
+					if route, ok := w.current().admission["validating/lenient.guard.example.com"]; !ok || w.waitingFor(route.hook) != "" {
+						t.Errorf("right after discovery the request does not reach the hook")
+					}
+				}
 			}
 			w.sync(t.Context())
 			if got := reg.last(); got != s.registered {
@@ -138,7 +145,7 @@ func TestWebhooksBeforeDiscovery(t *testing.T) {
 				route, ok := w.current().admission[webhook.RegisteredKey(webhook.Validating, name)]
 				got := "none"
 				switch {
-				case ok && route.waiting == "":
+				case ok && w.waitingFor(route.hook) == "":
 					got = "hook"
 				case ok:
 					res, err := w.Admit(t.Context(), webhook.Validating, name, &admissionv1.AdmissionReview{Request: &admissionv1.AdmissionRequest{}})

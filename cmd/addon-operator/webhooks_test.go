@@ -294,8 +294,7 @@ func TestWebhookRestartFailPolicy(t *testing.T) {
 	configName := "hooks-" + ns
 	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
-	env := []string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main",
-		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + filepath.Join(t.TempDir(), "checkout"),
+	env := []string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main", "GIT_POLL_INTERVAL=200ms",
 		"VALIDATING_WEBHOOK_SERVER_CERT=" + certFile, "VALIDATING_WEBHOOK_SERVER_KEY=" + keyFile, "VALIDATING_WEBHOOK_CA=" + caFile,
 		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT=" + port,
 		"VALIDATING_WEBHOOK_URL=https://" + hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME=" + configName}
@@ -304,8 +303,13 @@ func TestWebhookRestartFailPolicy(t *testing.T) {
 		return err == nil
 	}
 	ready := func(op *testOperator) bool { code, _ := get(op.addr, "/readyz"); return code == http.StatusOK }
+	// each start on a fresh checkout: its first loaded tree is the newest
+	// commit, so the restart's first reload is the one that meets it
+	start := func() *testOperator {
+		return startOperator(t, append(env, "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))...)
+	}
 
-	first := startOperator(t, env...)
+	first := start()
 	eventually(t, "guard 1 applied through its own webhook", func() bool {
 		return registered() && cmValue(ns, "guarded-cm") == "1" && ready(first)
 	})
@@ -313,7 +317,7 @@ func TestWebhookRestartFailPolicy(t *testing.T) {
 
 	// edited while the operator is down: the upgrade needs the webhook
 	commitFiles(t, repo, "guard 2", ownGuardTree(ns, "2", fmt.Sprintf(ownGuardHook, ns)))
-	second := startOperator(t, env...)
+	second := start()
 	within(t, 30*time.Second, "the restarted operator upgrades guard 2 and converges", func() bool {
 		return cmValue(ns, "guarded-cm") == "2" && ready(second)
 	})
@@ -322,7 +326,7 @@ func TestWebhookRestartFailPolicy(t *testing.T) {
 	// the binding dropped, and a beforeHelm hook that fails every run
 	failing := "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"beforeHelm\": 1}'; exit 0; fi\nexit 1\n"
 	commitFiles(t, repo, "no webhook", ownGuardTree(ns, "3", failing))
-	third := startOperator(t, env...)
+	third := start()
 	within(t, 15*time.Second, "the dropped binding unregistered", func() bool { return !registered() })
 	if ready(third) {
 		t.Fatal("the reload converged: the test needs it not to")
