@@ -101,6 +101,7 @@ func (s *steps) discover(ctx context.Context) error {
 			}
 		}
 	})
+	s.modules.markDiscovered()
 	retry := false
 	for name, err := range failed {
 		if isConfigRefusal(err) {

@@ -184,7 +184,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
 	bind.steps = st
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
-	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, ready: st.converged}
+	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.wasDiscovered}
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
 }

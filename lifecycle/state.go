@@ -171,6 +171,9 @@ type moduleRegistry struct {
 	mu      sync.Mutex
 	modules map[string]*moduleState // by module name
 	enabled []string
+	// discovered: a discovery resolved the enabled states (the webhooks of
+	// a module are answered by its hook only from then on, webhooks.go)
+	discovered bool
 }
 
 func newModuleRegistry() *moduleRegistry {
@@ -206,6 +209,20 @@ func (r *moduleRegistry) enabledList() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.enabled)
+}
+
+// markDiscovered records that a discovery resolved the enabled states.
+func (r *moduleRegistry) markDiscovered() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.discovered = true
+}
+
+// wasDiscovered: a discovery resolved the enabled states since start-up.
+func (r *moduleRegistry) wasDiscovered() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.discovered
 }
 
 // update changes a known module's state (nothing for an unknown one).

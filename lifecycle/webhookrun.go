@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,12 +27,26 @@ const (
 	typeConversion = "Conversion"
 )
 
+// Routes says whether the running tree binds the webhook (a conversion of
+// the CRD): the server refuses any other path unread.
+func (w *webhooks) Routes(kind webhook.Kind, name string) bool {
+	t := w.current()
+	if kind == webhook.Conversion {
+		return slices.ContainsFunc(t.conversion, func(e webhook.ConversionEntry) bool { return e.Binding.CRDName == name })
+	}
+	_, ok := t.admission[webhook.RegisteredKey(kind, name)]
+	return ok
+}
+
 // Admit runs the hook bound to an admission webhook with the review in its
 // binding context and reads its answer from $VALIDATING_RESPONSE_PATH.
 func (w *webhooks) Admit(ctx context.Context, kind webhook.Kind, name string, review *admissionv1.AdmissionReview) (webhook.AdmissionResult, error) {
-	route, ok := w.current().admission[string(kind)+"/"+name]
+	route, ok := w.current().admission[webhook.RegisteredKey(kind, name)]
 	if !ok {
 		return webhook.AdmissionResult{}, fmt.Errorf("no hook of the running tree binds the %s webhook %s", kind, name)
+	}
+	if why := w.waitingFor(route.hook); why != "" {
+		return w.byFailurePolicy(route, name, why), nil
 	}
 	typ := typeValidating
 	if kind == webhook.Mutating {
@@ -83,6 +98,10 @@ func (w *webhooks) Convert(ctx context.Context, crd string, review *apiextv1.Con
 		}
 		for _, step := range path {
 			h := t.hooks[step.Hook]
+			if why := w.waitingFor(h); why != "" {
+				// no failurePolicy for a conversion: it fails, saying why
+				return nil, fmt.Errorf("hook %s converts %s from %s: not run, %s", h.Name, crd, step.From, why)
+			}
 			step := step
 			sub := apiextv1.ConversionReview{TypeMeta: review.TypeMeta, Request: &apiextv1.ConversionRequest{UID: req.UID, DesiredAPIVersion: req.DesiredAPIVersion, Objects: objs}}
 			bc := map[string]any{"binding": step.Binding, "type": typeConversion, "fromVersion": step.Rule.FromVersion, "toVersion": step.Rule.ToVersion, "review": sub}
@@ -113,6 +132,21 @@ func (w *webhooks) Convert(ctx context.Context, crd string, review *apiextv1.Con
 		}
 	}
 	return out, nil
+}
+
+// byFailurePolicy answers a request for a webhook whose module does not
+// run its hook (not yet known, or disabled) at once, as its failurePolicy
+// says: Fail denies saying why, Ignore allows with a warning. Running the
+// hook of a module that may be disabled could answer with values it does
+// not have, and waiting would hold the API server for the whole timeout.
+func (w *webhooks) byFailurePolicy(route admissionRoute, name, why string) webhook.AdmissionResult {
+	msg := fmt.Sprintf("webhook %s of hook %s not checked: %s", name, route.hook.Name, why)
+	w.logger.Info("webhook request answered by its failurePolicy", "hook", route.hook.Name, "module", route.hook.Module, "binding", name,
+		"failure_policy", string(route.binding.FailurePolicy), "reason", why)
+	if route.binding.FailurePolicy == admissionregv1.Ignore {
+		return webhook.AdmissionResult{Allowed: true, Warnings: []string{msg + "; allowed by failurePolicy Ignore"}}
+	}
+	return webhook.AdmissionResult{Message: msg + "; denied by failurePolicy Fail"}
 }
 
 func conversionBinding(h *loader.Hook, name string) *loader.ConversionBinding {

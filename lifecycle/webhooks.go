@@ -22,6 +22,17 @@ type WebhookRegistrar interface {
 	// Serves says whether the server of that kind is configured (its
 	// certificate given).
 	Serves(kind webhook.Kind) bool
+	// Registered is what is registered now (webhook.RegisteredKey values):
+	// after a restart, what the last run left.
+	Registered(ctx context.Context) (map[string]bool, error)
+}
+
+// webhookListener is a registrar that also runs the webhook servers
+// (cmd's): Listen starts the servers of the kinds the tree binds and
+// returns once they answer, whatever is registered, so that a request the
+// last run's registration sends after a restart finds a server.
+type webhookListener interface {
+	Listen(ctx context.Context, kinds []webhook.Kind) error
 }
 
 var (
@@ -69,12 +80,17 @@ type webhooks struct {
 	run     *runner
 	bind    *bindings
 	reg     WebhookRegistrar // nil: no webhook server configured
-	// ready: the first 'reload all modules' converged, so which modules
-	// are enabled is known. Until then the registration is left as the
-	// last run wrote it (a restart must not strip modules' webhooks or
-	// reset their CRDs' conversion), and requests are routed to the hooks
-	// of every module of the tree.
-	ready func() bool
+	// discovered: a discovery resolved which modules are enabled. Until
+	// then a module's webhooks stay registered as the last run left them,
+	// but for those the tree no longer binds (a restart must neither strip
+	// an enabled module's webhooks nor add a disabled one's), and a
+	// request for one is answered by its failurePolicy, not by the hook of
+	// a module that may be disabled.
+	discovered func() bool
+
+	// inherited is what was registered before the first discovery (read
+	// once by sync, its only user)
+	inherited map[string]bool
 
 	mu        sync.Mutex
 	table     webhookTable
@@ -85,7 +101,7 @@ type webhooks struct {
 
 // webhookTable is what requests are routed to.
 type webhookTable struct {
-	admission  map[string]admissionRoute // by kind/name
+	admission  map[string]admissionRoute // by webhook.RegisteredKey
 	conversion []webhook.ConversionEntry
 	hooks      map[string]*loader.Hook // by hook name
 }
@@ -102,60 +118,134 @@ func admissionKind(b loader.AdmissionBinding) webhook.Kind {
 	return webhook.Validating
 }
 
-// desired is the webhook bindings of the running tree: global hooks' and
-// enabled modules' hooks', each with what keeps it from being registered.
-func (w *webhooks) desired() (webhook.Bindings, webhookTable, []WebhookBindingStatus) {
+// candidate is a hook of the tree and why its module does not run it
+// ("" for a global hook and a hook of an enabled module).
+type candidate struct {
+	hook    *loader.Hook
+	waiting string
+}
+
+// candidates are the tree's hooks that bind webhooks: global hooks, then
+// each module's, with why the module does not answer (yet).
+func candidates(model *loader.Model, known bool, enabled []string) []candidate {
+	var out []candidate
+	for _, h := range model.Global.Hooks {
+		out = append(out, candidate{hook: h})
+	}
+	for _, m := range model.Modules {
+		why := moduleWaiting(m.Name, known, enabled)
+		for _, h := range m.Hooks {
+			out = append(out, candidate{hook: h, waiting: why})
+		}
+	}
+	return slices.DeleteFunc(out, func(c candidate) bool { return c.hook.Config == nil || !c.hook.Config.HasWebhooks() })
+}
+
+// moduleWaiting says why a module does not answer its webhooks ("" when
+// it does).
+func moduleWaiting(module string, known bool, enabled []string) string {
+	switch {
+	case !known:
+		return fmt.Sprintf("module %s is not running yet (its enabled state is known after the first discovery)", module)
+	case !slices.Contains(enabled, module):
+		return fmt.Sprintf("module %s is disabled", module)
+	}
+	return ""
+}
+
+// waitingFor says why a hook's module does not answer its webhooks now
+// ("" when it does, and for a global hook). A request asks it at once
+// rather than reading the table, which sync refreshes every second: a
+// module's own Helm upgrade calls its webhook right after the discovery
+// that enabled it.
+func (w *webhooks) waitingFor(h *loader.Hook) string {
+	if h.Module == "" {
+		return ""
+	}
+	return moduleWaiting(h.Module, w.discovered == nil || w.discovered(), w.modules.enabledList())
+}
+
+// desired is the webhook bindings to register: global hooks' and enabled
+// modules' hooks', and before the first discovery (!known) the bindings of
+// the other modules' hooks that are registered already (inherited); each
+// with what keeps it from being registered. kinds are the servers the
+// tree needs.
+func (w *webhooks) desired(known bool, inherited map[string]bool) (webhook.Bindings, webhookTable, []WebhookBindingStatus, []webhook.Kind) {
 	w.mu.Lock() // only one desired at a time
 	defer w.mu.Unlock()
 	model, _ := w.trees.current()
-	enabled := w.modules.enabledList()
-	known := w.ready == nil || w.ready()
 	var b webhook.Bindings
 	t := webhookTable{admission: map[string]admissionRoute{}, hooks: map[string]*loader.Hook{}}
 	status := []WebhookBindingStatus{}
+	var kinds []webhook.Kind
 	if model == nil {
-		return b, t, status
+		return b, t, status, kinds
 	}
-	hooks := slices.Clone(model.Global.Hooks)
-	for _, m := range model.Modules {
-		if !known || slices.Contains(enabled, m.Name) {
-			hooks = append(hooks, m.Hooks...)
-		}
-	}
-	for _, h := range hooks {
-		if h.Config == nil || !h.Config.HasWebhooks() {
-			continue
-		}
+	// routes of hooks not registered (a disabled module's): a call the API
+	// server still sends is answered by the failurePolicy
+	fallback := map[string]admissionRoute{}
+	for _, c := range candidates(model, known, w.modules.enabledList()) {
+		h := c.hook
+		// a module's webhook while it does not run: registered only when
+		// the last run registered it and its enabled state is not known
+		kept := func(key string) bool { return c.waiting == "" || (!known && inherited[key]) }
 		for _, a := range h.Config.Admission {
 			kind := admissionKind(a)
+			if w.reg != nil && w.reg.Serves(kind) && !slices.Contains(kinds, webhook.Validating) {
+				kinds = append(kinds, webhook.Validating) // mutating is served there too
+			}
+			key := webhook.RegisteredKey(kind, a.Name)
 			st := WebhookBindingStatus{Kind: kind, Name: a.Name, Hook: h.Name, Module: h.Module}
-			key := string(kind) + "/" + a.Name
+			route := admissionRoute{hook: h, binding: a}
 			switch other, dup := t.admission[key]; {
+			case !kept(key):
+				if _, taken := fallback[key]; !taken {
+					fallback[key] = route
+				}
+				if known {
+					continue // a disabled module's binding: no status, as before
+				}
+				st.Error = fmt.Sprintf("not registered until the first discovery: %s", c.waiting)
 			case dup:
 				st.Error = fmt.Sprintf("webhook %s is bound by hook %s already: not registered for this hook", a.Name, other.hook.Name)
 			case w.reg == nil || !w.reg.Serves(kind):
 				st.Error = fmt.Sprintf("hook %s binds the %s webhook %s, and the webhook server is not configured: set VALIDATING_WEBHOOK_SERVER_CERT and VALIDATING_WEBHOOK_SERVER_KEY", h.Name, kind, a.Name)
 			default:
-				t.admission[key] = admissionRoute{hook: h, binding: a}
+				t.admission[key] = route
 				t.hooks[h.Name] = h
 				b.Admission = append(b.Admission, webhook.AdmissionEntry{Hook: h.Name, Binding: a})
 			}
 			status = append(status, st)
 		}
-		for _, c := range h.Config.Conversion {
-			st := WebhookBindingStatus{Kind: webhook.Conversion, Name: c.Name, Hook: h.Name, Module: h.Module, CRD: c.CRDName}
-			if w.reg == nil || !w.reg.Serves(webhook.Conversion) {
-				st.Error = fmt.Sprintf("hook %s binds a conversion of CRD %s, and the conversion webhook server is not configured: set CONVERSION_WEBHOOK_SERVER_CERT and CONVERSION_WEBHOOK_SERVER_KEY", h.Name, c.CRDName)
-			} else {
+		for _, cb := range h.Config.Conversion {
+			if w.reg != nil && w.reg.Serves(webhook.Conversion) && !slices.Contains(kinds, webhook.Conversion) {
+				kinds = append(kinds, webhook.Conversion)
+			}
+			key := webhook.RegisteredKey(webhook.Conversion, cb.CRDName)
+			st := WebhookBindingStatus{Kind: webhook.Conversion, Name: cb.Name, Hook: h.Name, Module: h.Module, CRD: cb.CRDName}
+			switch {
+			case !kept(key):
+				if known {
+					continue
+				}
+				st.Error = fmt.Sprintf("not registered until the first discovery: %s", c.waiting)
+			case w.reg == nil || !w.reg.Serves(webhook.Conversion):
+				st.Error = fmt.Sprintf("hook %s binds a conversion of CRD %s, and the conversion webhook server is not configured: set CONVERSION_WEBHOOK_SERVER_CERT and CONVERSION_WEBHOOK_SERVER_KEY", h.Name, cb.CRDName)
+			default:
 				t.hooks[h.Name] = h
-				entry := webhook.ConversionEntry{Hook: h.Name, Binding: c}
+				entry := webhook.ConversionEntry{Hook: h.Name, Binding: cb}
 				t.conversion = append(t.conversion, entry)
 				b.Conversion = append(b.Conversion, entry)
 			}
 			status = append(status, st)
 		}
 	}
-	return b, t, status
+	for key, route := range fallback {
+		if _, ok := t.admission[key]; !ok {
+			t.admission[key] = route
+		}
+	}
+	return b, t, status, kinds
 }
 
 // loop keeps the registration in step with the running tree until ctx
@@ -172,8 +262,19 @@ func (w *webhooks) loop(ctx context.Context) {
 	}
 }
 
+// sync routes requests by the running tree, starts the servers it needs
+// and registers its bindings, from start-up on: the first 'reload all
+// modules' may itself need the webhooks to answer (a module whose chart
+// creates objects its own webhook checks), so none of this waits for it.
 func (w *webhooks) sync(ctx context.Context) {
-	b, t, status := w.desired()
+	known := w.discovered == nil || w.discovered()
+	var err error
+	if w.reg != nil && !known && w.inherited == nil {
+		// read until it succeeds: without it the last run's registration
+		// of modules not yet known would be stripped
+		w.inherited, err = w.reg.Registered(ctx)
+	}
+	b, t, status, kinds := w.desired(known, w.inherited)
 	for _, s := range status {
 		if s.Error != "" {
 			w.logger.Debug("webhook binding not registered", "hook", s.Hook, "module", s.Module, "binding", s.Name, "error", s.Error)
@@ -184,12 +285,20 @@ func (w *webhooks) sync(ctx context.Context) {
 	w.mu.Lock()
 	w.table = t
 	w.status.Bindings = status
-	skip := w.reg == nil || (w.ready != nil && !w.ready()) || (sum == w.applied && now.Sub(w.appliedAt) < webhookRewriteEvery)
+	current := sum == w.applied && now.Sub(w.appliedAt) < webhookRewriteEvery
 	w.mu.Unlock()
-	if skip {
+	if w.reg == nil {
 		return
 	}
-	err := w.reg.Apply(ctx, b)
+	if l, ok := w.reg.(webhookListener); ok && err == nil && len(kinds) > 0 {
+		err = l.Listen(ctx, kinds)
+	}
+	if err == nil && current {
+		return
+	}
+	if err == nil {
+		err = w.reg.Apply(ctx, b)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {

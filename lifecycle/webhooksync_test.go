@@ -3,17 +3,24 @@ package lifecycle
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
 )
 
 type recordingRegistrar struct {
-	mu    sync.Mutex
-	calls []webhook.Bindings
+	mu         sync.Mutex
+	calls      []webhook.Bindings
+	registered map[string]bool // what the last run left
+	listening  []webhook.Kind
 }
 
 func (r *recordingRegistrar) Apply(_ context.Context, b webhook.Bindings) error {
@@ -25,39 +32,135 @@ func (r *recordingRegistrar) Apply(_ context.Context, b webhook.Bindings) error 
 
 func (r *recordingRegistrar) Serves(webhook.Kind) bool { return true }
 
-var _ WebhookRegistrar = (*recordingRegistrar)(nil)
+func (r *recordingRegistrar) Registered(context.Context) (map[string]bool, error) {
+	return r.registered, nil
+}
 
-// TestWebhooksWaitForDiscovery: until the first 'reload all modules'
-// converged, which modules are enabled is not known, so the registration
-// the last run left is not rewritten (a restart must not strip a module's
-// webhooks), while requests still find the hook; once ready, only enabled
-// modules' webhooks are registered.
-func TestWebhooksWaitForDiscovery(t *testing.T) {
-	hook := &loader.Hook{Name: "001-guard/hooks/v.sh", Module: "guard", Config: &loader.HookConfig{
-		Admission: []loader.AdmissionBinding{{Name: "objects.guard.example.com"}},
+func (r *recordingRegistrar) Listen(_ context.Context, kinds []webhook.Kind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listening = kinds
+	return nil
+}
+
+// names of the admission webhooks of the last Apply ("-" when none was
+// made).
+func (r *recordingRegistrar) last() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.calls) == 0 {
+		return "-"
+	}
+	var names []string
+	for _, e := range r.calls[len(r.calls)-1].Admission {
+		names = append(names, e.Binding.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+var (
+	_ WebhookRegistrar = (*recordingRegistrar)(nil)
+	_ webhookListener  = (*recordingRegistrar)(nil)
+)
+
+func guardModel(bindings ...loader.AdmissionBinding) *loader.Model {
+	global := &loader.Hook{Name: "global/hooks/g.sh", Config: &loader.HookConfig{
+		Admission: []loader.AdmissionBinding{{Name: "global.example.com", FailurePolicy: admissionregv1.Fail}},
 	}}
-	model := &loader.Model{Global: &loader.Global{}, Modules: []*loader.Module{{Name: "guard", Hooks: []*loader.Hook{hook}}}}
+	hook := &loader.Hook{Name: "001-guard/hooks/v.sh", Module: "guard", Config: &loader.HookConfig{Admission: bindings}}
+	return &loader.Model{Global: &loader.Global{Hooks: []*loader.Hook{global}}, Modules: []*loader.Module{{Name: "guard", Hooks: []*loader.Hook{hook}}}}
+}
+
+// TestWebhooksBeforeDiscovery: from the first sync on, before any
+// discovery, the servers listen and the registration follows the tree:
+// a module's webhook the last run registered stays (its module may be
+// enabled), one the tree no longer binds goes, one not registered before
+// is not added (its module may be disabled); a request for a module's
+// webhook is answered by its failurePolicy until discovery enables the
+// module, then reaches the hook.
+func TestWebhooksBeforeDiscovery(t *testing.T) {
+	strict := loader.AdmissionBinding{Name: "strict.guard.example.com", FailurePolicy: admissionregv1.Fail}
+	lenient := loader.AdmissionBinding{Name: "lenient.guard.example.com", FailurePolicy: admissionregv1.Ignore}
+	added := loader.AdmissionBinding{Name: "added.guard.example.com", FailurePolicy: admissionregv1.Fail}
+	type step struct {
+		name       string
+		model      *loader.Model
+		enabled    []string // nil: no discovery yet
+		registered string   // the admission webhooks of the last Apply
+		// answers by webhook name: "hook" (the hook runs), "denied: ..."
+		// or "allowed: ..." (the failurePolicy answers)
+		answers map[string]string
+	}
+	steps := []step{
+		{name: "restart: the last run's webhooks stay, none is added", model: guardModel(strict, lenient, added),
+			registered: "global.example.com,strict.guard.example.com,lenient.guard.example.com",
+			answers: map[string]string{
+				"global.example.com":        "hook",
+				"strict.guard.example.com":  "denied: webhook strict.guard.example.com of hook 001-guard/hooks/v.sh not checked: module guard is not running yet",
+				"lenient.guard.example.com": "allowed: webhook lenient.guard.example.com of hook 001-guard/hooks/v.sh not checked: module guard is not running yet",
+				"added.guard.example.com":   "denied: ",
+			}},
+		{name: "a tree without a binding unregisters it before discovery", model: guardModel(lenient, added),
+			registered: "global.example.com,lenient.guard.example.com",
+			answers:    map[string]string{"strict.guard.example.com": "none"}},
+		{name: "discovery enables the module: every binding, each hook runs", model: guardModel(lenient, added), enabled: []string{"guard"},
+			registered: "global.example.com,lenient.guard.example.com,added.guard.example.com",
+			answers:    map[string]string{"lenient.guard.example.com": "hook", "added.guard.example.com": "hook"}},
+		{name: "disabled: unregistered, a late call answered by the failurePolicy", model: guardModel(lenient, added), enabled: []string{},
+			registered: "global.example.com",
+			answers: map[string]string{
+				"added.guard.example.com":   "denied: webhook added.guard.example.com of hook 001-guard/hooks/v.sh not checked: module guard is disabled; denied by failurePolicy Fail",
+				"lenient.guard.example.com": "allowed: ",
+			}},
+	}
 	trees := &treeHolder{}
-	trees.p.Store(&runningTree{model: model})
 	modules := newModuleRegistry()
-	modules.reset(model)
-	var ready bool
-	reg := &recordingRegistrar{}
+	reg := &recordingRegistrar{registered: map[string]bool{
+		"validating/strict.guard.example.com": true, "validating/lenient.guard.example.com": true, "validating/global.example.com": true,
+	}}
 	w := &webhooks{cfg: Config{Now: time.Now}, logger: slog.New(slog.DiscardHandler), trees: trees, modules: modules,
-		reg: reg, ready: func() bool { return ready }}
-
-	w.sync(t.Context())
-	if len(reg.calls) != 0 {
-		t.Fatalf("registered before discovery: %+v", reg.calls)
-	}
-	if _, ok := w.table.admission["validating/objects.guard.example.com"]; !ok {
-		t.Fatalf("before discovery a request finds no hook: %+v", w.table.admission)
-	}
-
-	ready = true
-	modules.edit(func(_ map[string]*moduleState, enabled *[]string) { *enabled = []string{"guard"} })
-	w.sync(t.Context())
-	if len(reg.calls) != 1 || len(reg.calls[0].Admission) != 1 {
-		t.Fatalf("after discovery: %+v, want the guard webhook registered", reg.calls)
+		reg: reg, discovered: modules.wasDiscovered}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			trees.p.Store(&runningTree{model: s.model})
+			if s.enabled != nil {
+				modules.edit(func(_ map[string]*moduleState, enabled *[]string) { *enabled = s.enabled })
+				modules.markDiscovered()
+				if len(s.enabled) > 0 {
+					// a request right after discovery, before the next
+					// sync: the module's own Helm upgrade
+					if route, ok := w.current().admission["validating/lenient.guard.example.com"]; !ok || w.waitingFor(route.hook) != "" {
+						t.Errorf("right after discovery the request does not reach the hook")
+					}
+				}
+			}
+			w.sync(t.Context())
+			if got := reg.last(); got != s.registered {
+				t.Errorf("registered %q, want %q", got, s.registered)
+			}
+			if !slices.Equal(reg.listening, []webhook.Kind{webhook.Validating}) {
+				t.Errorf("listening on %v", reg.listening)
+			}
+			for name, want := range s.answers {
+				route, ok := w.current().admission[webhook.RegisteredKey(webhook.Validating, name)]
+				got := "none"
+				switch {
+				case ok && w.waitingFor(route.hook) == "":
+					got = "hook"
+				case ok:
+					res, err := w.Admit(t.Context(), webhook.Validating, name, &admissionv1.AdmissionReview{Request: &admissionv1.AdmissionRequest{}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = "denied: " + res.Message
+					if res.Allowed {
+						got = "allowed: " + strings.Join(res.Warnings, ";")
+					}
+				}
+				if !strings.HasPrefix(got, want) {
+					t.Errorf("%s: %q, want %q…", name, got, want)
+				}
+			}
+		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -59,6 +58,10 @@ type AdmissionResult struct {
 
 // Reviewer answers webhook requests by running the bound hooks.
 type Reviewer interface {
+	// Routes says whether a request for the named webhook (a CRD for a
+	// conversion) has somewhere to go; a path it does not route is refused
+	// before its body is read.
+	Routes(kind Kind, name string) bool
 	// Admit answers an admission request for the named webhook. An error
 	// fails the call, so the API server applies the webhook's
 	// failurePolicy.
@@ -77,6 +80,9 @@ type HandlerOptions struct {
 	// Concurrency bounds the parallel requests of one webhook (default
 	// DefaultConcurrency).
 	Concurrency int
+	// MaxInFlightBytes bounds the bodies held at once, all webhooks
+	// together (default DefaultMaxInFlightBytes).
+	MaxInFlightBytes int64
 }
 
 // NewHandler routes webhook requests by path to the Reviewer.
@@ -90,7 +96,10 @@ func NewHandler(o HandlerOptions) http.Handler {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
-	h := &handler{opts: o, slots: map[string]chan struct{}{}}
+	if o.MaxInFlightBytes <= 0 {
+		o.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	h := &handler{opts: o, slots: &slots{n: o.Concurrency, by: map[string]*slot{}}, bytes: newBudget(o.MaxInFlightBytes)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("POST "+pathValidating+"{name}", func(w http.ResponseWriter, r *http.Request) { h.admit(w, r, Validating) })
@@ -101,25 +110,8 @@ func NewHandler(o HandlerOptions) http.Handler {
 
 type handler struct {
 	opts  HandlerOptions
-	mu    sync.Mutex
-	slots map[string]chan struct{} // by path: the webhook's running requests
-}
-
-// acquire takes one of the webhook's slots, waiting until ctx ends.
-func (h *handler) acquire(ctx context.Context, path string) (func(), error) {
-	h.mu.Lock()
-	s, ok := h.slots[path]
-	if !ok {
-		s = make(chan struct{}, h.opts.Concurrency)
-		h.slots[path] = s
-	}
-	h.mu.Unlock()
-	select {
-	case s <- struct{}{}:
-		return func() { <-s }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%d requests of this webhook are running already: %w", h.opts.Concurrency, ctx.Err())
-	}
+	slots *slots  // by webhook: its running requests
+	bytes *budget // bodies held, all webhooks together
 }
 
 // requestContext bounds a request by the timeout the API server put in
@@ -132,19 +124,70 @@ func requestContext(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), d)
 }
 
-// decode reads a JSON body of at most MaxRequestBytes into v.
-func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// begin admits a request for a webhook the Reviewer routes (404 for any
+// other path, unread), then, before its body is read, takes one of the
+// webhook's turns and its body's share of the bytes in flight, each within
+// the request's timeout (503 past it, unread). done releases them once the
+// answer is written; ok false: the answer is written already.
+func (h *handler) begin(w http.ResponseWriter, r *http.Request, kind Kind, name string) (ctx context.Context, done func(), ok bool) {
+	if !h.opts.Reviewer.Routes(kind, name) {
+		// no state, and a bounded name: any client may send any path
+		h.opts.Logger.Warn("webhook request refused: no such webhook", "kind", string(kind), "webhook", short(name))
+		http.Error(w, fmt.Sprintf("no %s webhook %s here", kind, short(name)), http.StatusNotFound)
+		return nil, nil, false
+	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
 		http.Error(w, "want Content-Type application/json", http.StatusUnsupportedMediaType)
-		return false
+		return nil, nil, false
 	}
-	body := http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes)
-	b, err := io.ReadAll(body)
+	if r.ContentLength > h.opts.MaxRequestBytes {
+		h.tooLarge(w, name)
+		return nil, nil, false
+	}
+	ctx, cancel := requestContext(r)
+	release, err := h.slots.acquire(ctx, RegisteredKey(kind, name))
+	if err != nil {
+		cancel()
+		h.opts.Logger.Warn("webhook request not answered", "kind", string(kind), "webhook", name, "error", err)
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return nil, nil, false
+	}
+	// a body of unknown length may be as long as the limit
+	n := r.ContentLength
+	if n < 0 {
+		n = h.opts.MaxRequestBytes
+	}
+	give, err := h.bytes.take(ctx, n)
+	if err != nil {
+		release()
+		cancel()
+		h.opts.Logger.Warn("webhook request not answered", "kind", string(kind), "webhook", name, "error", err)
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return nil, nil, false
+	}
+	return ctx, func() { give(); release(); cancel() }, true
+}
+
+func (h *handler) tooLarge(w http.ResponseWriter, name string) {
+	h.opts.Logger.Warn("webhook request refused: body over the limit", "webhook", name, "limit", h.opts.MaxRequestBytes)
+	http.Error(w, fmt.Sprintf("request body over the limit of %d bytes", h.opts.MaxRequestBytes), http.StatusRequestEntityTooLarge)
+}
+
+// decode reads a JSON body of at most MaxRequestBytes into v: into one
+// buffer of the declared length, dropped once decoded.
+func (h *handler) decode(w http.ResponseWriter, r *http.Request, name string, v any) bool {
+	var b []byte
+	var err error
+	if r.ContentLength >= 0 {
+		b = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, b)
+	} else {
+		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			h.opts.Logger.Warn("webhook request refused: body over the limit", "path", r.URL.Path, "limit", h.opts.MaxRequestBytes)
-			http.Error(w, fmt.Sprintf("request body over the limit of %d bytes", h.opts.MaxRequestBytes), http.StatusRequestEntityTooLarge)
+			h.tooLarge(w, name)
 			return false
 		}
 		http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
@@ -164,24 +207,20 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 func (h *handler) admit(w http.ResponseWriter, r *http.Request, kind Kind) {
 	name := r.PathValue("name")
+	ctx, done, ok := h.begin(w, r, kind, name)
+	if !ok {
+		return
+	}
+	defer done()
 	var review admissionv1.AdmissionReview
-	if !h.decode(w, r, &review) {
+	if !h.decode(w, r, name, &review) {
 		return
 	}
 	if review.Request == nil {
 		http.Error(w, "AdmissionReview without a request", http.StatusBadRequest)
 		return
 	}
-	logger := h.opts.Logger.With("webhook", name, "kind", string(kind), "uid", string(review.Request.UID))
-	ctx, cancel := requestContext(r)
-	defer cancel()
-	release, err := h.acquire(ctx, r.URL.Path)
-	if err != nil {
-		logger.Warn("webhook request not answered", "error", err)
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	defer release()
+	logger := h.opts.Logger.With("webhook", name, "kind", string(kind), "uid", short(string(review.Request.UID)))
 	res, err := h.opts.Reviewer.Admit(ctx, kind, name, &review)
 	if err != nil {
 		// a failed call, not a denial: the webhook's failurePolicy decides
@@ -206,23 +245,23 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, kind Kind) {
 
 func (h *handler) convert(w http.ResponseWriter, r *http.Request) {
 	crd := r.PathValue("crd")
+	ctx, done, ok := h.begin(w, r, Conversion, crd)
+	if !ok {
+		return
+	}
+	defer done()
 	var review apiextv1.ConversionReview
-	if !h.decode(w, r, &review) {
+	if !h.decode(w, r, crd, &review) {
 		return
 	}
 	if review.Request == nil {
 		http.Error(w, "ConversionReview without a request", http.StatusBadRequest)
 		return
 	}
-	logger := h.opts.Logger.With("crd", crd, "uid", string(review.Request.UID))
-	ctx, cancel := requestContext(r)
-	defer cancel()
+	logger := h.opts.Logger.With("crd", crd, "uid", short(string(review.Request.UID)))
 	resp := &apiextv1.ConversionResponse{UID: review.Request.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
-	release, err := h.acquire(ctx, r.URL.Path)
-	if err == nil {
-		resp.ConvertedObjects, err = h.opts.Reviewer.Convert(ctx, crd, &review)
-		release()
-	}
+	var err error
+	resp.ConvertedObjects, err = h.opts.Reviewer.Convert(ctx, crd, &review)
 	if err != nil {
 		logger.Warn("conversion failed", "error", err)
 		resp.ConvertedObjects = nil

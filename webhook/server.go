@@ -28,6 +28,9 @@ type Server struct {
 	ClientCAFiles []string
 	Handler       http.Handler
 	Logger        *slog.Logger
+	// MaxConnections bounds the open connections (default
+	// DefaultMaxConnections).
+	MaxConnections int
 	// Now is the clock of the certificate files' checks (default time.Now).
 	Now func() time.Time
 }
@@ -73,14 +76,20 @@ func (s *Server) Listen(ctx context.Context) (*Listener, error) {
 		tlsCfg.GetConfigForClient = cas
 	}
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", s.Addr)
+	tcp, err := lc.Listen(ctx, "tcp", s.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("webhook server: %w", err)
 	}
+	maxConns := s.MaxConnections
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	ln := newLimitListener(tcp, maxConns)
 	srv := &http.Server{
 		Handler:           s.Handler,
 		TLSConfig:         tlsCfg,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
 		// a request may wait for a hook for its timeout (30 s at most)
 		ReadTimeout:  30 * time.Second,
 		WriteTimeout: 45 * time.Second,

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,6 +42,11 @@ func (b *blockingReviewer) Admit(ctx context.Context, _ Kind, _ string, _ *admis
 	case <-ctx.Done():
 		return AdmissionResult{}, ctx.Err()
 	}
+}
+
+// Routes knows every webhook but those named unknown*.
+func (b *blockingReviewer) Routes(_ Kind, name string) bool {
+	return !strings.HasPrefix(name, "unknown")
 }
 
 func (b *blockingReviewer) Convert(context.Context, string, *apiextv1.ConversionReview) ([]runtime.RawExtension, error) {
@@ -196,6 +202,8 @@ func TestHandlerLimits(t *testing.T) {
 		{"not JSON", "/validating/a.example.com", []byte("{"), http.StatusBadRequest},
 		{"no request", "/validating/a.example.com", []byte("{}"), http.StatusBadRequest},
 		{"unknown path", "/elsewhere", review(t, "x"), http.StatusNotFound},
+		{"unknown webhook", "/validating/unknown.example.com", review(t, "x"), http.StatusNotFound},
+		{"unknown conversion", "/conversion/unknown.example.com", review(t, "x"), http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

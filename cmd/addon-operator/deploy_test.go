@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -36,6 +37,7 @@ func TestDeployManifest(t *testing.T) {
 	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
 	ns := ""
 	kinds := map[string]bool{}
+	webhookPorts := 0
 	for {
 		var obj unstructured.Unstructured
 		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
@@ -48,6 +50,9 @@ func TestDeployManifest(t *testing.T) {
 		}
 		gvk := obj.GroupVersionKind()
 		kinds[gvk.Kind] = true
+		if gvk.Kind == "NetworkPolicy" {
+			webhookPorts += restrictedWebhookPorts(t, &obj)
+		}
 		checkHardening(t, &obj)
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
@@ -70,6 +75,9 @@ func TestDeployManifest(t *testing.T) {
 	}
 	if !kinds["NetworkPolicy"] {
 		t.Error("no NetworkPolicy in the manifest")
+	}
+	if webhookPorts != 2 {
+		t.Errorf("%d webhook ports (9680, 9681) admitted by a NetworkPolicy, want both, each from named sources only", webhookPorts)
 	}
 
 	// the admin kubeconfig, acting as the operator's ServiceAccount
@@ -141,4 +149,30 @@ func checkHardening(t *testing.T, obj *unstructured.Unstructured) {
 			t.Errorf("the manifest ships a webhook secret (%q): anyone who reads it can trigger syncs", v)
 		}
 	}
+}
+
+// restrictedWebhookPorts counts the webhook ports (9680, 9681) a
+// NetworkPolicy admits, failing the test for a rule that admits them from
+// anywhere: the port authenticates no client without a client CA
+// (docs/security.md, "The webhook port").
+func restrictedWebhookPorts(t *testing.T, obj *unstructured.Unstructured) int {
+	t.Helper()
+	rules, _, _ := unstructured.NestedSlice(obj.Object, "spec", "ingress")
+	n := 0
+	for _, r := range rules {
+		rule, _ := r.(map[string]any)
+		ports, _, _ := unstructured.NestedSlice(rule, "ports")
+		from, _, _ := unstructured.NestedSlice(rule, "from")
+		for _, p := range ports {
+			port, _ := p.(map[string]any)
+			if v := fmt.Sprint(port["port"]); v != "9680" && v != "9681" {
+				continue
+			}
+			if len(from) == 0 {
+				t.Errorf("NetworkPolicy %s admits port %v from anywhere", obj.GetName(), port["port"])
+			}
+			n++
+		}
+	}
+	return n
 }

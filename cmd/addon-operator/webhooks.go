@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -152,15 +153,19 @@ func newWebhookServers(o webhookOptions, namespace, instance string, client kube
 // webhooks are registered.
 const serverStartTimeout = 10 * time.Second
 
-// Apply starts the servers the bindings need and, once they listen (so the
-// API server's first calls find them), registers the bindings.
-func (w *webhookServers) Apply(ctx context.Context, b webhook.Bindings) error {
+// Listen starts the servers of kinds and returns once they listen: from
+// the first loaded tree on, before any module converged, so that the
+// registration the last run left finds a server after a restart
+// (docs/operator.md, "Validating and conversion webhooks").
+func (w *webhookServers) Listen(ctx context.Context, kinds []webhook.Kind) error {
 	var need []*lazyServer
-	if l := w.byKind["validating"]; l != nil && len(b.Admission) > 0 {
-		need = append(need, l)
-	}
-	if l := w.byKind["conversion"]; l != nil && len(b.Conversion) > 0 {
-		need = append(need, l)
+	for _, k := range kinds {
+		if k == webhook.Mutating {
+			k = webhook.Validating
+		}
+		if l := w.byKind[string(k)]; l != nil && !slices.Contains(need, l) {
+			need = append(need, l)
+		}
 	}
 	for _, l := range need {
 		l.want()
@@ -175,10 +180,30 @@ func (w *webhookServers) Apply(ctx context.Context, b webhook.Bindings) error {
 			return ctx.Err()
 		}
 	}
+	return nil
+}
+
+// Apply starts the servers the bindings need and, once they listen (so the
+// API server's first calls find them), registers the bindings.
+func (w *webhookServers) Apply(ctx context.Context, b webhook.Bindings) error {
+	var kinds []webhook.Kind
+	if len(b.Admission) > 0 {
+		kinds = append(kinds, webhook.Validating)
+	}
+	if len(b.Conversion) > 0 {
+		kinds = append(kinds, webhook.Conversion)
+	}
+	if err := w.Listen(ctx, kinds); err != nil {
+		return err
+	}
 	return w.reg.Apply(ctx, b)
 }
 
 func (w *webhookServers) Serves(kind webhook.Kind) bool { return w.reg.Serves(kind) }
+
+func (w *webhookServers) Registered(ctx context.Context) (map[string]bool, error) {
+	return w.reg.Registered(ctx)
+}
 
 var _ lifecycle.WebhookRegistrar = (*webhookServers)(nil)
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/addonops/addon-operator/internal/gitserver"
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/webhook"
 )
@@ -235,4 +237,110 @@ func guardSetup(t *testing.T, ns string) (base, caFile, certFile, keyFile string
 		t.Fatal(err)
 	}
 	return base, caFile, certFile, keyFile
+}
+
+// ownGuardHook allows everything through a Fail webhook on the ConfigMaps
+// labelled guarded=NS, which its module's own chart creates.
+const ownGuardHook = `#!/usr/bin/env bash
+set -euo pipefail
+if [ "${1:-}" = "--config" ]; then cat <<EOF
+configVersion: v1
+kubernetesValidating:
+- name: own.guard.webhook.test
+  failurePolicy: Fail
+  timeoutSeconds: 5
+  labelSelector: {matchLabels: {guarded: "%[1]s"}}
+  rules:
+  - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["configmaps"]}
+EOF
+exit 0; fi
+echo '{"allowed":true}' > "$VALIDATING_RESPONSE_PATH"
+`
+
+// ownGuardTree is module guard: its chart's ConfigMap (value v) passes
+// its own hook's Fail webhook.
+func ownGuardTree(ns, v, hook string) map[string]string {
+	return map[string]string{
+		"modules/values.yaml":                 "guardEnabled: true\n",
+		"modules/001-guard/Chart.yaml":        "apiVersion: v2\nname: guard\nversion: 0.1.0\n",
+		"modules/001-guard/values.yaml":       "guard: {}\n",
+		"modules/001-guard/hooks/guard.sh":    hook,
+		"modules/001-guard/templates/cm.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guarded-cm\n  labels: {guarded: %q}\ndata:\n  v: %q\n", ns, v),
+	}
+}
+
+// After a restart, a Fail webhook whose rule matches the module's own
+// objects does not lock the operator out: the server listens and the
+// webhook reaches the hook from the first loaded tree on, so the chart
+// edited while the operator was down is upgraded through it and the first
+// reload converges. A commit that drops the binding unregisters it within
+// seconds, though that reload cannot converge (a hook fails every run).
+func TestWebhookRestartFailPolicy(t *testing.T) {
+	ns := namespace(t, "webhook-restart")
+	root := t.TempDir()
+	repo := newRepo(t, root)
+	commitFiles(t, repo, "guard 1", ownGuardTree(ns, "1", fmt.Sprintf(ownGuardHook, ns)))
+	srv, err := gitserver.StartHTTP(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookAddr := freeAddr(t)
+	_, port, _ := strings.Cut(hookAddr, ":")
+	configName := "hooks-" + ns
+	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
+	env := []string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main", "GIT_POLL_INTERVAL=200ms",
+		"VALIDATING_WEBHOOK_SERVER_CERT=" + certFile, "VALIDATING_WEBHOOK_SERVER_KEY=" + keyFile, "VALIDATING_WEBHOOK_CA=" + caFile,
+		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT=" + port,
+		"VALIDATING_WEBHOOK_URL=https://" + hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME=" + configName}
+	registered := func() bool {
+		_, err := vwc.Get(context.Background(), configName, metav1.GetOptions{})
+		return err == nil
+	}
+	ready := func(op *testOperator) bool { code, _ := get(op.addr, "/readyz"); return code == http.StatusOK }
+	// each start on a fresh checkout: its first loaded tree is the newest
+	// commit, so the restart's first reload is the one that meets it
+	start := func() *testOperator {
+		return startOperator(t, append(env, "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))...)
+	}
+
+	first := start()
+	eventually(t, "guard 1 applied through its own webhook", func() bool {
+		return registered() && cmValue(ns, "guarded-cm") == "1" && ready(first)
+	})
+	first.stop(15 * time.Second)
+
+	// edited while the operator is down: the upgrade needs the webhook
+	commitFiles(t, repo, "guard 2", ownGuardTree(ns, "2", fmt.Sprintf(ownGuardHook, ns)))
+	second := start()
+	within(t, 30*time.Second, "the restarted operator upgrades guard 2 and converges", func() bool {
+		return cmValue(ns, "guarded-cm") == "2" && ready(second)
+	})
+	second.stop(15 * time.Second)
+
+	// the binding dropped, and a beforeHelm hook that fails every run
+	failing := "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"beforeHelm\": 1}'; exit 0; fi\nexit 1\n"
+	commitFiles(t, repo, "no webhook", ownGuardTree(ns, "3", failing))
+	third := start()
+	within(t, 15*time.Second, "the dropped binding unregistered", func() bool { return !registered() })
+	if ready(third) {
+		t.Fatal("the reload converged: the test needs it not to")
+	}
+}
+
+// within is eventually with a deadline of its own.
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

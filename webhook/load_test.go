@@ -1,0 +1,227 @@
+package webhook
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/addonops/addon-operator/internal/testenv"
+)
+
+// countingWriter counts what is logged.
+type countingWriter struct {
+	n       atomic.Int64
+	longest atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	for l := c.longest.Load(); int64(len(p)) > l && !c.longest.CompareAndSwap(l, int64(len(p))); l = c.longest.Load() {
+	}
+	return len(p), nil
+}
+
+// heapBytes is the heap's objects, live or not yet swept, read without
+// stopping the world.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// peakHeap samples the heap until stop is called, which returns its peak.
+func peakHeap() (stop func() uint64) {
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if h := heapBytes(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return func() uint64 { close(done); wg.Wait(); return peak.Load() }
+}
+
+// TestHostileClients: whoever reaches the port (no client CA) cannot make
+// the server hold much. 40 concurrent 15 MiB reviews are read a 64 MiB
+// budget at a time, the rest wait unread and get 503 when their timeout
+// ends; 300 requests with unique ~900 KB paths are refused at their
+// request line, leaving no state and short log lines.
+func TestHostileClients(t *testing.T) {
+	_, cert, key, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// as the binary runs (cmd's setUp): the heap grows by half before a GC
+	defer debug.SetGCPercent(debug.SetGCPercent(50))
+	var logged countingWriter
+	rv := &blockingReviewer{release: make(chan struct{})}
+	var running, maxRunning atomic.Int32
+	counting := reviewerFunc{blockingReviewer: rv, onAdmit: func(delta int32) {
+		n := running.Add(delta)
+		for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
+		}
+	}}
+	addr := serve(t, &Server{CertFile: cert, KeyFile: key, Logger: quiet,
+		Handler: NewHandler(HandlerOptions{Reviewer: counting, Logger: slog.New(slog.NewTextHandler(&logged, nil))})})
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
+	t.Cleanup(hc.CloseIdleConnections)
+
+	// one body shared by every request, so the client side holds 15 MiB
+	const size = 15 << 20
+	var body bytes.Buffer
+	body.WriteString(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":{"data":{"x":"`)
+	body.WriteString(strings.Repeat("A", size))
+	body.WriteString(`"}}}}`)
+	raw := body.Bytes()
+
+	runtime.GC()
+	started := time.Now()
+	base := heapBytes()
+	stop := peakHeap()
+	codes := map[int]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			code := 0
+			resp, err := hc.Post("https://"+addr+"/validating/big.example.com?timeout=2s", "application/json", bytes.NewReader(raw))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				code = resp.StatusCode
+			}
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	peak := stop()
+	grew := int64(peak) - int64(base)
+	t.Logf("40 × 15 MiB in %s: heap %d MiB at start, peak growth %d MiB, at most %d answered at once, status codes %v",
+		time.Since(started).Round(time.Millisecond), base>>20, grew>>20, maxRunning.Load(), codes)
+	started = time.Now()
+	// 64 MiB of bodies at a time, each decoded once beside its buffer,
+	// and the GC's headroom: reading all 40 at once held over 1 GiB
+	if grew > 256<<20 {
+		t.Errorf("the heap grew by %d MiB under 40 concurrent 15 MiB requests, want under 256 MiB", grew>>20)
+	}
+	if m := maxRunning.Load(); m > DefaultMaxInFlightBytes/size {
+		t.Errorf("%d requests answered at once, want at most %d (the in-flight budget)", m, DefaultMaxInFlightBytes/size)
+	}
+	// past the budget a request waits unread, then gets 503 (or, while
+	// its client still writes the body, the connection closed)
+	if codes[http.StatusServiceUnavailable]+codes[0] == 0 || codes[http.StatusOK] > 0 {
+		t.Errorf("status codes %v: want the requests over the budget refused", codes)
+	}
+
+	// unknown paths: long ones refused at the request line, shorter ones
+	// with a 404 before the body; no state is kept for either
+	runtime.GC()
+	base = heapBytes()
+	logBase := logged.n.Load()
+	long := bytes.Repeat([]byte("x"), 900<<10)
+	reviewBody := review(t, "p")
+	var next atomic.Int32
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= 300; i = next.Add(1) {
+				// written by hand: the path shared, not parsed as a URL
+				name := long
+				if i%10 == 0 {
+					name = long[:16<<10] // within the header limit: a 404
+				}
+				code := rawPost(t, addr, fmt.Sprintf("/validating/unknown-%d.", i), name, reviewBody)
+				if code != 0 && code != http.StatusRequestHeaderFieldsTooLarge && code != http.StatusNotFound {
+					t.Errorf("request %d: status %d", i, code)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	hc.CloseIdleConnections()
+	runtime.GC()
+	kept := int64(heapBytes()) - int64(base)
+	logs := logged.n.Load() - logBase
+	t.Logf("peak RSS of the test process (client and server): %s", vmHWM())
+	t.Logf("300 long paths in %s: heap kept %d KiB, %d bytes logged, longest line %d bytes", time.Since(started).Round(time.Millisecond), kept>>10, logs, logged.longest.Load())
+	if kept > 16<<20 {
+		t.Errorf("300 unknown paths kept %d MiB of heap", kept>>20)
+	}
+	if logs > 300<<10 || logged.longest.Load() > 2<<10 {
+		t.Errorf("300 unknown paths logged %d bytes, the longest line %d bytes", logs, logged.longest.Load())
+	}
+}
+
+// reviewerFunc counts the admissions a blockingReviewer runs.
+type reviewerFunc struct {
+	*blockingReviewer
+	onAdmit func(delta int32)
+}
+
+func (r reviewerFunc) Admit(ctx context.Context, k Kind, name string, rv *admissionv1.AdmissionReview) (AdmissionResult, error) {
+	r.onAdmit(1)
+	defer r.onAdmit(-1)
+	return r.blockingReviewer.Admit(ctx, k, name, rv)
+}
+
+// rawPost sends a request whose path is prefix+name over its own
+// connection and returns the status code (0 when the server closed the
+// connection first).
+func rawPost(t *testing.T, addr, prefix string, name, body []byte) int {
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	head := fmt.Sprintf("POST %s", prefix)
+	tail := fmt.Sprintf("?timeout=1s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	bufs := net.Buffers{[]byte(head), name, []byte(tail)}
+	_, _ = bufs.WriteTo(conn) // the server may close before it read all
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// vmHWM is the process's peak resident set, for the log.
+func vmHWM() string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
