@@ -46,6 +46,13 @@ func heapBytes() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// allocBytes is the bytes allocated on the heap since the process started.
+func allocBytes() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 // peakHeap samples the heap until stop is called, which returns its peak.
 func peakHeap() (stop func() uint64) {
 	var peak atomic.Uint64
@@ -69,10 +76,10 @@ func peakHeap() (stop func() uint64) {
 }
 
 // TestHostileClients: whoever reaches the port (no client CA) cannot make
-// the server hold much. 40 concurrent 15 MiB reviews are read a 64 MiB
-// budget at a time, the rest wait unread and get 503 when their timeout
-// ends; 300 requests with unique ~900 KB paths are refused at their
-// request line, leaving no state and short log lines.
+// the server hold much. Concurrent 15 MiB reviews, with a Content-Length or
+// chunked, are read a 64 MiB budget at a time, the rest wait unread and get
+// 503 when their timeout ends; 300 requests with unique ~900 KB paths are
+// refused at their request line, leaving no state and short log lines.
 func TestHostileClients(t *testing.T) {
 	_, cert, key, err := testenv.ServingCert(t.TempDir())
 	if err != nil {
@@ -82,8 +89,11 @@ func TestHostileClients(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(50))
 	var logged countingWriter
 	rv := &blockingReviewer{release: make(chan struct{})}
-	var running, maxRunning atomic.Int32
+	var running, maxRunning, admitted atomic.Int32
 	counting := reviewerFunc{blockingReviewer: rv, onAdmit: func(delta int32) {
+		if delta > 0 {
+			admitted.Add(1)
+		}
 		n := running.Add(delta)
 		for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
 		}
@@ -101,51 +111,84 @@ func TestHostileClients(t *testing.T) {
 	body.WriteString(`"}}}}`)
 	raw := body.Bytes()
 
-	runtime.GC()
+	for _, tc := range []struct {
+		name string
+		n    int
+		// chunked sends the body without a Content-Length: the server
+		// reserves the limit (16 MiB) for it and must read it into no more
+		chunked bool
+		// maxGrowth bounds the heap's peak growth: 64 MiB of bodies at a
+		// time, each decoded once beside its buffer, and the GC's headroom
+		maxGrowth int64
+		// maxPerRead bounds what reading and decoding one body allocates:
+		// its buffer and what the decoder makes of it (about 40 MiB)
+		maxPerRead int64
+	}{
+		// reading all 40 at once held over 1 GiB
+		{name: "content-length", n: 40, maxGrowth: 256 << 20, maxPerRead: 48 << 20},
+		// read with io.ReadAll, a chunked body took about 90 MiB of
+		// copies, the heap's peak growing by 160-180 MiB for 4 at a time
+		{name: "chunked", n: 6, chunked: true, maxGrowth: 256 << 20, maxPerRead: 56 << 20},
+	} {
+		maxRunning.Store(0)
+		runtime.GC()
+		started := time.Now()
+		base := heapBytes()
+		allocs0 := allocBytes()
+		admitted0 := admitted.Load()
+		stop := peakHeap()
+		codes := map[int]int{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range tc.n {
+			wg.Go(func() {
+				var r io.Reader = bytes.NewReader(raw)
+				if tc.chunked {
+					r = struct{ io.Reader }{r} // no length known: chunked
+				}
+				code := 0
+				resp, err := hc.Post("https://"+addr+"/validating/big.example.com?timeout=2s", "application/json", r)
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					code = resp.StatusCode
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		peak := stop()
+		grew := int64(peak) - int64(base)
+		nread := admitted.Load() - admitted0
+		perRead := int64(allocBytes()-allocs0) / max(int64(nread), 1)
+		t.Logf("%s: %d × 15 MiB in %s: heap %d MiB at start, peak growth %d MiB, %d MiB allocated per body read (%d read), at most %d answered at once, status codes %v",
+			tc.name, tc.n, time.Since(started).Round(time.Millisecond), base>>20, grew>>20, perRead>>20, nread, maxRunning.Load(), codes)
+		if grew > tc.maxGrowth {
+			t.Errorf("%s: the heap grew by %d MiB under %d concurrent 15 MiB requests, want under %d MiB", tc.name, grew>>20, tc.n, tc.maxGrowth>>20)
+		}
+		if nread == 0 {
+			t.Errorf("%s: no body read", tc.name)
+		} else if perRead > tc.maxPerRead {
+			t.Errorf("%s: reading a 15 MiB body allocated %d MiB, want at most %d MiB", tc.name, perRead>>20, tc.maxPerRead>>20)
+		}
+		if m := maxRunning.Load(); m > DefaultMaxInFlightBytes/size {
+			t.Errorf("%s: %d requests answered at once, want at most %d (the in-flight budget)", tc.name, m, DefaultMaxInFlightBytes/size)
+		}
+		// past the budget a request waits unread, then gets 503 (or, while
+		// its client still writes the body, the connection closed)
+		if codes[http.StatusServiceUnavailable]+codes[0] == 0 || codes[http.StatusOK] > 0 {
+			t.Errorf("%s: status codes %v: want the requests over the budget refused", tc.name, codes)
+		}
+	}
 	started := time.Now()
-	base := heapBytes()
-	stop := peakHeap()
-	codes := map[int]int{}
-	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for range 40 {
-		wg.Go(func() {
-			code := 0
-			resp, err := hc.Post("https://"+addr+"/validating/big.example.com?timeout=2s", "application/json", bytes.NewReader(raw))
-			if err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				code = resp.StatusCode
-			}
-			mu.Lock()
-			codes[code]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	peak := stop()
-	grew := int64(peak) - int64(base)
-	t.Logf("40 × 15 MiB in %s: heap %d MiB at start, peak growth %d MiB, at most %d answered at once, status codes %v",
-		time.Since(started).Round(time.Millisecond), base>>20, grew>>20, maxRunning.Load(), codes)
-	started = time.Now()
-	// 64 MiB of bodies at a time, each decoded once beside its buffer,
-	// and the GC's headroom: reading all 40 at once held over 1 GiB
-	if grew > 256<<20 {
-		t.Errorf("the heap grew by %d MiB under 40 concurrent 15 MiB requests, want under 256 MiB", grew>>20)
-	}
-	if m := maxRunning.Load(); m > DefaultMaxInFlightBytes/size {
-		t.Errorf("%d requests answered at once, want at most %d (the in-flight budget)", m, DefaultMaxInFlightBytes/size)
-	}
-	// past the budget a request waits unread, then gets 503 (or, while
-	// its client still writes the body, the connection closed)
-	if codes[http.StatusServiceUnavailable]+codes[0] == 0 || codes[http.StatusOK] > 0 {
-		t.Errorf("status codes %v: want the requests over the budget refused", codes)
-	}
 
 	// unknown paths: long ones refused at the request line, shorter ones
 	// with a 404 before the body; no state is kept for either
 	runtime.GC()
-	base = heapBytes()
+	base := heapBytes()
 	logBase := logged.n.Load()
 	long := bytes.Repeat([]byte("x"), 900<<10)
 	reviewBody := review(t, "p")

@@ -174,7 +174,10 @@ func (h *handler) tooLarge(w http.ResponseWriter, name string) {
 }
 
 // decode reads a JSON body of at most MaxRequestBytes into v: into one
-// buffer of the declared length, dropped once decoded.
+// buffer, of the declared length or, for a body of unknown length
+// (chunked), of the limit and a byte (the budget reserved the limit for
+// it), dropped once decoded. io.ReadAll would grow its buffer by copies,
+// ending past the limit with several times the body as garbage.
 func (h *handler) decode(w http.ResponseWriter, r *http.Request, name string, v any) bool {
 	var b []byte
 	var err error
@@ -182,7 +185,17 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, name string, v 
 		b = make([]byte, r.ContentLength)
 		_, err = io.ReadFull(r.Body, b)
 	} else {
-		b, err = io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
+		// MaxBytesReader has the server close the connection past the
+		// limit rather than read the rest
+		b = make([]byte, h.opts.MaxRequestBytes+1)
+		var n int
+		n, err = io.ReadFull(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes), b)
+		switch {
+		case err == nil: // the limit and a byte more
+			err = &http.MaxBytesError{Limit: h.opts.MaxRequestBytes}
+		case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF): // the whole body
+			b, err = b[:n], nil
+		}
 	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
