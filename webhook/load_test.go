@@ -268,3 +268,68 @@ func vmHWM() string {
 	}
 	return "unknown"
 }
+
+// TestHostileClientsHTTP2: the port speaks HTTP/1.1 only, so a client that
+// asks for HTTP/2 cannot multiplex requests past the connection bound, nor
+// have the server buffer bodies before the handler reads them.
+func TestHostileClientsHTTP2(t *testing.T) {
+	_, cert, key, err := testenv.ServingCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conns, requests = 2, 12
+	var inFlight, most, proto2 atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 {
+			proto2.Add(1)
+		}
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		// held long enough for the other requests to arrive, were they
+		// let in
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	})
+	addr := serve(t, &Server{CertFile: cert, KeyFile: key, Logger: quiet, Handler: h, MaxConnections: conns})
+
+	// an h2-only client is refused at the handshake (or gets HTTP/1.1)
+	if c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}); err == nil {
+		p := c.ConnectionState().NegotiatedProtocol
+		c.Close()
+		if p == "h2" {
+			t.Errorf("a client offering only h2 negotiated %q", p)
+		}
+	}
+
+	// a client forcing HTTP/2 falls back to HTTP/1.1, a connection a request
+	hc := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	t.Cleanup(hc.CloseIdleConnections)
+	var protos sync.Map
+	var wg sync.WaitGroup
+	for range requests {
+		wg.Go(func() {
+			resp, err := hc.Get("https://" + addr + "/healthz")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			protos.Store(resp.Proto, true)
+		})
+	}
+	wg.Wait()
+	var seen []string
+	protos.Range(func(k, _ any) bool { seen = append(seen, k.(string)); return true })
+	t.Logf("%d requests forcing HTTP/2 over %d connections: protocols %v, at most %d at once", requests, conns, seen, most.Load())
+	if n := proto2.Load(); n > 0 {
+		t.Errorf("%d requests served over HTTP/2", n)
+	}
+	if m := most.Load(); m > conns {
+		t.Errorf("%d requests served at once, want at most %d (the connection bound)", m, conns)
+	}
+}

@@ -97,6 +97,14 @@ func (s *Server) Listen(ctx context.Context) (*Listener, error) {
 		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 		BaseContext:  func(net.Listener) context.Context { return ctx },
 	}
+	// HTTP/1.1 only: over HTTP/2 one connection carries up to 250
+	// requests, each with a body the server buffers before the handler
+	// reads it, past the connection bound and the in-flight budget
+	// (docs/security.md, "The webhook port"). The API server's webhook
+	// client, offered no h2, speaks HTTP/1.1.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	srv.Protocols = &protocols
 	return &Listener{ln: ln, srv: srv, logger: logger}, nil
 }
 
