@@ -185,29 +185,36 @@ func TestHandlerLimits(t *testing.T) {
 		Handler: NewHandler(HandlerOptions{Reviewer: rv, Logger: quiet, MaxRequestBytes: 1024, Concurrency: 2})})
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool(t, ca)}}}
 	post := func(path string, body []byte) (int, string) {
-		resp, err := hc.Post("https://"+addr+path, "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return postBody(t, hc, addr, path, bytes.NewReader(body))
+	}
+	// a reader of unknown length: sent chunked
+	postChunked := func(path string, body []byte) (int, string) {
+		return postBody(t, hc, addr, path, struct{ io.Reader }{bytes.NewReader(body)})
 	}
 	tests := []struct {
 		name, path string
 		body       []byte
+		chunked    bool
 		want       int
 	}{
-		{"over the body limit", "/validating/a.example.com", bytes.Repeat([]byte(" "), 2048), http.StatusRequestEntityTooLarge},
-		{"not JSON", "/validating/a.example.com", []byte("{"), http.StatusBadRequest},
-		{"no request", "/validating/a.example.com", []byte("{}"), http.StatusBadRequest},
-		{"unknown path", "/elsewhere", review(t, "x"), http.StatusNotFound},
-		{"unknown webhook", "/validating/unknown.example.com", review(t, "x"), http.StatusNotFound},
-		{"unknown conversion", "/conversion/unknown.example.com", review(t, "x"), http.StatusNotFound},
+		{"over the body limit", "/validating/a.example.com", bytes.Repeat([]byte(" "), 2048), false, http.StatusRequestEntityTooLarge},
+		{"chunked, over the body limit", "/validating/a.example.com", bytes.Repeat([]byte(" "), 2048), true, http.StatusRequestEntityTooLarge},
+		{"chunked, a byte over the body limit", "/validating/a.example.com", bytes.Repeat([]byte(" "), 1025), true, http.StatusRequestEntityTooLarge},
+		// read whole, then refused as no JSON
+		{"chunked, at the body limit", "/validating/a.example.com", bytes.Repeat([]byte(" "), 1024), true, http.StatusBadRequest},
+		{"not JSON", "/validating/a.example.com", []byte("{"), false, http.StatusBadRequest},
+		{"no request", "/validating/a.example.com", []byte("{}"), false, http.StatusBadRequest},
+		{"unknown path", "/elsewhere", review(t, "x"), false, http.StatusNotFound},
+		{"unknown webhook", "/validating/unknown.example.com", review(t, "x"), false, http.StatusNotFound},
+		{"unknown conversion", "/conversion/unknown.example.com", review(t, "x"), false, http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if code, body := post(tt.path, tt.body); code != tt.want {
+			send := post
+			if tt.chunked {
+				send = postChunked
+			}
+			if code, body := send(tt.path, tt.body); code != tt.want {
 				t.Fatalf("status %d (%s), want %d", code, body, tt.want)
 			}
 		})
@@ -231,9 +238,22 @@ func TestHandlerLimits(t *testing.T) {
 	}
 	close(rv.release)
 	wg.Wait()
-	code, body := post("/validating/b.example.com", review(t, "after"))
-	var out admissionv1.AdmissionReview
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil || out.Response == nil || !out.Response.Allowed || out.Response.UID != "u-after" {
-		t.Fatalf("after: %d %s", code, body)
+	for name, send := range map[string]func(string, []byte) (int, string){"after": post, "after, chunked": postChunked} {
+		code, body := send("/validating/b.example.com", review(t, name))
+		var out admissionv1.AdmissionReview
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &out) != nil || out.Response == nil || !out.Response.Allowed || out.Response.UID != types.UID("u-"+name) {
+			t.Fatalf("%s: %d %s", name, code, body)
+		}
 	}
+}
+
+func postBody(t *testing.T, hc *http.Client, addr, path string, body io.Reader) (int, string) {
+	t.Helper()
+	resp, err := hc.Post("https://"+addr+path, "application/json", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
