@@ -26,7 +26,7 @@ func admit(model *loader.Model, data map[string]string, active []string) (*value
 	if err != nil {
 		return nil, fmt.Errorf("values of the tree: %w", err)
 	}
-	store.SetActive(active)
+	store.Sections().SetActive(active)
 	if err := checkMaintenance(model, data); err != nil {
 		return nil, fmt.Errorf("the ConfigMap does not suit the tree: %w", err)
 	}
@@ -55,7 +55,7 @@ func (o *Operator) admittedConfig(ctx context.Context) (map[string]string, error
 // which admit validates the sections of; none before Run.
 func (o *Operator) activeModules() []string {
 	if t := o.trees.load(); t != nil {
-		return t.store.Active()
+		return t.store.Sections().Active()
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func (s *steps) discover(ctx context.Context) error {
 	for _, name := range enabled {
 		keys = append(keys, model.Module(name).Key)
 	}
-	store.SetActive(keys)
+	store.Sections().SetActive(keys)
 
 	// disabled modules with a release Releases does not list (the
 	// original addon-operator's), asked before taking the lock

@@ -307,7 +307,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 		if same = diff.Empty() && rev.Commit == cur.rev.Commit; same {
 			return nil, nil
 		}
-		store, err := admit(model, cur.configData, cur.store.Active())
+		store, err := admit(model, cur.configData, cur.store.Sections().Active())
 		if err != nil {
 			return nil, refusal(rev.Dir, model.ModulesDirs, refusedAdmit, err)
 		}
