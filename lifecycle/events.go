@@ -14,7 +14,11 @@ import (
 // store holds (a hook's write whose echo comes late) is ignored. The runs
 // it queues pre-empt a failing task.
 func (s *steps) onConfigChange(ctx context.Context, data map[string]string, version string) {
-	before, model, ch, ok, err := s.setCheckedConfig(ctx, data, version)
+	before, model, ch, ok, err := s.checks.set(ctx, data, version)
+	if err != nil && ctx.Err() != nil {
+		// shutting down: the check was cut short, nothing was refused
+		return
+	}
 	if err != nil {
 		s.metrics.configRefused()
 		s.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
