@@ -16,7 +16,7 @@ import (
 // it; each adds what it is refusing to the error.
 //
 // active are the module keys the running tree's last discovery enabled
-// (values.Store.Active; none at start-up): their sections are validated,
+// (values.Sections.Active; none at start-up): their sections are validated,
 // and so are those of modules the flags enable without an enabled script
 // and those the data's own *Enabled flags enable; a module an enabled
 // script enables has its section checked by discovery (resolveEnabled), so
