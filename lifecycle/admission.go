@@ -16,7 +16,7 @@ import (
 // it; each adds what it is refusing to the error.
 //
 // active are the module keys the running tree's last discovery enabled
-// (values.Store.Active; none at start-up): their sections are validated,
+// (values.Sections.Active; none at start-up): their sections are validated,
 // and so are those of modules the flags enable without an enabled script
 // and those the data's own *Enabled flags enable; a module an enabled
 // script enables has its section checked by discovery (resolveEnabled), so
@@ -26,7 +26,7 @@ func admit(model *loader.Model, data map[string]string, active []string) (*value
 	if err != nil {
 		return nil, fmt.Errorf("values of the tree: %w", err)
 	}
-	store.SetActive(active)
+	store.Sections().SetActive(active)
 	if err := checkMaintenance(model, data); err != nil {
 		return nil, fmt.Errorf("the ConfigMap does not suit the tree: %w", err)
 	}
@@ -55,7 +55,7 @@ func (o *Operator) admittedConfig(ctx context.Context) (map[string]string, error
 // which admit validates the sections of; none before Run.
 func (o *Operator) activeModules() []string {
 	if t := o.trees.load(); t != nil {
-		return t.store.Active()
+		return t.store.Sections().Active()
 	}
 	return nil
 }

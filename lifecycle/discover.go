@@ -41,12 +41,15 @@ func (s *steps) discover(ctx context.Context) error {
 	}
 	s.logger.Info("modules discovered", "enabled", strings.Join(enabled, ","))
 	// from now on every ConfigMap is validated against these modules'
-	// sections (admit)
+	// sections (admit); not a refused one's, whose section is bad: it
+	// would refuse every edit that does not fix it
 	keys := make([]string, 0, len(enabled))
 	for _, name := range enabled {
-		keys = append(keys, model.Module(name).Key)
+		if !isConfigRefusal(failed[name]) {
+			keys = append(keys, model.Module(name).Key)
+		}
 	}
-	store.SetActive(keys)
+	store.Sections().SetActive(keys)
 
 	// disabled modules with a release Releases does not list (the
 	// original addon-operator's), asked before taking the lock
@@ -78,9 +81,10 @@ func (s *steps) discover(ctx context.Context) error {
 			case st.scriptFailed:
 				// neither run nor deleted while its enabled state is unknown
 			case refused:
-				// neither run nor deleted: what runs of it keeps running
-				// until its section is fixed (onConfigChange reloads then)
-				st.enabled = false
+				// neither run nor deleted, and enabled if it was
+				// (resolveEnabled): what runs of it keeps running, with
+				// the values the store holds, until its section is fixed
+				// (onConfigChange reloads then)
 			case slices.Contains(enabled, m.Name):
 				if !st.enabled {
 					st.startupDone, st.crdsHash, st.readiness = false, "", nil
@@ -105,7 +109,7 @@ func (s *steps) discover(ctx context.Context) error {
 	retry := false
 	for name, err := range failed {
 		if isConfigRefusal(err) {
-			s.logger.Error("module not enabled: its ConfigMap section does not match its config schema; it keeps its state until the section changes", "module", name, "err", err)
+			s.logger.Error("module left as it was: its ConfigMap section does not match its config schema; it keeps its state until the section changes", "module", name, "err", err)
 		} else {
 			retry = true
 			s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
@@ -160,8 +164,9 @@ func (s *steps) discover(ctx context.Context) error {
 // false) decides nothing: the module counts as enabled when was says it
 // was, and is in failed with the error; only a cancel is an error. A
 // module that would be enabled but whose ConfigMap section does not match
-// its config schema is not enabled, and is in failed with a
-// configRefusal: sections are validated when their module is enabled
+// its config schema is left as it was too: enabled when was says it was
+// (it is not run with that section), and in failed with a configRefusal:
+// sections are validated when their module is enabled
 // (docs/operator.md, "Values"); admission validated those of the modules
 // the running tree has enabled and of those the flags alone enable.
 // reasons are the reasons scripts gave for answering false, by module.
@@ -187,7 +192,7 @@ func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store 
 		if on && failed[m.Name] == nil {
 			if err := store.CheckModuleConfig(m.Key); err != nil {
 				failed[m.Name] = &configRefusal{err: err}
-				on = false
+				on = was(m.Name)
 			}
 		}
 		if on {
@@ -238,6 +243,21 @@ func (e *configRefusal) Error() string {
 }
 
 func (e *configRefusal) Unwrap() error { return e.err }
+
+// refusalsChanged: the modules refused for their section (configRefusal
+// in failed) are not those the last discovery marked configRefused, or
+// failed holds another error (a failed enabled script), so discovery must
+// judge the modules again; the same refusals leave the modules as they
+// are.
+func refusalsChanged(model *loader.Model, failed map[string]error, marked func(name string) bool) bool {
+	for _, m := range model.Modules {
+		err := failed[m.Name]
+		if (err != nil && !isConfigRefusal(err)) || isConfigRefusal(err) != marked(m.Name) {
+			return true
+		}
+	}
+	return false
+}
 
 func isConfigRefusal(err error) bool {
 	var r *configRefusal

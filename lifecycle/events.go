@@ -14,7 +14,11 @@ import (
 // store holds (a hook's write whose echo comes late) is ignored. The runs
 // it queues pre-empt a failing task.
 func (s *steps) onConfigChange(ctx context.Context, data map[string]string, version string) {
-	before, model, ch, ok, err := s.setCheckedConfig(ctx, data, version)
+	before, model, ch, ok, err := s.checks.set(ctx, data, version)
+	if err != nil && ctx.Err() != nil {
+		// shutting down: the check was cut short, nothing was refused
+		return
+	}
 	if err != nil {
 		s.metrics.configRefused()
 		s.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
@@ -41,19 +45,22 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 	}
 	for _, key := range ch.Modules {
 		name := values.ModuleName(key)
-		st := s.modules.get(name)
-		enabled := st.enabled
-		startup := enabled && !st.startupDone
-		if enabled {
-			s.logger.Info("module values changed; running module", "module", name)
-			// its run replaces one waiting alone or in a weight group
-			main.Preempt(s.mods.moduleRunTask(name, startup), func(k queue.Key) bool { return k == moduleRunKey(name) })
-		}
-		if st.configRefused {
+		if s.modules.get(name).configRefused {
 			// discovery refused it for this section: judge it again
+			// (the module is not run before, with a section that may
+			// still be bad)
 			s.logger.Info("the section of a module refused by discovery changed; reloading all modules", "module", name)
 			main.Preempt(s.reloadAllTask(), supersededByReload)
 			return
+		}
+	}
+	for _, key := range ch.Modules {
+		name := values.ModuleName(key)
+		st := s.modules.get(name)
+		if st.enabled {
+			s.logger.Info("module values changed; running module", "module", name)
+			// its run replaces one waiting alone or in a weight group
+			main.Preempt(s.mods.moduleRunTask(name, !st.startupDone), func(k queue.Key) bool { return k == moduleRunKey(name) })
 		}
 	}
 }

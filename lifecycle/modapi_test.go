@@ -1,14 +1,18 @@
 package lifecycle
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/addonops/addon-operator/internal/batchtest"
 	"github.com/addonops/addon-operator/internal/executor"
@@ -73,7 +77,7 @@ func TestSettingsCheckJudgesEdits(t *testing.T) {
 	for _, s := range steps {
 		n := len(readJSONLines[checkRun](t, records))
 		before := u.op.trees.load().configData
-		_, _, _, ok, err := u.op.steps.setCheckedConfig(t.Context(), s.data, "")
+		_, _, _, ok, err := u.op.steps.checks.set(t.Context(), s.data, "")
 		runs := readJSONLines[checkRun](t, records)[n:]
 		switch {
 		case s.refused == "" && err != nil:
@@ -106,7 +110,7 @@ func TestSettingsCheckedAgainstTheRunningTree(t *testing.T) {
 	if _, ok, err := u.op.trees.setConfig(map[string]string{"alpha": "x: 1\n"}, "", u.op.trees.load().model); err != nil || !ok {
 		t.Fatalf("setConfig checked against the running model: ok %v, err %v", ok, err)
 	}
-	if _, _, _, ok, err := u.op.steps.setCheckedConfig(t.Context(), map[string]string{"alpha": "x: 2\n"}, ""); err != nil || !ok {
+	if _, _, _, ok, err := u.op.steps.checks.set(t.Context(), map[string]string{"alpha": "x: 2\n"}, ""); err != nil || !ok {
 		t.Fatalf("an edit without settings checks: ok %v, err %v", ok, err)
 	}
 }
@@ -244,4 +248,73 @@ func mustJSON(t *testing.T, v any) string {
 func runShell(t *testing.T, script string) ([]byte, error) {
 	t.Helper()
 	return executor.Run(t.Context(), executor.Command{Path: "/bin/sh", Args: []string{"-c", script}, Logger: quiet()})
+}
+
+// The settings checks run for the sections the store validates, as the
+// schemas do (docs/operator.md, "Values"): an enabled module's, not a
+// disabled one's, and one the ConfigMap's own flag enables.
+func TestSettingsChecksFollowValidatedSections(t *testing.T) {
+	u := startUnit(t, merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha"), chartOnly("002-beta")), nil, newFakeHelm(nil))
+	for _, m := range u.op.trees.load().model.Modules {
+		m.SettingsCheck = m.Dir + "/hooks/check"
+	}
+	var asked []string
+	u.op.steps.checks.check = func(_ context.Context, m *loader.Module, _ string) error {
+		asked = append(asked, m.Name)
+		return nil
+	}
+	steps := []struct {
+		name  string
+		data  map[string]string
+		asked []string
+	}{
+		{"an enabled module's section", map[string]string{"alpha": "x: 1\n"}, []string{"alpha"}},
+		{"a disabled module's section", map[string]string{"alpha": "x: 1\n", "beta": "x: 1\n"}, nil},
+		{"the ConfigMap enables it", map[string]string{"alpha": "x: 1\n", "beta": "x: 2\n", "betaEnabled": "true"}, []string{"beta"}},
+	}
+	for _, s := range steps {
+		asked = nil
+		if _, _, _, ok, err := u.op.steps.checks.set(t.Context(), s.data, ""); err != nil || !ok {
+			t.Fatalf("%s: ok %v, err %v", s.name, ok, err)
+		}
+		if !slices.Equal(asked, s.asked) {
+			t.Fatalf("%s: checks run for %v, want %v", s.name, asked, s.asked)
+		}
+	}
+}
+
+// An edit whose checks keep seeing a new tree adopted is checked again
+// until a tree stays, not refused; a check cut short by a shutdown is not
+// a refusal (neither logged as one nor counted).
+func TestSettingsChecksSettle(t *testing.T) {
+	u := startUnit(t, merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha")), nil, newFakeHelm(nil))
+	u.op.trees.load().model.Modules[0].SettingsCheck = "check"
+	moves := 5
+	u.op.steps.checks.check = func(ctx context.Context, _ *loader.Module, _ string) error {
+		if moves > 0 {
+			moves--
+			// a new tree adopted while the check runs
+			_ = u.op.trees.transition(func(cur *runningTree) (*runningTree, error) {
+				next, model := *cur, *cur.model
+				next.model = &model
+				return &next, nil
+			})
+		}
+		return ctx.Err()
+	}
+	data := map[string]string{"alpha": "x: 1\n"}
+	if _, _, _, ok, err := u.op.steps.checks.set(t.Context(), data, ""); err != nil || !ok || moves != 0 {
+		t.Fatalf("ok %v, err %v, moves left %d", ok, err, moves)
+	}
+	if got := u.op.trees.load().configData; !maps.Equal(got, data) {
+		t.Fatalf("data held %v", got)
+	}
+
+	refused := testutil.ToFloat64(u.op.metrics.configValuesErrors)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	u.op.steps.onConfigChange(ctx, map[string]string{"alpha": "x: 2\n"}, "")
+	if got := testutil.ToFloat64(u.op.metrics.configValuesErrors); got != refused {
+		t.Fatalf("a cancelled check counted as a refusal: %v, was %v", got, refused)
+	}
 }

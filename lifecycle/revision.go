@@ -307,7 +307,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 		if same = diff.Empty() && rev.Commit == cur.rev.Commit; same {
 			return nil, nil
 		}
-		store, err := admit(model, cur.configData, cur.store.Active())
+		store, err := admit(model, cur.configData, cur.store.Sections().Active())
 		if err != nil {
 			return nil, refusal(rev.Dir, model.ModulesDirs, refusedAdmit, err)
 		}
@@ -395,8 +395,12 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 				return err
 			}
 			main := s.queues.main()
-			// a failed enabled script is discovery's to handle
-			if len(failed) > 0 || !slices.Equal(enabled, current) {
+			// a failed enabled script is discovery's to handle, and so is a
+			// section refused, or no longer refused, since it last ran; a
+			// module still refused for its section stays as discovery left
+			// it (not run below)
+			refusedChanged := refusalsChanged(model, failed, func(name string) bool { return s.modules.get(name).configRefused })
+			if refusedChanged || !slices.Equal(enabled, current) {
 				s.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
 				main.AddAfterCurrent(s.steps.reloadAllTask())
 				return nil
@@ -408,7 +412,7 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 			s.modules.edit(func(modules map[string]*moduleState, _ *[]string) {
 				for _, m := range model.Modules {
 					st := modules[m.Name]
-					if st == nil || !st.enabled || !slices.Contains(changed, m.Name) {
+					if st == nil || !st.enabled || st.configRefused || !slices.Contains(changed, m.Name) {
 						continue
 					}
 					st.state = StatePending

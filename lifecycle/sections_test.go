@@ -208,3 +208,82 @@ func TestPreviewChecksEnabledSections(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A module its enabled script enables whose section discovery refuses is
+// left as it was (docs/operator.md, "Values"): one enabled before (by the
+// last discovery, or with a release at start-up) stays in the enabled
+// list, so global.enabledModules does not change for the other charts,
+// and is neither run with the bad section nor deleted. While it stays
+// refused, a tree change inside another module's directory runs that
+// module alone, not every module.
+func TestStepsRefusedSectionLeavesModuleAsItWas(t *testing.T) {
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\ngammaEnabled: true\nprometheusPushgatewayEnabled: true\n"},
+		chartOnly("001-alpha"), pushgateway(), chartOnly("003-gamma"),
+		withPrefix("modules/002-prometheus-pushgateway", map[string]string{"enabled": "#!/bin/sh\necho true > \"$MODULE_ENABLED_RESULT\"\n"}))
+	bad := map[string]string{"prometheusPushgateway": "instances: 5\n"}
+	tests := []struct {
+		name string
+		// release: it has one at start-up; else discovery enables it,
+		// then its section turns bad
+		release bool
+	}{
+		{name: "a release at start-up", release: true},
+		{name: "enabled by the last discovery"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			releases := map[string]fakeRelease{}
+			config := map[string]string{"prometheusPushgateway": "instances: [a]\n"}
+			if tt.release {
+				releases["prometheus-pushgateway"] = fakeRelease{ours: true}
+				config = bad
+			}
+			helm := newFakeHelm(releases)
+			u := startUnit(t, files, config, helm)
+			if !tt.release {
+				u.until("prometheus-pushgateway installed", func() bool { return u.state("prometheus-pushgateway").State == StateReady })
+				// a section that got past admission (none validates it
+				// now), as one written while the operator was down does
+				u.op.trees.load().store.Sections().SetActive(nil)
+				if _, _, err := u.op.trees.setConfig(bad, "", nil); err != nil {
+					t.Fatal(err)
+				}
+				u.op.steps.queueReloadAll()
+				u.until("prometheus-pushgateway refused", func() bool { return u.state("prometheus-pushgateway").State == StateFailed })
+				u.idle()
+			}
+			want := []string{"alpha", "prometheus-pushgateway", "gamma"}
+			if got := u.op.steps.modules.enabledList(); !slices.Equal(got, want) {
+				t.Fatalf("enabled list %v, want %v", got, want)
+			}
+			st := u.state("prometheus-pushgateway")
+			if st.State != StateFailed || !strings.Contains(st.LastError, "prometheusPushgateway.instances in body must be of type array") {
+				t.Fatalf("prometheus-pushgateway: %+v", st)
+			}
+			runs := 0
+			for _, c := range helm.called() {
+				if strings.HasSuffix(c, " prometheus-pushgateway") && c != "upgrade prometheus-pushgateway" {
+					t.Fatalf("Helm calls %v", helm.called())
+				}
+				if c == "upgrade prometheus-pushgateway" {
+					runs++
+				}
+			}
+			if want := map[bool]int{true: 0, false: 1}[tt.release]; runs != want {
+				t.Fatalf("prometheus-pushgateway upgraded %d times, want %d: %v", runs, want, helm.called())
+			}
+
+			calls := len(helm.called())
+			writeFiles(t, u.dir, map[string]string{"modules/001-alpha/values.yaml": "alpha:\n  answer: 42\n"})
+			u.op.TreeChanged(gitsync.Revision{})
+			u.until("alpha run", func() bool { return slices.Contains(helm.called()[calls:], "upgrade alpha") })
+			u.idle()
+			if got := helm.called()[calls:]; !slices.Equal(got, []string{"upgrade alpha"}) {
+				t.Fatalf("a change of alpha alone: Helm calls %v, want alpha's alone", got)
+			}
+			if got := u.op.steps.modules.enabledList(); !slices.Equal(got, want) {
+				t.Fatalf("enabled list %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,10 +31,6 @@ import (
 // bounds a hook's config: the check answers from the settings alone.
 const settingsCheckTimeout = 30 * time.Second
 
-// maxSettingsChecks is how many times an edit is checked again when the
-// running tree changed while its settings were checked.
-const maxSettingsChecks = 3
-
 // errTreeMoved: the running tree changed after an edit was checked against
 // it (treeHolder.setConfig); the edit is checked again.
 var errTreeMoved = errors.New("the running tree changed while the settings were checked")
@@ -53,14 +51,37 @@ type sdkCheckResult struct {
 	Warnings []string `json:"warnings"`
 }
 
-// setCheckedConfig is a ConfigMap edit's way in: the settings checks of the
-// modules whose section it changes run against the running tree, then
-// the data is set (treeHolder.setConfig), unless the tree changed in
-// between, when the checks run again against the new one. It returns the
-// data and the model from before the edit, and what setConfig returned.
-func (s *steps) setCheckedConfig(ctx context.Context, data map[string]string, version string) (before map[string]string, model *loader.Model, ch values.Change, ok bool, err error) {
-	for attempt := 1; ; attempt++ {
-		t := s.trees.load()
+// settingsChecks runs the modules' settings checks on ConfigMap edits.
+// The checks run in the ConfigMap watch's callback (onConfigChange), one
+// module after the other, each for at most settingsCheckTimeout: the
+// events that follow wait meanwhile, and the newest data is judged next
+// (docs/operator.md, "Settings checks").
+type settingsChecks struct {
+	cfg    Config
+	logger *slog.Logger
+	trees  *treeHolder
+	// check runs one module's check (checkModule; tests replace it)
+	check func(ctx context.Context, m *loader.Module, section string) error
+}
+
+func newSettingsChecks(cfg Config, logger *slog.Logger, trees *treeHolder) *settingsChecks {
+	c := &settingsChecks{cfg: cfg, logger: logger, trees: trees}
+	c.check = c.checkModule
+	return c
+}
+
+// set is a ConfigMap edit's way in: the settings checks of the modules
+// whose section it changes run against the running tree, then the data is
+// set (treeHolder.setConfig), unless a new tree was adopted in between,
+// when the checks run again against it, until a tree stays while its
+// checks run: each pass follows an adoption, so this ends once the trees
+// stop coming, and on cancel. Refusing the edit instead would leave the
+// ConfigMap and the running values apart until the next edit. It returns
+// the data and the model from before the edit, and what setConfig
+// returned.
+func (c *settingsChecks) set(ctx context.Context, data map[string]string, version string) (before map[string]string, model *loader.Model, ch values.Change, ok bool, err error) {
+	for {
+		t := c.trees.load()
 		if t == nil {
 			return nil, nil, values.Change{}, false, nil
 		}
@@ -68,43 +89,50 @@ func (s *steps) setCheckedConfig(ctx context.Context, data map[string]string, ve
 		if !newerVersion(version, t.configVersion) {
 			return before, model, values.Change{}, false, nil
 		}
-		if err := s.run.checkSettings(ctx, model, before, data); err != nil {
+		if err := c.checkAll(ctx, t, data); err != nil {
 			return before, model, values.Change{}, false, err
 		}
-		ch, ok, err = s.trees.setConfig(data, version, model)
-		if !errors.Is(err, errTreeMoved) || attempt == maxSettingsChecks {
+		ch, ok, err = c.trees.setConfig(data, version, model)
+		if !errors.Is(err, errTreeMoved) {
 			return before, model, ch, ok, err
 		}
+		if ctx.Err() != nil {
+			return before, model, values.Change{}, false, ctx.Err()
+		}
+		c.logger.Info("a new tree was adopted while the ConfigMap's settings were checked; checking them again")
 	}
 }
 
-// checkSettings runs the settings check of every module of model whose
-// ConfigMap section differs between before and data (every module's, when
-// before is nil) and joins the refusals.
-func (r *runner) checkSettings(ctx context.Context, model *loader.Model, before, data map[string]string) error {
+// checkAll runs the settings check of every module of t's model whose
+// ConfigMap section differs between t's data and data (every module's,
+// when t has none) and is validated when data is set (values.Sections):
+// a disabled module's section refuses nothing (docs/operator.md,
+// "Values"). It joins the refusals.
+func (c *settingsChecks) checkAll(ctx context.Context, t *runningTree, data map[string]string) error {
+	checked := t.store.Sections().Checked(data)
 	var errs []error
-	for _, m := range model.Modules {
-		if m.SettingsCheck == "" {
+	for _, m := range t.model.Modules {
+		if m.SettingsCheck == "" || !slices.Contains(checked, m.Key) {
 			continue
 		}
-		if before != nil && before[m.Key] == data[m.Key] {
+		if t.configData != nil && t.configData[m.Key] == data[m.Key] {
 			continue
 		}
-		if err := r.checkModuleSettings(ctx, m, data[m.Key]); err != nil {
+		if err := c.check(ctx, m, data[m.Key]); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// checkModuleSettings runs m's settings check on its section, the YAML
+// checkModule runs m's settings check on its section, the YAML
 // text of its ConfigMap key. The settings are the section as the ConfigMap
 // gives it (CONFIG_VALUES_PATH's), {} when it has none. A section that
 // does not parse, or is not a map (`false` disables the module), is left
 // to the schemas, which refuse it in their own words. A check that does
 // not answer (a timeout, an exit without its JSON line) refuses too: an
 // edit nobody could check is not applied.
-func (r *runner) checkModuleSettings(ctx context.Context, m *loader.Module, section string) error {
+func (c *settingsChecks) checkModule(ctx context.Context, m *loader.Module, section string) error {
 	settings, ok := settingsOf(section)
 	if !ok {
 		return nil
@@ -113,7 +141,7 @@ func (r *runner) checkModuleSettings(ctx context.Context, m *loader.Module, sect
 	if rel, err := filepath.Rel(filepath.Dir(m.Dir), m.SettingsCheck); err == nil {
 		name = filepath.ToSlash(rel)
 	}
-	dir, err := os.MkdirTemp(r.cfg.TempDir, "addon-operator-check-")
+	dir, err := os.MkdirTemp(c.cfg.TempDir, "addon-operator-check-")
 	if err != nil {
 		return fmt.Errorf("settings check temp dir: %w", err)
 	}
@@ -122,7 +150,7 @@ func (r *runner) checkModuleSettings(ctx context.Context, m *loader.Module, sect
 	if err := os.WriteFile(path, settings, 0o600); err != nil {
 		return fmt.Errorf("settings check: %w", err)
 	}
-	logger := r.logger.With("module", m.Name, "hook", name, "phase", "settings check")
+	logger := c.logger.With("module", m.Name, "hook", name, "phase", "settings check")
 	_, err = executor.Run(ctx, executor.Command{
 		Path:    m.SettingsCheck,
 		Args:    []string{"hook", "check"},

@@ -91,7 +91,7 @@ func (h *treeHolder) setConfig(data map[string]string, version string, checked *
 		if checked != nil && cur.model != checked {
 			return nil, errTreeMoved
 		}
-		if _, err := admit(cur.model, data, cur.store.Active()); err != nil {
+		if _, err := admit(cur.model, data, cur.store.Sections().Active()); err != nil {
 			return nil, err
 		}
 		if ch, err = cur.store.SetConfig(data); err != nil {

@@ -37,6 +37,7 @@ type steps struct {
 	modules *moduleRegistry
 	queues  *queueRef
 	run     *runner
+	checks  *settingsChecks // settingscheck.go
 	bind    *bindings
 	helm    Helm
 	mods    *moduleSteps

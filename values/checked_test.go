@@ -1,6 +1,7 @@
 package values
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,7 +42,7 @@ func TestSetConfigChecksEnabledSections(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			store.SetActive(tt.active)
+			store.Sections().SetActive(tt.active)
 			if tt.patch {
 				if _, err := store.ApplyValuesPatch("g", "", Patch{{Op: "add", Path: "/mEnabled", Value: true}}); err != nil {
 					t.Fatal(err)
@@ -50,6 +51,10 @@ func TestSetConfigChecksEnabledSections(t *testing.T) {
 			data := map[string]string{"m": "count: x\n"}
 			for k, v := range tt.data {
 				data[k] = v
+			}
+			// the settings checks run for the sections SetConfig validates
+			if got := store.Sections().Checked(data); slices.Contains(got, "m") != tt.check {
+				t.Fatalf("Sections().Checked = %v, want m listed %v", got, tt.check)
 			}
 			_, err = store.SetConfig(data)
 			if tt.check != (err != nil) {

@@ -3,52 +3,9 @@ package values
 import (
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 )
-
-// parseConfigMap parses a ConfigMap's data: `global`, module sections and
-// *Enabled flags, each a YAML string. Errors name the key.
-func (s *Store) parseConfigMap(data map[string]string) (level, error) {
-	l := newLevel()
-	var errs []error
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v, err := parseSection("ConfigMap key "+k, data[k])
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		switch {
-		case k == GlobalKey:
-			if _, ok := asMap(v); !ok {
-				errs = append(errs, fmt.Errorf("ConfigMap key global: want a map, got %s", kindOf(v)))
-				continue
-			}
-			if v != nil {
-				l.sections[k] = v
-			}
-		case s.isFlag(k):
-			b, err := flagValue(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("ConfigMap key %s: %w", k, err))
-				continue
-			}
-			l.flags[strings.TrimSuffix(k, EnabledSuffix)] = b
-		case isFalse(v):
-			l.disabled[k] = true
-		case v != nil:
-			l.sections[k] = v
-		}
-	}
-	return l, errors.Join(errs...)
-}
 
 // Change says what a new configuration changed.
 type Change struct {
@@ -67,7 +24,7 @@ func (c Change) Empty() bool { return !c.Global && !c.Enabled && len(c.Modules) 
 // SetConfig validates and adopts a ConfigMap's data. On error nothing
 // changes; the error lists every bad key and every schema violation.
 func (s *Store) SetConfig(data map[string]string) (Change, error) {
-	l, err := s.parseConfigMap(data)
+	l, err := s.sections.parse(data)
 	if err != nil {
 		return Change{}, err
 	}
@@ -98,7 +55,7 @@ func (s *Store) SetConfig(data map[string]string) (Change, error) {
 
 // CheckConfig validates a ConfigMap's data without adopting it.
 func (s *Store) CheckConfig(data map[string]string) error {
-	l, err := s.parseConfigMap(data)
+	l, err := s.sections.parse(data)
 	if err != nil {
 		return err
 	}
@@ -108,7 +65,7 @@ func (s *Store) CheckConfig(data map[string]string) error {
 }
 
 // validateLocked checks the config values of the global section and of
-// every module whose section is checked (checkedLocked) against their
+// every module whose section is checked (Sections.checked) against their
 // config schemas. The values schema is checked after each hook
 // (ApplyValuesPatch): before hooks ran, values a hook provides are
 // legitimately missing.
@@ -118,27 +75,11 @@ func (s *Store) validateLocked(cfg level) error {
 		errs = append(errs, err)
 	}
 	for _, k := range s.order {
-		if s.checkedLocked(cfg, k) {
+		if s.sections.checked(cfg, k) {
 			errs = append(errs, s.checkModuleLocked(cfg, k))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// checkedLocked says whether a ConfigMap's module section is validated when
-// the ConfigMap is set: the section of a module that is enabled, as far as
-// is known before discovery: one the last discovery enabled (SetActive),
-// one the values files and the ConfigMap enable that has no enabled
-// script, and one the ConfigMap itself enables with its *Enabled flag, as
-// the original addon-operator does. A module an enabled script or a global
-// hook's flag enables has its section checked by discovery
-// (CheckModuleConfig), so a disabled module's section never refuses a
-// ConfigMap or a tree (docs/operator.md, "Values"). The hooks' flags are
-// left out so that admit, which judges a store without them, and the
-// running store agree.
-func (s *Store) checkedLocked(cfg level, key string) bool {
-	return s.active[key] || (cfg.flags[key] && !cfg.disabled[key]) ||
-		(!s.modules[key].scripted && s.filesEnableLocked(cfg, key))
 }
 
 // checkModuleLocked validates a module's config values, naming the module.
@@ -148,33 +89,6 @@ func (s *Store) checkModuleLocked(cfg level, key string) error {
 		return fmt.Errorf("module %s: %w", m.name, err)
 	}
 	return nil
-}
-
-// SetActive sets the modules whose sections every ConfigMap is validated
-// against from now on: the modules the last discovery enabled, by key.
-// Keys of modules the tree does not have are ignored.
-func (s *Store) SetActive(keys []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.active = map[string]bool{}
-	for _, k := range keys {
-		if _, ok := s.modules[k]; ok {
-			s.active[k] = true
-		}
-	}
-}
-
-// Active lists the keys SetActive set, in tree order.
-func (s *Store) Active() []string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []string
-	for _, k := range s.order {
-		if s.active[k] {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // CheckModuleConfig validates a module's config values (the ConfigMap the

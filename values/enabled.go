@@ -12,24 +12,9 @@ import (
 func (s *Store) Enabled(key string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	enabled := s.filesEnableLocked(s.config, key)
+	enabled := s.sections.filesEnable(s.config, key)
 	if b, ok := s.flags[key]; ok {
 		enabled = b
-	}
-	return enabled
-}
-
-// filesEnableLocked is the flag the values files and the ConfigMap cfg
-// give a module, without the global hooks' patches.
-func (s *Store) filesEnableLocked(cfg level, key string) bool {
-	enabled := false
-	for _, l := range []level{s.common, s.own, cfg} {
-		if b, ok := l.flags[key]; ok {
-			enabled = b
-		}
-		if l.disabled[key] {
-			enabled = false
-		}
 	}
 	return enabled
 }
@@ -43,16 +28,6 @@ func (s *Store) DisabledByConfig(key string) bool {
 	defer s.mu.RUnlock()
 	b, ok := s.config.flags[key]
 	return (ok && !b) || s.config.disabled[key]
-}
-
-// isFlag: a key that is a known module's key plus "Enabled", or any
-// *Enabled key that is not itself a module's key.
-func (s *Store) isFlag(k string) bool {
-	if !strings.HasSuffix(k, EnabledSuffix) || len(k) == len(EnabledSuffix) {
-		return false
-	}
-	_, isModule := s.modules[k]
-	return !isModule
 }
 
 // flagValue reads an *Enabled flag: a boolean, or "true" or "false".

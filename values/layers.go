@@ -30,7 +30,7 @@ func (s *Store) fillLevel(l *level, file string, doc map[string]any, only *strin
 				return fmt.Errorf("%s: global: want a map, got %s", file, kindOf(v))
 			}
 			l.sections[k] = v
-		case s.isFlag(k):
+		case s.sections.isFlag(k):
 			b, err := flagValue(v)
 			if err != nil {
 				return fmt.Errorf("%s: %s: %w", file, k, err)

@@ -15,7 +15,7 @@ type ModuleSource struct {
 	// File names the module's values.yaml in messages.
 	File string
 	// Scripted: the module has an enabled script, so its flags alone do
-	// not say whether it is enabled (see Store.SetActive).
+	// not say whether it is enabled (see Sections.SetActive).
 	Scripted bool
 }
 
@@ -54,9 +54,9 @@ type Store struct {
 	// leaves in its document, kept with patches["global"] so that Enabled
 	// need not replay it.
 	flags map[string]bool
-	// active are the module keys whose ConfigMap sections are validated
-	// whatever the ConfigMap's flags say (SetActive).
-	active map[string]bool
+	// sections reads the ConfigMap's keys and selects the sections that
+	// are validated (Sections)
+	sections *Sections
 }
 
 // NewStore reads a tree's values. Warnings list keys that were ignored
@@ -71,8 +71,8 @@ func NewStore(src Source) (*Store, []string, error) {
 		patches:       map[string]Patch{},
 		cache:         map[string]any{},
 		flags:         map[string]bool{},
-		active:        map[string]bool{},
 	}
+	s.sections = &Sections{modules: s.modules, files: []*level{&s.common, &s.own}, active: map[string]bool{}}
 	if s.globalSchemas == nil {
 		s.globalSchemas = &Schemas{}
 	}
@@ -94,6 +94,7 @@ func NewStore(src Source) (*Store, []string, error) {
 		s.modules[key] = &module{name: m.Name, key: key, schemas: sch, scripted: m.Scripted}
 		s.order = append(s.order, key)
 	}
+	s.sections.order = s.order
 	commonFile := src.CommonFile
 	if commonFile == "" {
 		commonFile = "values.yaml"
@@ -235,6 +236,9 @@ func (s *Store) CheckHelmValues(key string) error {
 	}
 	return errors.Join(s.globalSchemas.Helm.Validate(GlobalKey, v[GlobalKey]), sch.Helm.Validate(key, v[key]))
 }
+
+// Sections selects the ConfigMap sections the store validates.
+func (s *Store) Sections() *Sections { return s.sections }
 
 // Modules lists module keys in tree order.
 func (s *Store) Modules() []string { return slices.Clone(s.order) }
