@@ -155,3 +155,22 @@ func TestTreeRootAliasExecPaths(t *testing.T) {
 		}
 	}
 }
+
+// A hook run through the alias that fails is named by its file in the
+// module, the one the user looks for, not by the shared file that ran.
+func TestTreeRootAliasHookErrorNamesTheLink(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "repo")
+	writeFile(t, filepath.Join(root, "shell_lib/bad.sh"), "#!/bin/sh\necho broken >&2\nexit 3\n", 0o755)
+	writeFile(t, filepath.Join(root, "modules/values.yaml"), "global: {}\n", 0o644)
+	if err := os.MkdirAll(filepath.Join(root, "modules/001-a/hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/deckhouse/shell_lib/bad.sh", filepath.Join(root, "modules/001-a/hooks/bad.sh")); err != nil {
+		t.Fatal(err)
+	}
+	l := New(WithLogger(quietLogger()), WithTreeRootAlias("/deckhouse"))
+	_, err := l.Load(t.Context(), root, filepath.Join(root, "modules"), filepath.Join(root, "global-hooks"))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "modules/001-a/hooks/bad.sh")+":") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("err = %v, want the module's hooks/bad.sh named and its exit status", err)
+	}
+}

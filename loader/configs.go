@@ -31,7 +31,7 @@ func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) er
 			if h.image {
 				hooks, why, err := l.batchHooks(ctx, use, h)
 				if err != nil {
-					return fileErr(h.Path, err)
+					return fileErr(h.file(), err)
 				}
 				if why == "" {
 					h.batch, h.isBatch = hooks, true
@@ -44,7 +44,7 @@ func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) er
 				if notBatch != "" {
 					err = fmt.Errorf("%w (nor is it a batch hook: %s)", err, notBatch)
 				}
-				return fileErr(h.Path, err)
+				return fileErr(h.file(), err)
 			}
 			h.Config = cfg
 			return nil
@@ -86,16 +86,16 @@ func expandBatches(hooks []*Hook) ([]*Hook, *Hook, error) {
 		}
 		if h.settingsCheck {
 			if check != nil {
-				return nil, nil, fileErr(h.Path, fmt.Errorf("a second settings check (the first is in %s): a module has at most one", check.Path))
+				return nil, nil, fileErr(h.file(), fmt.Errorf("a second settings check (the first is in %s): a module has at most one", check.file()))
 			}
 			check = h
 		}
 		for _, b := range h.batch {
 			if len(b.Args) == 2 && b.Args[1] == "ready" {
 				if readiness != "" {
-					return nil, nil, fileErr(h.Path, fmt.Errorf("a second readiness hook (the first is in %s): a module has at most one", readiness))
+					return nil, nil, fileErr(h.file(), fmt.Errorf("a second readiness hook (the first is in %s): a module has at most one", readiness))
 				}
-				readiness = h.Path
+				readiness = h.file()
 			}
 		}
 		out = append(out, h.batch...)

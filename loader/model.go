@@ -152,3 +152,7 @@ type Hook struct {
 func (h *Hook) Key() string {
 	return h.Module + "\x00" + h.Name + "\x00" + h.Hash
 }
+
+// file is the hook's file as errors name it: where the walk found it in
+// its module, even when it runs as another path (Path).
+func (h *Hook) file() string { return cmp.Or(h.inTree, h.Path) }
