@@ -75,7 +75,12 @@ func (r *linkResolver) resolve(path string, hops *int) ([]string, error) {
 	at = at[:len(at)-1] // the link's directory
 	if strings.HasPrefix(target, "/") {
 		rest, ok := strings.CutPrefix(target, r.alias+"/")
-		if r.alias == "" || !ok && target != r.alias {
+		if r.alias != "" && target == r.alias {
+			// the alias itself is the root, as the loader maps it
+			// (loader/alias.go): not a directory named after it
+			rest, ok = "", true
+		}
+		if r.alias == "" || !ok {
 			return nil, errLinkOut
 		}
 		at, target = nil, rest

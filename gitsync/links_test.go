@@ -29,6 +29,8 @@ func TestCheckLinks(t *testing.T) {
 		{"absolute, no alias", map[string]string{"m/c/helm_lib": "/deckhouse/helm_lib/charts/lib"}, errLinkOut, ""},
 		{"absolute beneath the alias", map[string]string{"m/c/helm_lib": "/deckhouse/helm_lib/charts/lib"}, nil, "/deckhouse"},
 		{"the alias itself", map[string]string{"m/root": "/deckhouse"}, nil, "/deckhouse"},
+		{"out through a link to the alias itself", map[string]string{"m/root": "/deckhouse", "m/a": "root/.."}, errLinkOut, "/deckhouse"},
+		{"through a link to the alias itself, to a link", map[string]string{"m/root": "/deckhouse", "m/a": "root/lib/x", "lib": "m/.."}, nil, "/deckhouse"},
 		{"absolute, another prefix", map[string]string{"m/a": "/etc/passwd"}, errLinkOut, "/deckhouse"},
 		{"a prefix of the alias", map[string]string{"m/a": "/deckhouse-other/x"}, errLinkOut, "/deckhouse"},
 		{"dot-dot after the alias", map[string]string{"m/a": "/deckhouse/../etc/passwd"}, errLinkOut, "/deckhouse"},

@@ -57,15 +57,22 @@ func NewCRDs(cfg *rest.Config, opts ...Option) (*CRDs, error) {
 // ending in .yaml, except those whose name starts with "doc-" or "_" (the
 // original's default filter), each holding one or more YAML documents. It
 // returns how many CRDs it created or updated, once the API server serves
-// them. Reads stay inside moduleDir.
-func (c *CRDs) Ensure(ctx context.Context, module, moduleDir string) (int, error) {
-	root, err := os.OpenRoot(moduleDir)
-	if err != nil {
-		return 0, err
+// them. Reads stay inside moduleDir; with files (the module's chart as the
+// loader reads it, loader.Model.ChartFS: links through the tree root alias
+// mapped, every read bounded by the tree's root) they go through it
+// instead, as Helm's do (docs/operator.md, "Trees from git").
+func (c *CRDs) Ensure(ctx context.Context, module, moduleDir string, files fs.FS) (int, error) {
+	fsys := files
+	if fsys == nil {
+		root, err := os.OpenRoot(moduleDir)
+		if err != nil {
+			return 0, err
+		}
+		defer root.Close()
+		fsys = root.FS()
 	}
-	defer root.Close()
-	var files []string
-	err = fs.WalkDir(root.FS(), crdDir, func(p string, d fs.DirEntry, err error) error {
+	var names []string
+	err := fs.WalkDir(fsys, crdDir, func(p string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && p == crdDir {
 			return fs.SkipDir
 		}
@@ -74,7 +81,7 @@ func (c *CRDs) Ensure(ctx context.Context, module, moduleDir string) (int, error
 		}
 		name := path.Base(p)
 		if strings.HasSuffix(name, ".yaml") && !strings.HasPrefix(name, "doc-") && !strings.HasPrefix(name, "_") {
-			files = append(files, p)
+			names = append(names, p)
 		}
 		return nil
 	})
@@ -83,9 +90,9 @@ func (c *CRDs) Ensure(ctx context.Context, module, moduleDir string) (int, error
 	}
 	var written []string
 	var errs []error
-	for _, f := range files {
-		names, err := c.ensureFile(ctx, module, root, f)
-		written = append(written, names...)
+	for _, f := range names {
+		crds, err := c.ensureFile(ctx, module, fsys, f)
+		written = append(written, crds...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f, err))
 		}
@@ -124,8 +131,8 @@ func (c *CRDs) established(ctx context.Context, names []string) error {
 }
 
 // ensureFile applies the CRDs of one file; it returns the names of those it wrote.
-func (c *CRDs) ensureFile(ctx context.Context, module string, root *os.Root, name string) ([]string, error) {
-	f, err := root.Open(name)
+func (c *CRDs) ensureFile(ctx context.Context, module string, fsys fs.FS, name string) ([]string, error) {
+	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}

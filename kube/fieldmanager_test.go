@@ -71,7 +71,7 @@ func TestFieldManagers(t *testing.T) {
 		t.Fatal(err)
 	}
 	group := fmt.Sprintf("fm%d.example.com", nsSeq.Add(1))
-	if _, err := crds.Ensure(ctx, "widgets", moduleWithCRD(t, testCRD(group, "the module's", nil))); err != nil {
+	if _, err := crds.Ensure(ctx, "widgets", moduleWithCRD(t, testCRD(group, "the module's", nil)), nil); err != nil {
 		t.Fatal(err)
 	}
 	ext := apiextensions.NewForConfigOrDie(restCfg).ApiextensionsV1().CustomResourceDefinitions()

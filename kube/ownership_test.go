@@ -96,7 +96,7 @@ func TestCRDOwnership(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n, err := c.Ensure(t.Context(), "widgets", moduleWithCRD(t, testCRD(group, "the module's", map[string]string{"from": "file"})))
+			n, err := c.Ensure(t.Context(), "widgets", moduleWithCRD(t, testCRD(group, "the module's", map[string]string{"from": "file"})), nil)
 			got, gerr := api.Get(t.Context(), "widgets."+group, metav1.GetOptions{})
 			if gerr != nil {
 				t.Fatal(gerr)
@@ -130,10 +130,10 @@ func TestCRDTwoModules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Ensure(t.Context(), "alpha", moduleWithCRD(t, testCRD(group, "alpha's", nil))); err != nil {
+	if _, err := c.Ensure(t.Context(), "alpha", moduleWithCRD(t, testCRD(group, "alpha's", nil)), nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Ensure(t.Context(), "beta", moduleWithCRD(t, testCRD(group, "beta's", nil)))
+	_, err = c.Ensure(t.Context(), "beta", moduleWithCRD(t, testCRD(group, "beta's", nil)), nil)
 	if err == nil || !strings.Contains(err.Error(), "modules alpha and beta both ship it") {
 		t.Fatalf("second module's Ensure = %v", err)
 	}
@@ -142,7 +142,7 @@ func TestCRDTwoModules(t *testing.T) {
 		t.Fatalf("CRD after beta: %v, %v", got, err)
 	}
 	// alpha applies it again unchanged: nothing to write
-	if n, err := c.Ensure(t.Context(), "alpha", moduleWithCRD(t, testCRD(group, "alpha's", nil))); err != nil || n != 0 {
+	if n, err := c.Ensure(t.Context(), "alpha", moduleWithCRD(t, testCRD(group, "alpha's", nil)), nil); err != nil || n != 0 {
 		t.Fatalf("alpha again: %d, %v", n, err)
 	}
 }

@@ -81,7 +81,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		}
 		return changed, nil
 	}
-	if err := s.ensureCRDs(ctx, m); err != nil {
+	if err := s.ensureCRDs(ctx, model, m); err != nil {
 		return err
 	}
 	if startup {
@@ -247,14 +247,16 @@ func (s *moduleSteps) hasRelease(ctx context.Context, name string) bool {
 // ensureCRDs applies the module's crds/ before anything of it runs, as the
 // original addon-operator does, when the module's files changed since they
 // were last applied (always on its first run).
-func (s *moduleSteps) ensureCRDs(ctx context.Context, m *loader.Module) error {
+func (s *moduleSteps) ensureCRDs(ctx context.Context, model *loader.Model, m *loader.Module) error {
 	if s.cfg.CRDs == nil {
 		return nil
 	}
 	if s.modules.get(m.Name).crdsHash == m.Hash {
 		return nil
 	}
-	n, err := s.cfg.CRDs.Ensure(ctx, m.Name, m.Dir)
+	// through the loader's reader, as the chart is: a crds/ linked through
+	// the tree root alias is read beneath the tree's root
+	n, err := s.cfg.CRDs.Ensure(ctx, m.Name, m.Dir, model.ChartFS(m))
 	if err != nil {
 		return fmt.Errorf("module %s: apply CRDs: %w", m.Name, err)
 	}

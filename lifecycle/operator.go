@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"sync"
@@ -42,9 +43,10 @@ type Helm interface {
 }
 
 // CRDInstaller applies the CustomResourceDefinitions of a module's crds/
-// directory, reporting how many it created or updated.
+// directory, reporting how many it created or updated; files, when not
+// nil, is the module's directory as the loader reads it (ChartFS).
 type CRDInstaller interface {
-	Ensure(ctx context.Context, module, moduleDir string) (int, error)
+	Ensure(ctx context.Context, module, moduleDir string, files fs.FS) (int, error)
 }
 
 var (

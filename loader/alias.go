@@ -121,6 +121,36 @@ func (d dir) retry(name string, op func(string) error) error {
 	return err
 }
 
+// execPath is the path a run of entry (a file of d, as the loader opened
+// it: opened) gives the kernel. The kernel, not os.Root, resolves an exec'd
+// path: through a link beneath the alias it would follow /deckhouse/... on
+// the host, and run another file than the one hashed, or none. Such an
+// entry runs as its real file beneath the tree's root, a path with no link
+// on its way, checked to be the file that was read (docs/security.md,
+// "Reading a tree"). Any other entry keeps its path in the tree: os.Root
+// resolved its links inside the root, as the kernel will.
+func (d dir) execPath(entry string, opened fs.FileInfo) (string, error) {
+	p, mapped := d.hostPath(entry)
+	if !mapped {
+		return p, nil
+	}
+	info, err := os.Lstat(p)
+	if err != nil || !os.SameFile(info, opened) {
+		return "", fileErr(d.path(entry), fmt.Errorf("reached through %s=%s as %s, which is not the file read (the tree changed while loading)", TreeRootAliasSetting, d.s.alias, p))
+	}
+	return p, nil
+}
+
+// hostPath is entry's path on the host: its real path beneath the tree's
+// root when the alias maps a link on its way (see aliased), or its path in
+// the tree.
+func (d dir) hostPath(entry string) (string, bool) {
+	if m, ok := d.s.aliased(d.root, d.name(entry)); ok {
+		return filepath.Join(d.s.tree.abs, m), true
+	}
+	return d.path(entry), false
+}
+
 // readAbsolute reads a file a schema $ref names by an absolute path: only
 // one beneath the alias, read beneath the tree's root.
 func (s *session) readAbsolute(p string) ([]byte, error) {

@@ -2,7 +2,9 @@ package loader
 
 import (
 	"io/fs"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,5 +88,89 @@ func TestTreeRootAlias(t *testing.T) {
 				t.Fatalf("the chart's library through the alias: %q, %v", b, err)
 			}
 		})
+	}
+}
+
+// A hook, a hooks directory or an enabled script reached through the
+// alias runs as its real file beneath the tree's root: exec'd by the link's
+// path, the kernel would follow /deckhouse/... on the host, not the file
+// the loader hashed (docs/security.md, "Reading a tree").
+func TestTreeRootAliasExecPaths(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "repo")
+	writeFile(t, filepath.Join(root, "shell_lib/hook.sh"), "#!/bin/sh\necho lib\n", 0o755)
+	writeFile(t, filepath.Join(root, "shell_lib/enabled"), "#!/bin/sh\necho true > $MODULE_ENABLED_RESULT\n", 0o755)
+	writeFile(t, filepath.Join(root, "shared/hooks/b.sh"), "#!/bin/sh\necho b\n", 0o755)
+	writeFile(t, filepath.Join(root, "modules/values.yaml"), "global: {}\n", 0o644)
+	writeFile(t, filepath.Join(root, "modules/001-a/hooks/own.sh"), "#!/bin/sh\n", 0o755)
+	writeFile(t, filepath.Join(root, "modules/002-b/Chart.yaml"), "apiVersion: v2\nname: b\nversion: 0.1.0\n", 0o644)
+	writeFile(t, filepath.Join(root, "modules/003-c/hooks/own.sh"), "#!/bin/sh\n", 0o755)
+	for link, target := range map[string]string{
+		"modules/001-a/hooks/lib.sh": "/deckhouse/shell_lib/hook.sh",
+		"modules/001-a/enabled":      "/deckhouse/shell_lib/enabled",
+		"modules/002-b/hooks":        "/deckhouse/shared/hooks",
+		"top":                        "/deckhouse", // the alias itself is the root
+		"modules/003-c/hooks/rel.sh": "../../../top/shell_lib/hook.sh",
+		// a relative link inside the tree: the kernel follows it as os.Root did
+		"modules/003-c/hooks/in.sh": "../../../shell_lib/hook.sh",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := New(WithLogger(quietLogger()), WithHookConfigs(false), WithTreeRootAlias("/deckhouse"))
+	m, err := l.Load(t.Context(), root, filepath.Join(root, "modules"), filepath.Join(root, "global-hooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string][2]string{} // hook name: Path, WorkingDir
+	for _, mod := range m.Modules {
+		for _, h := range mod.Hooks {
+			paths[h.Name] = [2]string{h.Path, h.WorkingDir}
+		}
+	}
+	in := func(p string) string { return filepath.Join(root, p) }
+	want := map[string][2]string{
+		"001-a/hooks/lib.sh": {in("shell_lib/hook.sh"), in("modules/001-a/hooks")},
+		"001-a/hooks/own.sh": {in("modules/001-a/hooks/own.sh"), in("modules/001-a/hooks")},
+		"002-b/hooks/b.sh":   {in("shared/hooks/b.sh"), in("shared/hooks")},
+		"003-c/hooks/in.sh":  {in("modules/003-c/hooks/in.sh"), in("modules/003-c/hooks")},
+		"003-c/hooks/own.sh": {in("modules/003-c/hooks/own.sh"), in("modules/003-c/hooks")},
+		"003-c/hooks/rel.sh": {in("shell_lib/hook.sh"), in("modules/003-c/hooks")},
+	}
+	if !maps.Equal(paths, want) {
+		t.Fatalf("hook paths, working dirs:\n got %v\nwant %v", paths, want)
+	}
+	if got := m.Module("a").EnabledScript; got != in("shell_lib/enabled") {
+		t.Fatalf("enabled script = %s, want %s", got, in("shell_lib/enabled"))
+	}
+	// what runs is the hashed file, by a path the host resolves inside the tree
+	for _, h := range m.Module("a").Hooks {
+		out, err := exec.Command(h.Path).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", h.Name, err)
+		}
+		if h.Name == "001-a/hooks/lib.sh" && string(out) != "lib\n" {
+			t.Fatalf("%s printed %q", h.Name, out)
+		}
+	}
+}
+
+// A hook run through the alias that fails is named by its file in the
+// module, the one the user looks for, not by the shared file that ran.
+func TestTreeRootAliasHookErrorNamesTheLink(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "repo")
+	writeFile(t, filepath.Join(root, "shell_lib/bad.sh"), "#!/bin/sh\necho broken >&2\nexit 3\n", 0o755)
+	writeFile(t, filepath.Join(root, "modules/values.yaml"), "global: {}\n", 0o644)
+	if err := os.MkdirAll(filepath.Join(root, "modules/001-a/hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/deckhouse/shell_lib/bad.sh", filepath.Join(root, "modules/001-a/hooks/bad.sh")); err != nil {
+		t.Fatal(err)
+	}
+	l := New(WithLogger(quietLogger()), WithTreeRootAlias("/deckhouse"))
+	_, err := l.Load(t.Context(), root, filepath.Join(root, "modules"), filepath.Join(root, "global-hooks"))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "modules/001-a/hooks/bad.sh")+":") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("err = %v, want the module's hooks/bad.sh named and its exit status", err)
 	}
 }

@@ -277,3 +277,36 @@ func TestBatchHookProbe(t *testing.T) {
 		})
 	}
 }
+
+// A batch executable kept outside the module and linked into its hooks/
+// through the tree root alias is asked `hook config`, runs its hooks and
+// its settings check as its real file beneath the root, and is still left
+// out of the chart by its path in the module (docs/operator.md, "Trees
+// from git").
+func TestBatchThroughTreeRootAlias(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "repo")
+	shared := filepath.Join(root, "shared_bin")
+	batchtest.Build(t, shared, "check", batchtest.Options{Config: `{"version":"v1","hooks":[{"metadata":{"name":"h"},"afterHelm":1}],"has_settings_check":true}`})
+	writeFile(t, filepath.Join(root, "modules", "001-mod", "values.yaml"), "mod: {}\n", 0o644)
+	if err := os.MkdirAll(filepath.Join(root, "modules", "001-mod", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/deckhouse/shared_bin/check", filepath.Join(root, "modules", "001-mod", "hooks", "check")); err != nil {
+		t.Fatal(err)
+	}
+	l := New(WithLogger(quietLogger()), WithTreeRootAlias("/deckhouse"))
+	m, err := l.Load(t.Context(), root, filepath.Join(root, "modules"), filepath.Join(root, "global-hooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, exe := m.Module("mod"), filepath.Join(shared, "check")
+	if mod.SettingsCheck != exe {
+		t.Fatalf("settings check = %q, want %q", mod.SettingsCheck, exe)
+	}
+	if len(mod.Hooks) != 1 || mod.Hooks[0].Path != exe || mod.Hooks[0].Name != "001-mod/hooks/check:h:0" {
+		t.Fatalf("hooks = %+v, want one of %s", mod.Hooks, exe)
+	}
+	if got := mod.BatchExecutables(); !reflect.DeepEqual(got, []string{"hooks/check"}) {
+		t.Fatalf("left out of the chart: %v, want [hooks/check]", got)
+	}
+}

@@ -31,7 +31,7 @@ func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) er
 			if h.image {
 				hooks, why, err := l.batchHooks(ctx, use, h)
 				if err != nil {
-					return fileErr(h.Path, err)
+					return fileErr(h.file(), err)
 				}
 				if why == "" {
 					h.batch, h.isBatch = hooks, true
@@ -44,7 +44,7 @@ func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) er
 				if notBatch != "" {
 					err = fmt.Errorf("%w (nor is it a batch hook: %s)", err, notBatch)
 				}
-				return fileErr(h.Path, err)
+				return fileErr(h.file(), err)
 			}
 			h.Config = cfg
 			return nil
@@ -60,37 +60,42 @@ func (l *Loader) configureHooks(ctx context.Context, use *cacheUse, m *Model) er
 		return err
 	}
 	for _, mod := range m.Modules {
-		if mod.Hooks, mod.SettingsCheck, err = expandBatches(mod.Hooks); err != nil {
+		var check *Hook
+		if mod.Hooks, check, err = expandBatches(mod.Hooks); err != nil {
 			return err
+		}
+		if check != nil {
+			mod.SettingsCheck, mod.settingsCheckInTree = check.Path, check.inTree
 		}
 	}
 	return nil
 }
 
 // expandBatches puts each batch executable's hooks in its place and
-// returns the path of the one that answers `hook check`. A module (or the
+// returns the one that answers `hook check`. A module (or the
 // global hooks directory) has at most one readiness hook, as in the
 // original, and at most one settings check.
-func expandBatches(hooks []*Hook) ([]*Hook, string, error) {
+func expandBatches(hooks []*Hook) ([]*Hook, *Hook, error) {
 	out := make([]*Hook, 0, len(hooks))
-	readiness, check := "", ""
+	readiness := ""
+	var check *Hook
 	for _, h := range hooks {
 		if !h.isBatch {
 			out = append(out, h)
 			continue
 		}
 		if h.settingsCheck {
-			if check != "" {
-				return nil, "", fileErr(h.Path, fmt.Errorf("a second settings check (the first is in %s): a module has at most one", check))
+			if check != nil {
+				return nil, nil, fileErr(h.file(), fmt.Errorf("a second settings check (the first is in %s): a module has at most one", check.file()))
 			}
-			check = h.Path
+			check = h
 		}
 		for _, b := range h.batch {
 			if len(b.Args) == 2 && b.Args[1] == "ready" {
 				if readiness != "" {
-					return nil, "", fileErr(h.Path, fmt.Errorf("a second readiness hook (the first is in %s): a module has at most one", readiness))
+					return nil, nil, fileErr(h.file(), fmt.Errorf("a second readiness hook (the first is in %s): a module has at most one", readiness))
 				}
-				readiness = h.Path
+				readiness = h.file()
 			}
 		}
 		out = append(out, h.batch...)

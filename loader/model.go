@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"cmp"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -72,6 +73,8 @@ type Module struct {
 	// `hook check` on the module's settings, or "" (docs/operator.md,
 	// "Settings checks").
 	SettingsCheck string
+	// settingsCheckInTree is its path in the module, as the chart holds it.
+	settingsCheckInTree string
 }
 
 // BatchExecutables are the module's batch hook executables, as paths
@@ -83,12 +86,12 @@ func (m *Module) BatchExecutables() []string {
 	paths := make([]string, 0, len(m.Hooks)+1)
 	for _, h := range m.Hooks {
 		if len(h.Args) > 0 {
-			paths = append(paths, h.Path)
+			paths = append(paths, cmp.Or(h.inTree, h.Path))
 		}
 	}
 	// one that holds a settings check and no hook is a batch executable too
 	if m.SettingsCheck != "" {
-		paths = append(paths, m.SettingsCheck)
+		paths = append(paths, cmp.Or(m.settingsCheckInTree, m.SettingsCheck))
 	}
 	for _, p := range paths {
 		rel, err := filepath.Rel(m.Dir, p)
@@ -106,8 +109,11 @@ func (m *Module) BatchExecutables() []string {
 type Hook struct {
 	// Name is the path relative to the module's modules directory (module
 	// hooks) or GLOBAL_HOOKS_DIR (global hooks): 001-module/hooks/a.sh.
-	Name   string
-	Path   string // absolute
+	Name string
+	// Path is what a run execs, absolute: the file in the tree, or, for
+	// one reached through the tree root alias, its real file beneath the
+	// tree's root (docs/operator.md, "Trees from git").
+	Path   string
 	Module string // module name, "" for a global hook
 	// WorkingDir is WORKING_DIR for the hook: the global hooks directory,
 	// or the module's hooks directory.
@@ -123,6 +129,8 @@ type Hook struct {
 	Args []string
 	// Env is added to a run's environment: MODULE_NAME for a batch hook.
 	Env []string
+	// inTree is the file's path in the tree, where the walk found it.
+	inTree string
 	// scope is the hash of what its --config may read: its module's
 	// directory, or the global hooks directory.
 	scope string
@@ -144,3 +152,7 @@ type Hook struct {
 func (h *Hook) Key() string {
 	return h.Module + "\x00" + h.Name + "\x00" + h.Hash
 }
+
+// file is the hook's file as errors name it: where the walk found it in
+// its module, even when it runs as another path (Path).
+func (h *Hook) file() string { return cmp.Or(h.inTree, h.Path) }

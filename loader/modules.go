@@ -183,8 +183,8 @@ func loadModuleHooks(mod *Module, modules, d dir) error {
 	if info.Mode()&0o111 == 0 {
 		return fileErr(d.path("enabled"), errors.New("the enabled script is not executable (chmod +x)"))
 	}
-	mod.EnabledScript = d.path("enabled")
-	return nil
+	mod.EnabledScript, err = d.execPath("enabled", info)
+	return err
 }
 
 // findChart: Chart.yaml or templates/ make a chart. Helm reads Chart.yaml

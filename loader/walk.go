@@ -27,7 +27,10 @@ type hookFinder struct {
 // skipping what is never a hook (notHook) and the named top-level
 // directories. Names are relative to nameBase.
 func findHooks(d dir, nameBase, module string, skipTop map[string]bool) ([]*Hook, error) {
-	f := &hookFinder{nameBase: nameBase, module: module, workingDir: d.abs, visited: map[fileID]bool{}}
+	// a hooks directory reached through the alias is run in as its real
+	// directory, as its hooks are (execPath)
+	wd, _ := d.hostPath(".")
+	f := &hookFinder{nameBase: nameBase, module: module, workingDir: wd, visited: map[fileID]bool{}}
 	if err := f.walk(d, skipTop); err != nil {
 		return nil, err
 	}
@@ -101,8 +104,12 @@ func (f *hookFinder) file(d dir, name string) error {
 	if err := d.s.copy(h, fh); err != nil {
 		return fileErr(p, err)
 	}
+	exe, err := d.execPath(name, info)
+	if err != nil {
+		return err
+	}
 	rel, _ := filepath.Rel(f.nameBase, p)
-	f.hooks = append(f.hooks, &Hook{Name: rel, Path: p, Module: f.module, WorkingDir: f.workingDir, Hash: hex.EncodeToString(h.Sum(nil)), image: isExecutableImage(head[:n])})
+	f.hooks = append(f.hooks, &Hook{Name: rel, Path: exe, inTree: p, Module: f.module, WorkingDir: f.workingDir, Hash: hex.EncodeToString(h.Sum(nil)), image: isExecutableImage(head[:n])})
 	return nil
 }
 

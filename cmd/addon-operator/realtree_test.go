@@ -22,7 +22,9 @@ import (
 // not configured, a chart reading global.enabledModules, and Go sources,
 // Go tests and testdata/ under hooks/. It deploys through the binary in
 // git mode; a commit whose link leaves the tree is refused with the file
-// named, the running revision stays, and the fix commit goes through.
+// named, the running revision stays, and the fix commit goes through. A
+// hook and a crds/ linked through the alias run and install from the
+// checkout, though this host has no /deckhouse.
 func TestRealTreeShapes(t *testing.T) {
 	ns := namespace(t, "real-tree")
 	root := t.TempDir()
@@ -53,6 +55,17 @@ func TestRealTreeShapes(t *testing.T) {
 		return sha
 	}
 	setLink("/deckhouse/helm_lib/charts/lib_helm")
+	// a hook kept in a library at the root, and a crds/ kept elsewhere,
+	// both linked through the alias: the hook runs as the checkout's file
+	// (no /deckhouse on this host), the CRD is installed
+	for l, target := range map[string]string{
+		"modules/010-frontend/hooks/lib.sh": "/deckhouse/shell_lib/hook.sh",
+		"modules/010-frontend/crds":         "/deckhouse/shared/crds",
+	} {
+		if err := os.Symlink(target, filepath.Join(repo.Dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c1 := commit("the tree as Deckhouse's build lays it out")
 
 	// a config valid under the branches' partial properties
@@ -71,7 +84,7 @@ func TestRealTreeShapes(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	addr, _ := operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL="+srv.URL("addons"), "GIT_REF=main",
 		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"),
-		"ADDON_OPERATOR_TREE_ROOT_ALIAS=/deckhouse", "GIT_EXTRA_PATHS=helm_lib:candi")
+		"ADDON_OPERATOR_TREE_ROOT_ALIAS=/deckhouse", "GIT_EXTRA_PATHS=helm_lib:candi:shell_lib:shared")
 
 	frontend := func() map[string]string {
 		got, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "frontend", metav1.GetOptions{})
@@ -90,12 +103,16 @@ func TestRealTreeShapes(t *testing.T) {
 		"enabledModules": "frontend,bare", // the disabled pushgateway is not listed
 		"mode":           "VPA",
 		"ready":          "true", // its shell hook ran beside the Go files
+		"fromLib":        "true", // the hook linked through the alias ran
 		"clusterDomain":  "cluster.local",
 	}
 	for k, v := range want {
 		if got := frontend()[k]; got != v {
 			t.Errorf("frontend %s = %q, want %q", k, got, v)
 		}
+	}
+	if _, err := client.Discovery().ServerResourcesForGroupVersion("realtree.example.com/v1"); err != nil {
+		t.Errorf("the CRD of the crds/ linked through the alias: %v", err)
 	}
 	eventually(t, "bare deployed", func() bool {
 		got, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "bare", metav1.GetOptions{})
