@@ -185,12 +185,19 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
+// eventually waits up to a minute for cond.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	within(t, 60*time.Second, what, cond)
+}
+
+// within polls cond until it holds, failing the test after d.
+func within(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

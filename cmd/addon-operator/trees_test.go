@@ -1,25 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-// runBin runs the built binary and returns its exit code, stdout and stderr.
-func runBin(t *testing.T, env []string, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(binPath, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	_ = cmd.Run()
-	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
-}
 
 // render and diff go on past a module that fails: every other module is
 // rendered, each failure is reported with its module, file and error, and
@@ -34,7 +21,7 @@ func TestRenderGoesOnPastFailures(t *testing.T) {
 		"modules/002-bad/templates/correct.yaml": "kind: ConfigMap\n",
 	})
 	c1 := commitFiles(t, repo, "one broken module", files)
-	code, out, errOut := runBin(t, nil, "render", "--repo", "file://"+repo.Bare, "--ref", c1)
+	code, out, errOut := cli(t, nil, "render", "--repo", "file://"+repo.Bare, "--ref", c1)
 	if code != 1 {
 		t.Fatalf("exit code %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -45,7 +32,7 @@ func TestRenderGoesOnPastFailures(t *testing.T) {
 		t.Fatalf("stderr does not report the failure with its module and file:\n%s", errOut)
 	}
 
-	code, out, _ = runBin(t, nil, "render", "--repo", "file://"+repo.Bare, "--ref", c1, "-o", "json")
+	code, out, _ = cli(t, nil, "render", "--repo", "file://"+repo.Bare, "--ref", c1, "-o", "json")
 	var res struct {
 		Enabled []string `json:"enabled"`
 		Modules []struct {
@@ -61,11 +48,11 @@ func TestRenderGoesOnPastFailures(t *testing.T) {
 	}
 
 	c2 := commitFiles(t, repo, "change alpha", moduleFiles("001-alpha", "alpha", "2"))
-	code, out, errOut = runBin(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2)
+	code, out, errOut = cli(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2)
 	if code != 2 || !strings.Contains(out, "changed: alpha") || !strings.Contains(out, `+  v: "2"`) || !strings.Contains(errOut, "module bad: ") {
 		t.Fatalf("diff: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, _ = runBin(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2, "-o", "json")
+	code, out, _ = cli(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2, "-o", "json")
 	if code != 2 || !strings.Contains(out, `"change": "failed"`) || !strings.Contains(out, `"change": "changed"`) || !strings.Contains(out, `"change": "unchanged"`) {
 		t.Fatalf("diff -o json: exit %d\n%s", code, out)
 	}
@@ -117,18 +104,18 @@ func TestPreviewTreeRootAlias(t *testing.T) {
 		{"a ref, env", []string{"ADDON_OPERATOR_TREE_ROOT_ALIAS=/deckhouse"}, ref},
 		{"the working copy", nil, []string{"render", "--work-tree", repo.Dir, "--tree-root-alias=/deckhouse"}},
 	} {
-		code, out, errOut := runBin(t, tt.env, tt.args...)
+		code, out, errOut := cli(t, tt.env, tt.args...)
 		if code != 0 || !strings.Contains(out, "name: from-lib") {
 			t.Fatalf("%s: exit %d\n%s\n%s", tt.name, code, out, errOut)
 		}
 	}
 	for _, args := range [][]string{ref, {"render", "--work-tree", repo.Dir}} {
-		code, _, errOut := runBin(t, nil, args...)
+		code, _, errOut := cli(t, nil, args...)
 		if code != 1 || !strings.Contains(errOut, "--tree-root-alias") {
 			t.Fatalf("%v without the alias: exit %d\n%s", args, code, errOut)
 		}
 	}
-	if code, _, errOut := runBin(t, nil, "render", "--tree-root-alias", "deckhouse"); code != 2 || !strings.Contains(errOut, "absolute path") {
+	if code, _, errOut := cli(t, nil, "render", "--tree-root-alias", "deckhouse"); code != 2 || !strings.Contains(errOut, "absolute path") {
 		t.Fatalf("a relative alias: exit %d\n%s", code, errOut)
 	}
 
@@ -146,7 +133,7 @@ func TestPreviewTreeRootAlias(t *testing.T) {
 	if err := repo.Push(); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runBin(t, nil, "render", "--repo", url, "--ref", c2, "--git-extra-paths", "helm_lib:candi", "--tree-root-alias", "/deckhouse")
+	code, _, errOut := cli(t, nil, "render", "--repo", url, "--ref", c2, "--git-extra-paths", "helm_lib:candi", "--tree-root-alias", "/deckhouse")
 	if code != 1 || !strings.Contains(errOut, "leads out of the checkout") {
 		t.Fatalf("a link out through the alias: exit %d\n%s", code, errOut)
 	}
