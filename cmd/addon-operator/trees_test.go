@@ -106,25 +106,9 @@ func TestPreviewTreeRootAlias(t *testing.T) {
 		"modules/001-m/templates/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"lib.name\" . }}\n",
 		"global-hooks/openapi/values.yaml":     "type: object\nproperties:\n  p: {$ref: '/deckhouse/candi/openapi/defs.yaml#/definitions/s'}\n",
 	}
-	for p, c := range files {
-		if err := repo.WriteFile(p, c, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
 	link := filepath.Join(repo.Dir, "modules/001-m/charts/helm_lib")
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/deckhouse/helm_lib/charts/lib", link); err != nil {
-		t.Fatal(err)
-	}
-	c1, err := repo.Commit("a tree built for an image")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Push(); err != nil {
-		t.Fatal(err)
-	}
+	symlink(t, link, "/deckhouse/helm_lib/charts/lib")
+	c1 := commitFiles(t, repo, "a tree built for an image", files)
 	url := "file://" + repo.Bare
 	ref := []string{"render", "--repo", url, "--ref", c1, "--git-extra-paths", "helm_lib:candi"}
 	for _, tt := range []struct {
@@ -152,19 +136,8 @@ func TestPreviewTreeRootAlias(t *testing.T) {
 	}
 
 	// .. after the alias leads out of the checkout: refused before publishing
-	if err := os.Remove(link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/deckhouse/../../etc", link); err != nil {
-		t.Fatal(err)
-	}
-	c2, err := repo.Commit("a link out through the alias")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Push(); err != nil {
-		t.Fatal(err)
-	}
+	symlink(t, link, "/deckhouse/../../etc")
+	c2 := commitFiles(t, repo, "a link out through the alias", nil)
 	code, _, errOut := cli(t, nil, "render", "--repo", url, "--ref", c2, "--git-extra-paths", "helm_lib:candi", "--tree-root-alias", "/deckhouse")
 	if code != 1 || !strings.Contains(errOut, "leads out of the checkout") {
 		t.Fatalf("a link out through the alias: exit %d\n%s", code, errOut)
