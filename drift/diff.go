@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -46,7 +47,7 @@ func (d *Detector) Diff(ctx context.Context, release string) (string, error) {
 // objectDiff is one object's unified diff.
 func objectDiff(red redactor, o Object, live, applied map[string]any) (string, error) {
 	// redact changes what it hides in place: copies, not the objects read
-	l, a := shown(deepCopy(live).(map[string]any)), shown(deepCopy(applied).(map[string]any))
+	l, a := shown(runtime.DeepCopyJSON(live)), shown(runtime.DeepCopyJSON(applied))
 	red.redact(l, a)
 	ly, err := yaml.Marshal(l)
 	if err != nil {
@@ -88,23 +89,4 @@ func shown(obj map[string]any) map[string]any {
 		out["metadata"] = mm
 	}
 	return out
-}
-
-// deepCopy copies the maps and lists of a decoded object.
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[k] = deepCopy(x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, x := range t {
-			out[i] = deepCopy(x)
-		}
-		return out
-	}
-	return v
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
@@ -61,7 +62,7 @@ func TestObjectDiffRedacts(t *testing.T) {
 			}
 			// a diff with all lines as context
 			red := newRedactor(tt.sensitive)
-			l, a := shown(deepCopy(live).(map[string]any)), shown(deepCopy(applied).(map[string]any))
+			l, a := shown(runtime.DeepCopyJSON(live)), shown(runtime.DeepCopyJSON(applied))
 			red.redact(l, a)
 			ly, _ := yaml.Marshal(l)
 			ay, _ := yaml.Marshal(a)

@@ -33,14 +33,7 @@ func webModule() map[string]string {
 // maintenance it is reported and not corrected; a bad mode is refused.
 func TestDriftWarnCorrectMaintenance(t *testing.T) {
 	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
-	e.checkInterval = 0 // the checks run from the test
-	e.configure = func(cfg *Config) {
-		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Drift = d
-	}
+	e.withDrift(t)
 	e.start()
 	e.waitReady()
 	ctx := t.Context()
@@ -157,6 +150,22 @@ func (e *env) moduleStatus(name string) ModuleStatus {
 	return ModuleStatus{}
 }
 
+// withDrift wires a real detector whose checks run from the test.
+func (e *env) withDrift(t testing.TB) {
+	e.checkInterval = 0
+	e.configure = func(cfg *Config) { cfg.Drift = e.detector(t) }
+}
+
+// detector is a real drift detector on e's namespace and Helm.
+func (e *env) detector(t testing.TB) *drift.Detector {
+	t.Helper()
+	d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // events counts the Events of a reason in the test's namespace.
 func (e *env) events(reason string) int {
 	e.t.Helper()
@@ -187,14 +196,7 @@ func TestDriftLeavesHookObjectPatch(t *testing.T) {
 	if err := os.WriteFile(hook, []byte(opsHook(`{"configVersion":"v1","afterHelm":1}`, ops, 0)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.checkInterval = 0 // the checks run from the test
-	e.configure = func(cfg *Config) {
-		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Drift = d
-	}
+	e.withDrift(t)
 	e.start()
 	e.waitReady()
 	ctx := t.Context()

@@ -35,11 +35,7 @@ func (e *env) withDriftOnEdits(t testing.TB) *countingDetector {
 	det := &countingDetector{}
 	var op atomic.Pointer[Operator]
 	e.configure = func(cfg *Config) {
-		d, err := drift.New(restCfg, e.ns, e.helm, drift.Options{Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		det.DriftDetector = d
+		det.DriftDetector = e.detector(t)
 		cfg.Drift = det
 		cfg.Health = e.withHealth(health.Options{ProgressTimeout: time.Hour, OnEdited: func(m string) { op.Load().ReleaseEdited(m) }})
 	}

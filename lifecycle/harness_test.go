@@ -62,6 +62,14 @@ func cluster(t testing.TB) {
 func tree(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
+	writeFiles(t, dir, files)
+	return dir
+}
+
+// writeFiles writes files into an existing directory; a file that starts
+// with "#!" is executable.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
 	for p, c := range files {
 		full := filepath.Join(dir, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -75,7 +83,6 @@ func tree(t testing.TB, files map[string]string) string {
 			t.Fatal(err)
 		}
 	}
-	return dir
 }
 
 // recordingHook is a hook that prints config for --config and otherwise

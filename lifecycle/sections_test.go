@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -127,24 +126,6 @@ func TestStepsDiscoveryChecksEnabledSections(t *testing.T) {
 				t.Fatalf("status %+v", st)
 			}
 		})
-	}
-}
-
-// writeFiles writes files into an existing tree, as tree does.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := os.FileMode(0o644)
-		if strings.HasPrefix(c, "#!") {
-			mode = 0o755
-		}
-		if err := os.WriteFile(full, []byte(c), mode); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -66,6 +66,19 @@ func newRepo(t testing.TB, root string) *gitserver.Repo {
 	return repo
 }
 
+// symlink makes link (and its directory) point at target, replacing
+// whatever link was.
+func symlink(t testing.TB, link, target string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(link)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // commitFiles is gitserver.Repo.CommitFiles that fails the test on error.
 func commitFiles(t testing.TB, repo *gitserver.Repo, msg string, files map[string]string, remove ...string) string {
 	t.Helper()
@@ -185,12 +198,19 @@ func (p *process) stop(grace time.Duration) {
 	}
 }
 
+// eventually waits up to a minute for cond.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	within(t, 60*time.Second, what, cond)
+}
+
+// within polls cond until it holds, failing the test after d.
+func within(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -205,6 +225,14 @@ func get(addr, path string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// sourceError is /status's source.lastError ("" for none).
+func sourceError(t *testing.T, addr string) string {
+	t.Helper()
+	src, _ := status(t, addr)["source"].(map[string]any)
+	e, _ := src["lastError"].(string)
+	return e
 }
 
 func status(t *testing.T, addr string) map[string]any {
@@ -296,8 +324,7 @@ func TestGitMode(t *testing.T) {
 	// bad YAML: refused, the previous revision keeps running, the error is reported
 	commitFiles(t, repo, "broken", map[string]string{"modules/001-alpha/values.yaml": "alpha: [\n"})
 	eventually(t, "the bad revision reported", func() bool {
-		src, _ := status(t, addr)["source"].(map[string]any)
-		e, _ := src["lastError"].(string)
+		e := sourceError(t, addr)
 		return strings.Contains(e, "modules/001-alpha/values.yaml")
 	})
 	if cur := status(t, addr)["revision"]; cur != c2 {
@@ -319,8 +346,7 @@ func TestGitMode(t *testing.T) {
 	// the server down: reported, the cluster keeps running; back up: picked up
 	srv.Stop()
 	eventually(t, "the outage reported", func() bool {
-		src, _ := status(t, addr)["source"].(map[string]any)
-		e, _ := src["lastError"].(string)
+		e := sourceError(t, addr)
 		return e != ""
 	})
 	commitFiles(t, repo, "beta c", moduleFiles("002-beta", "beta", "c"))

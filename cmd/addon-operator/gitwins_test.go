@@ -146,8 +146,7 @@ func TestRestartWithGitDown(t *testing.T) {
 		return code == http.StatusOK && status(t, second.addr)["revision"] == c1
 	})
 	eventually(t, "git retried and the outage reported", func() bool {
-		src, _ := status(t, second.addr)["source"].(map[string]any)
-		e, _ := src["lastError"].(string)
+		e := sourceError(t, second.addr)
 		return e != ""
 	})
 	if c := releaseCommit(ns, "alpha"); c != c1 || cmValue(ns, "001-alpha-cm") != "1" {
@@ -204,8 +203,7 @@ func TestRestartSkipsRefusedRevision(t *testing.T) {
 		return code == http.StatusOK && status(t, second.addr)["revision"] == c1
 	})
 	eventually(t, "c2's refusal reported", func() bool {
-		src, _ := status(t, second.addr)["source"].(map[string]any)
-		e, _ := src["lastError"].(string)
+		e := sourceError(t, second.addr)
 		return strings.Contains(e, "refuse")
 	})
 	eventually(t, "the release back on c1", func() bool {
@@ -260,8 +258,7 @@ func TestRestartWithGitHanging(t *testing.T) {
 		t.Fatalf("ready on the revision on disk after %s", took)
 	}
 	eventually(t, "the hung sync reported", func() bool {
-		src, _ := status(t, second.addr)["source"].(map[string]any)
-		e, _ := src["lastError"].(string)
+		e := sourceError(t, second.addr)
 		return e != ""
 	})
 }

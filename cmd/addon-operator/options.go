@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/lifecycle"
@@ -122,6 +123,8 @@ type operatorOptions struct {
 	// DriftSensitiveKinds are kinds ([group/]Kind) whose values a live
 	// diff never shows, as a Secret's (docs/security.md, "Who sees what").
 	DriftSensitiveKinds []string
+	// driftSensitive is DriftSensitiveKinds parsed (startOptions.finish).
+	driftSensitive []schema.GroupKind
 }
 
 func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {

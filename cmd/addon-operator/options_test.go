@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/spf13/pflag"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/addonops/addon-operator/lifecycle"
 )
@@ -244,5 +246,44 @@ func TestParallelModulesSetting(t *testing.T) {
 		if bad := len(e.errs) > 0; bad != tc.bad || (!bad && o.ParallelModules != tc.want) {
 			t.Errorf("ADDON_OPERATOR_PARALLEL_MODULES=%q: %d, %v", tc.env, o.ParallelModules, e.errs)
 		}
+	}
+}
+
+// --drift-sensitive-kinds is checked at parsing whatever --drift is: a
+// bad list with drift off is an error, not a surprise when drift is
+// turned on.
+func TestDriftSensitiveKindsSetting(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+		want []schema.GroupKind
+		bad  bool
+	}{
+		{name: "unset", want: nil},
+		{name: "flag", args: []string{"--drift-sensitive-kinds", "Vault,example.com/Token"},
+			want: []schema.GroupKind{{Kind: "Vault"}, {Group: "example.com", Kind: "Token"}}},
+		{name: "environment, drift off", env: "example.com/Token", args: []string{"--drift", "off"},
+			want: []schema.GroupKind{{Group: "example.com", Kind: "Token"}}},
+		{name: "bad flag, drift off", args: []string{"--drift", "off", "--drift-sensitive-kinds", "a/b/c"}, bad: true},
+		{name: "bad environment, drift off", env: "example.com/", args: []string{"--drift=off"}, bad: true},
+		{name: "bad flag, drift on", args: []string{"--drift-sensitive-kinds", "Secret Key"}, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("ADDON_OPERATOR_DRIFT_SENSITIVE_KINDS", tc.env)
+			o, err := parseStart(tc.args)
+			if tc.bad {
+				if err == nil || !strings.Contains(err.Error(), "--drift-sensitive-kinds") {
+					t.Fatalf("err = %v, want a --drift-sensitive-kinds error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(o.op.driftSensitive, tc.want) {
+				t.Errorf("kinds = %v, want %v", o.op.driftSensitive, tc.want)
+			}
+		})
 	}
 }

@@ -255,8 +255,7 @@ func TestSeveralModulesDirsGitMode(t *testing.T) {
 	}
 	commitFiles(t, repo, "a link out of the checked-out paths", nil)
 	eventually(t, "the link reported", func() bool {
-		src, _ := status(t, addr)["source"].(map[string]any)
-		e, _ := src["lastError"].(string)
+		e := sourceError(t, addr)
 		return strings.Contains(e, "extra/003-gamma: broken symlink (to ../elsewhere/gamma)")
 	})
 	if cur := status(t, addr)["revision"]; cur != c1 {

@@ -116,46 +116,9 @@ func diff(out, errOut io.Writer, po *previewOptions, from, to, output string) er
 	if toName == "" {
 		toName = "working copy"
 	}
-	failed := map[string][]diffFailure{}
-	for _, side := range []struct {
-		name string
-		p    *lifecycle.Preview
-	}{{"from", before}, {"to", after}} {
-		for _, f := range side.p.Failures {
-			failed[f.Module] = append(failed[f.Module], diffFailure{Side: side.name, File: f.File, Error: f.Error})
-		}
-	}
-	var added, removed, changed, names []string
-	change := map[string]string{}
-	for _, m := range after.Enabled {
-		names = append(names, m)
-		switch {
-		case failed[m] != nil:
-			change[m] = "failed"
-		case !slices.Contains(before.Enabled, m):
-			added, change[m] = append(added, m), "added"
-		case before.Manifests[m] != after.Manifests[m]:
-			changed, change[m] = append(changed, m), "changed"
-		default:
-			change[m] = "unchanged"
-		}
-	}
-	for _, m := range before.Enabled {
-		if slices.Contains(after.Enabled, m) {
-			continue
-		}
-		names = append(names, m)
-		if failed[m] != nil {
-			change[m] = "failed"
-		} else {
-			removed, change[m] = append(removed, m), "removed"
-		}
-	}
-	for m := range failed {
-		if _, ok := change[m]; !ok { // an enabled script failed on both sides
-			names, change[m] = append(names, m), "failed"
-		}
-	}
+	sum := compareSides(before, after)
+	failed, change, names := sum.failed, sum.change, sum.names
+	added, removed, changed := sum.added, sum.removed, sum.changed
 	diffs := map[string]string{}
 	for _, m := range append(append(slices.Clone(added), removed...), changed...) {
 		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
@@ -223,4 +186,62 @@ func diff(out, errOut io.Writer, po *previewOptions, from, to, output string) er
 		return nil
 	}
 	return errDiffFound
+}
+
+// diffSummary is how two previews compare, module by module.
+type diffSummary struct {
+	// names: the modules of both sides, in order: after's enabled, then
+	// before's removed, then the failed ones neither enabled
+	names                   []string
+	change                  map[string]string        // by module: added, removed, changed, unchanged, failed
+	failed                  map[string][]diffFailure // by module, the sides it failed on
+	added, removed, changed []string
+}
+
+func compareSides(before, after *lifecycle.Preview) diffSummary {
+	failed := map[string][]diffFailure{}
+	for _, side := range []struct {
+		name string
+		p    *lifecycle.Preview
+	}{{"from", before}, {"to", after}} {
+		for _, f := range side.p.Failures {
+			failed[f.Module] = append(failed[f.Module], diffFailure{Side: side.name, File: f.File, Error: f.Error})
+		}
+	}
+	var added, removed, changed, names []string
+	change := map[string]string{}
+	for _, m := range after.Enabled {
+		names = append(names, m)
+		switch {
+		case failed[m] != nil:
+			change[m] = "failed"
+		case !slices.Contains(before.Enabled, m):
+			added, change[m] = append(added, m), "added"
+		case before.Manifests[m] != after.Manifests[m]:
+			changed, change[m] = append(changed, m), "changed"
+		default:
+			change[m] = "unchanged"
+		}
+	}
+	for _, m := range before.Enabled {
+		if slices.Contains(after.Enabled, m) {
+			continue
+		}
+		names = append(names, m)
+		if failed[m] != nil {
+			change[m] = "failed"
+		} else {
+			removed, change[m] = append(removed, m), "removed"
+		}
+	}
+	// a module enabled on neither side whose enabled script failed: in
+	// the failures' (run) order, the same from one run to the next
+	for _, side := range []*lifecycle.Preview{after, before} {
+		for _, f := range side.Failures {
+			if _, ok := change[f.Module]; !ok {
+				names, change[f.Module] = append(names, f.Module), "failed"
+			}
+		}
+	}
+	return diffSummary{names: names, change: change, failed: failed, added: added, removed: removed, changed: changed}
 }

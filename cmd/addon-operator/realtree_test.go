@@ -33,40 +33,13 @@ func TestRealTreeShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := filepath.Join(repo.Dir, "modules/010-frontend/charts/helm_lib")
-	setLink := func(target string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Remove(link)
-		if err := os.Symlink(target, link); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commit := func(msg string) string {
-		t.Helper()
-		sha, err := repo.Commit(msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := repo.Push(); err != nil {
-			t.Fatal(err)
-		}
-		return sha
-	}
-	setLink("/deckhouse/helm_lib/charts/lib_helm")
+	symlink(t, link, "/deckhouse/helm_lib/charts/lib_helm")
 	// a hook kept in a library at the root, and a crds/ kept elsewhere,
 	// both linked through the alias: the hook runs as the checkout's file
 	// (no /deckhouse on this host), the CRD is installed
-	for l, target := range map[string]string{
-		"modules/010-frontend/hooks/lib.sh": "/deckhouse/shell_lib/hook.sh",
-		"modules/010-frontend/crds":         "/deckhouse/shared/crds",
-	} {
-		if err := os.Symlink(target, filepath.Join(repo.Dir, l)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c1 := commit("the tree as Deckhouse's build lays it out")
+	symlink(t, filepath.Join(repo.Dir, "modules/010-frontend/hooks/lib.sh"), "/deckhouse/shell_lib/hook.sh")
+	symlink(t, filepath.Join(repo.Dir, "modules/010-frontend/crds"), "/deckhouse/shared/crds")
+	c1 := commitFiles(t, repo, "the tree as Deckhouse's build lays it out", nil)
 
 	// a config valid under the branches' partial properties
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"}, Data: map[string]string{
@@ -120,11 +93,10 @@ func TestRealTreeShapes(t *testing.T) {
 	})
 
 	// a link that leaves the checkout once mapped: refused, naming it
-	setLink("/deckhouse/../outside/lib_helm")
-	commit("a link out of the tree")
+	symlink(t, link, "/deckhouse/../outside/lib_helm")
+	commitFiles(t, repo, "a link out of the tree", nil)
 	eventually(t, "the refusal on /status", func() bool {
-		src, _ := status(t, addr)["source"].(map[string]any)
-		e, _ := src["lastError"].(string)
+		e := sourceError(t, addr)
 		return strings.Contains(e, "modules/010-frontend/charts/helm_lib")
 	})
 	if cur := status(t, addr)["revision"]; cur != c1 {
@@ -132,7 +104,7 @@ func TestRealTreeShapes(t *testing.T) {
 	}
 
 	// the fix goes through
-	setLink("/deckhouse/helm_lib/charts/lib_helm")
+	symlink(t, link, "/deckhouse/helm_lib/charts/lib_helm")
 	tpl := filepath.Join(repo.Dir, "modules/010-frontend/templates/configmap.yaml")
 	b, err := os.ReadFile(tpl)
 	if err != nil {
@@ -141,7 +113,7 @@ func TestRealTreeShapes(t *testing.T) {
 	if err := os.WriteFile(tpl, append(b, []byte("  fixed: \"yes\"\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c3 := commit("fix the link")
+	c3 := commitFiles(t, repo, "fix the link", nil)
 	eventually(t, "the fix deployed", func() bool {
 		return frontend()["fixed"] == "yes" && releaseCommit(ns, "frontend") == c3
 	})

@@ -93,6 +93,13 @@ func (o *startOptions) finish(fs *pflag.FlagSet, e *env) error {
 	if err := errors.Join(e.errs...); err != nil {
 		return err
 	}
+	// checked whether drift is on or not: a bad list is an error now, not
+	// when drift is turned on later
+	sensitive, err := drift.ParseKinds(o.op.DriftSensitiveKinds)
+	if err != nil {
+		return fmt.Errorf("--drift-sensitive-kinds: %w", err)
+	}
+	o.op.driftSensitive = sensitive
 	originalNotes(fs, e)
 	o.notes = e.notes
 	return nil
@@ -197,11 +204,7 @@ func start(o *startOptions) error {
 		if ignore == nil {
 			ignore = []string{}
 		}
-		sensitive, err := drift.ParseKinds(op.DriftSensitiveKinds)
-		if err != nil {
-			return fmt.Errorf("--drift-sensitive-kinds: %w", err)
-		}
-		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{IgnoreManagers: ignore, Sensitive: sensitive, Logger: logger})
+		detector, err = drift.New(restConfig, op.Namespace, helm, drift.Options{IgnoreManagers: ignore, Sensitive: op.driftSensitive, Logger: logger})
 		if err != nil {
 			return err
 		}

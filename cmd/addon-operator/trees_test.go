@@ -1,25 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-)
 
-// runBin runs the built binary and returns its exit code, stdout and stderr.
-func runBin(t *testing.T, env []string, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(binPath, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	_ = cmd.Run()
-	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
-}
+	"github.com/addonops/addon-operator/lifecycle"
+)
 
 // render and diff go on past a module that fails: every other module is
 // rendered, each failure is reported with its module, file and error, and
@@ -34,7 +24,7 @@ func TestRenderGoesOnPastFailures(t *testing.T) {
 		"modules/002-bad/templates/correct.yaml": "kind: ConfigMap\n",
 	})
 	c1 := commitFiles(t, repo, "one broken module", files)
-	code, out, errOut := runBin(t, nil, "render", "--repo", "file://"+repo.Bare, "--ref", c1)
+	code, out, errOut := cli(t, nil, "render", "--repo", "file://"+repo.Bare, "--ref", c1)
 	if code != 1 {
 		t.Fatalf("exit code %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -45,7 +35,7 @@ func TestRenderGoesOnPastFailures(t *testing.T) {
 		t.Fatalf("stderr does not report the failure with its module and file:\n%s", errOut)
 	}
 
-	code, out, _ = runBin(t, nil, "render", "--repo", "file://"+repo.Bare, "--ref", c1, "-o", "json")
+	code, out, _ = cli(t, nil, "render", "--repo", "file://"+repo.Bare, "--ref", c1, "-o", "json")
 	var res struct {
 		Enabled []string `json:"enabled"`
 		Modules []struct {
@@ -61,13 +51,42 @@ func TestRenderGoesOnPastFailures(t *testing.T) {
 	}
 
 	c2 := commitFiles(t, repo, "change alpha", moduleFiles("001-alpha", "alpha", "2"))
-	code, out, errOut = runBin(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2)
+	code, out, errOut = cli(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2)
 	if code != 2 || !strings.Contains(out, "changed: alpha") || !strings.Contains(out, `+  v: "2"`) || !strings.Contains(errOut, "module bad: ") {
 		t.Fatalf("diff: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, _ = runBin(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2, "-o", "json")
+	code, out, _ = cli(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2, "-o", "json")
 	if code != 2 || !strings.Contains(out, `"change": "failed"`) || !strings.Contains(out, `"change": "changed"`) || !strings.Contains(out, `"change": "unchanged"`) {
 		t.Fatalf("diff -o json: exit %d\n%s", code, out)
+	}
+}
+
+// diff lists the modules whose enabled script failed, enabled on neither
+// side, in run order (to's failures, then from's), the same on every run:
+// -o json and the error line are stable.
+func TestDiffOrderOfFailedModules(t *testing.T) {
+	fail := func(names ...string) []lifecycle.PreviewFailure {
+		var out []lifecycle.PreviewFailure
+		for _, n := range names {
+			out = append(out, lifecycle.PreviewFailure{Module: n, File: "modules/" + n + "/enabled", Error: "exit status 1"})
+		}
+		return out
+	}
+	before := &lifecycle.Preview{Enabled: []string{"alpha", "gone"}, Manifests: map[string]string{"alpha": "a", "gone": "g"},
+		Failures: fail("zeta", "delta", "omega", "kappa", "beta")}
+	after := &lifecycle.Preview{Enabled: []string{"alpha", "new"}, Manifests: map[string]string{"alpha": "a2", "new": "n"},
+		Failures: fail("omega", "zeta", "mu", "delta", "epsilon", "kappa")}
+	want := []string{"alpha", "new", "gone", "omega", "zeta", "mu", "delta", "epsilon", "kappa", "beta"}
+	for range 20 { // a map's order would differ between runs
+		sum := compareSides(before, after)
+		if !slices.Equal(sum.names, want) {
+			t.Fatalf("names %v, want %v", sum.names, want)
+		}
+		for _, m := range want[3:] {
+			if sum.change[m] != "failed" {
+				t.Errorf("%s: %q, want failed", m, sum.change[m])
+			}
+		}
 	}
 }
 
@@ -87,25 +106,9 @@ func TestPreviewTreeRootAlias(t *testing.T) {
 		"modules/001-m/templates/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"lib.name\" . }}\n",
 		"global-hooks/openapi/values.yaml":     "type: object\nproperties:\n  p: {$ref: '/deckhouse/candi/openapi/defs.yaml#/definitions/s'}\n",
 	}
-	for p, c := range files {
-		if err := repo.WriteFile(p, c, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
 	link := filepath.Join(repo.Dir, "modules/001-m/charts/helm_lib")
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/deckhouse/helm_lib/charts/lib", link); err != nil {
-		t.Fatal(err)
-	}
-	c1, err := repo.Commit("a tree built for an image")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Push(); err != nil {
-		t.Fatal(err)
-	}
+	symlink(t, link, "/deckhouse/helm_lib/charts/lib")
+	c1 := commitFiles(t, repo, "a tree built for an image", files)
 	url := "file://" + repo.Bare
 	ref := []string{"render", "--repo", url, "--ref", c1, "--git-extra-paths", "helm_lib:candi"}
 	for _, tt := range []struct {
@@ -117,36 +120,25 @@ func TestPreviewTreeRootAlias(t *testing.T) {
 		{"a ref, env", []string{"ADDON_OPERATOR_TREE_ROOT_ALIAS=/deckhouse"}, ref},
 		{"the working copy", nil, []string{"render", "--work-tree", repo.Dir, "--tree-root-alias=/deckhouse"}},
 	} {
-		code, out, errOut := runBin(t, tt.env, tt.args...)
+		code, out, errOut := cli(t, tt.env, tt.args...)
 		if code != 0 || !strings.Contains(out, "name: from-lib") {
 			t.Fatalf("%s: exit %d\n%s\n%s", tt.name, code, out, errOut)
 		}
 	}
 	for _, args := range [][]string{ref, {"render", "--work-tree", repo.Dir}} {
-		code, _, errOut := runBin(t, nil, args...)
+		code, _, errOut := cli(t, nil, args...)
 		if code != 1 || !strings.Contains(errOut, "--tree-root-alias") {
 			t.Fatalf("%v without the alias: exit %d\n%s", args, code, errOut)
 		}
 	}
-	if code, _, errOut := runBin(t, nil, "render", "--tree-root-alias", "deckhouse"); code != 2 || !strings.Contains(errOut, "absolute path") {
+	if code, _, errOut := cli(t, nil, "render", "--tree-root-alias", "deckhouse"); code != 2 || !strings.Contains(errOut, "absolute path") {
 		t.Fatalf("a relative alias: exit %d\n%s", code, errOut)
 	}
 
 	// .. after the alias leads out of the checkout: refused before publishing
-	if err := os.Remove(link); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/deckhouse/../../etc", link); err != nil {
-		t.Fatal(err)
-	}
-	c2, err := repo.Commit("a link out through the alias")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.Push(); err != nil {
-		t.Fatal(err)
-	}
-	code, _, errOut := runBin(t, nil, "render", "--repo", url, "--ref", c2, "--git-extra-paths", "helm_lib:candi", "--tree-root-alias", "/deckhouse")
+	symlink(t, link, "/deckhouse/../../etc")
+	c2 := commitFiles(t, repo, "a link out through the alias", nil)
+	code, _, errOut := cli(t, nil, "render", "--repo", url, "--ref", c2, "--git-extra-paths", "helm_lib:candi", "--tree-root-alias", "/deckhouse")
 	if code != 1 || !strings.Contains(errOut, "leads out of the checkout") {
 		t.Fatalf("a link out through the alias: exit %d\n%s", code, errOut)
 	}

@@ -52,18 +52,11 @@ esac
 // /status naming the hook.
 func TestWebhooksAsShellOperatorUsersRunThem(t *testing.T) {
 	ns := namespace(t, "webhooks")
-	base, caFile, certFile, keyFile := guardSetup(t, ns)
-	hookAddr := freeAddr(t)
-	_, port, _ := strings.Cut(hookAddr, ":")
-	configName := "hooks-" + ns
-	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
-	op := startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns,
+	base := guardSetup(t, ns)
+	wh := newValidatingSetup(t, ns)
+	op := startOperator(t, append(wh.env, "ADDON_OPERATOR_NAMESPACE="+ns,
 		"MODULES_DIR="+filepath.Join(base, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(base, "global-hooks"),
-		"VALIDATING_WEBHOOK_SERVER_CERT="+certFile, "VALIDATING_WEBHOOK_SERVER_KEY="+keyFile, "VALIDATING_WEBHOOK_CA="+caFile,
-		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT="+port,
-		"VALIDATING_WEBHOOK_URL=https://"+hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME="+configName,
-		"VALIDATING_WEBHOOK_FAILURE_POLICY=Fail")
+		"VALIDATING_WEBHOOK_FAILURE_POLICY=Fail")...)
 	create := func(name string) error {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"guarded": ns}}}
 		_, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
@@ -101,10 +94,7 @@ func TestWebhooksAsShellOperatorUsersRunThem(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the configuration deleted", func() bool {
-		_, err := vwc.Get(context.Background(), configName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
+	eventually(t, "the configuration deleted", func() bool { return !wh.registered(t) })
 	eventually(t, "bad-two admitted", func() bool { return create("bad-two") == nil })
 }
 
@@ -195,34 +185,27 @@ func TestWebhookSettings(t *testing.T) {
 // a server that cannot answer; /status says why.
 func TestWebhookBadClientCANotRegistered(t *testing.T) {
 	ns := namespace(t, "webhooks-ca")
-	base, caFile, certFile, keyFile := guardSetup(t, ns)
+	base := guardSetup(t, ns)
 	badCA := filepath.Join(t.TempDir(), "client-ca.crt")
 	if err := os.WriteFile(badCA, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	hookAddr := freeAddr(t)
-	_, port, _ := strings.Cut(hookAddr, ":")
-	configName := "hooks-" + ns
-	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
-	op := startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns,
+	wh := newValidatingSetup(t, ns)
+	op := startOperator(t, append(wh.env, "ADDON_OPERATOR_NAMESPACE="+ns,
 		"MODULES_DIR="+filepath.Join(base, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(base, "global-hooks"),
-		"VALIDATING_WEBHOOK_SERVER_CERT="+certFile, "VALIDATING_WEBHOOK_SERVER_KEY="+keyFile, "VALIDATING_WEBHOOK_CA="+caFile,
-		"VALIDATING_WEBHOOK_CLIENT_CA="+badCA,
-		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT="+port,
-		"VALIDATING_WEBHOOK_URL=https://"+hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME="+configName)
+		"VALIDATING_WEBHOOK_CLIENT_CA="+badCA)...)
 	eventually(t, "the client CA's error on /status", func() bool {
 		return strings.Contains(fmt.Sprint(status(t, op.addr)["webhooks"]), "no PEM certificate")
 	})
 	time.Sleep(time.Second)
-	if _, err := vwc.Get(context.Background(), configName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the webhooks were registered for a server that did not start (err %v)", err)
+	if wh.registered(t) {
+		t.Fatal("the webhooks were registered for a server that did not start")
 	}
 }
 
 // guardSetup writes the tree of module guard, whose hook guards ns's
-// ConfigMaps, and a serving certificate for the webhook server.
-func guardSetup(t *testing.T, ns string) (base, caFile, certFile, keyFile string) {
+// ConfigMaps.
+func guardSetup(t *testing.T, ns string) (base string) {
 	t.Helper()
 	base = t.TempDir()
 	writeFiles(t, base, merged(
@@ -232,11 +215,42 @@ func guardSetup(t *testing.T, ns string) (base, caFile, certFile, keyFile string
 			"modules/001-guard/hooks/guard.sh": fmt.Sprintf(guardHook, ns),
 			"global-hooks/.keep":               "",
 		}))
+	return base
+}
+
+// validatingSetup is a validating webhook server for the operator's
+// environment: a fresh serving certificate, a free 127.0.0.1 port, and a
+// configuration named after the test's namespace, deleted when it ends.
+type validatingSetup struct {
+	env        []string
+	configName string
+}
+
+func newValidatingSetup(t *testing.T, ns string) validatingSetup {
+	t.Helper()
 	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return base, caFile, certFile, keyFile
+	hookAddr := freeAddr(t)
+	_, port, _ := strings.Cut(hookAddr, ":")
+	configName := "hooks-" + ns
+	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
+	return validatingSetup{configName: configName, env: []string{
+		"VALIDATING_WEBHOOK_SERVER_CERT=" + certFile, "VALIDATING_WEBHOOK_SERVER_KEY=" + keyFile, "VALIDATING_WEBHOOK_CA=" + caFile,
+		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT=" + port,
+		"VALIDATING_WEBHOOK_URL=https://" + hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME=" + configName}}
+}
+
+// registered: the ValidatingWebhookConfiguration exists.
+func (w validatingSetup) registered(t *testing.T) bool {
+	t.Helper()
+	_, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), w.configName, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("get configuration %s: %v", w.configName, err)
+	}
+	return err == nil
 }
 
 // ownGuardHook allows everything through a Fail webhook on the ConfigMaps
@@ -285,23 +299,9 @@ func TestWebhookRestartFailPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	caFile, certFile, keyFile, err := testenv.ServingCert(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hookAddr := freeAddr(t)
-	_, port, _ := strings.Cut(hookAddr, ":")
-	configName := "hooks-" + ns
-	vwc := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	t.Cleanup(func() { _ = vwc.Delete(context.Background(), configName, metav1.DeleteOptions{}) })
-	env := []string{"ADDON_OPERATOR_NAMESPACE=" + ns, "GIT_URL=" + srv.URL("addons"), "GIT_REF=main", "GIT_POLL_INTERVAL=200ms",
-		"VALIDATING_WEBHOOK_SERVER_CERT=" + certFile, "VALIDATING_WEBHOOK_SERVER_KEY=" + keyFile, "VALIDATING_WEBHOOK_CA=" + caFile,
-		"VALIDATING_WEBHOOK_LISTEN_ADDRESS=127.0.0.1", "VALIDATING_WEBHOOK_LISTEN_PORT=" + port,
-		"VALIDATING_WEBHOOK_URL=https://" + hookAddr, "VALIDATING_WEBHOOK_CONFIGURATION_NAME=" + configName}
-	registered := func() bool {
-		_, err := vwc.Get(context.Background(), configName, metav1.GetOptions{})
-		return err == nil
-	}
+	wh := newValidatingSetup(t, ns)
+	env := append(wh.env, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL="+srv.URL("addons"), "GIT_REF=main", "GIT_POLL_INTERVAL=200ms")
+	registered := func() bool { return wh.registered(t) }
 	ready := func(op *testOperator) bool { code, _ := get(op.addr, "/readyz"); return code == http.StatusOK }
 	// each start on a fresh checkout: its first loaded tree is the newest
 	// commit, so the restart's first reload is the one that meets it
@@ -330,17 +330,5 @@ func TestWebhookRestartFailPolicy(t *testing.T) {
 	within(t, 15*time.Second, "the dropped binding unregistered", func() bool { return !registered() })
 	if ready(third) {
 		t.Fatal("the reload converged: the test needs it not to")
-	}
-}
-
-// within is eventually with a deadline of its own.
-func within(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
