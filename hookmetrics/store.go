@@ -319,25 +319,20 @@ func (s *Store) Retain(hooks []Hook) int {
 }
 
 // Series is how many series the store holds.
-func (s *Store) Series() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, u := range s.used {
-		n += u.series
-	}
-	return n
-}
+func (s *Store) Series() int { n, _ := s.usage(); return n }
 
 // Bytes is what the store's series take (seriesCost summed).
-func (s *Store) Bytes() int {
+func (s *Store) Bytes() int { _, b := s.usage(); return b }
+
+// usage sums the budgets' use.
+func (s *Store) usage() (series, bytes int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
 	for _, u := range s.used {
-		n += u.bytes
+		series += u.series
+		bytes += u.bytes
 	}
-	return n
+	return series, bytes
 }
 
 // Describe sends nothing: the store is an unchecked collector, its metrics

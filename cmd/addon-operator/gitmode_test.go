@@ -235,6 +235,16 @@ func sourceError(t *testing.T, addr string) string {
 	return e
 }
 
+// refusedKeeping waits for /status to report a refused revision whose
+// error holds want, then checks that running is still the revision run.
+func refusedKeeping(t *testing.T, addr, what, want, running string) {
+	t.Helper()
+	eventually(t, what, func() bool { return strings.Contains(sourceError(t, addr), want) })
+	if cur := status(t, addr)["revision"]; cur != running {
+		t.Fatalf("running revision = %v, want %s", cur, running)
+	}
+}
+
 func status(t *testing.T, addr string) map[string]any {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/status")
@@ -323,13 +333,7 @@ func TestGitMode(t *testing.T) {
 
 	// bad YAML: refused, the previous revision keeps running, the error is reported
 	commitFiles(t, repo, "broken", map[string]string{"modules/001-alpha/values.yaml": "alpha: [\n"})
-	eventually(t, "the bad revision reported", func() bool {
-		e := sourceError(t, addr)
-		return strings.Contains(e, "modules/001-alpha/values.yaml")
-	})
-	if cur := status(t, addr)["revision"]; cur != c2 {
-		t.Fatalf("running revision = %v, want %s", cur, c2)
-	}
+	refusedKeeping(t, addr, "the bad revision reported", "modules/001-alpha/values.yaml", c2)
 
 	// fixed, and a new module added
 	commitFiles(t, repo, "fix and add beta", merged(moduleFiles("001-alpha", "alpha", "3"), moduleFiles("002-beta", "beta", "b")))
