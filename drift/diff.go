@@ -46,8 +46,9 @@ func (d *Detector) Diff(ctx context.Context, release string) (string, error) {
 
 // objectDiff is one object's unified diff.
 func objectDiff(red redactor, o Object, live, applied map[string]any) (string, error) {
-	// redact changes what it hides in place: copies, not the objects read
-	l, a := shown(runtime.DeepCopyJSON(live)), shown(runtime.DeepCopyJSON(applied))
+	// redact changes what it hides in place: copies of what is shown, not
+	// the objects read
+	l, a := runtime.DeepCopyJSON(shown(live)), runtime.DeepCopyJSON(shown(applied))
 	red.redact(l, a)
 	ly, err := yaml.Marshal(l)
 	if err != nil {

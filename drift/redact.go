@@ -2,9 +2,7 @@ package drift
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 
@@ -292,7 +290,7 @@ func documents(s string) []any {
 	var out []any
 	for {
 		doc, err := rd.Read()
-		if errors.Is(err, io.EOF) || err != nil {
+		if err != nil { // io.EOF ends the stream
 			return out
 		}
 		var v any

@@ -62,7 +62,7 @@ func TestObjectDiffRedacts(t *testing.T) {
 			}
 			// a diff with all lines as context
 			red := newRedactor(tt.sensitive)
-			l, a := shown(runtime.DeepCopyJSON(live)), shown(runtime.DeepCopyJSON(applied))
+			l, a := runtime.DeepCopyJSON(shown(live)), runtime.DeepCopyJSON(shown(applied))
 			red.redact(l, a)
 			ly, _ := yaml.Marshal(l)
 			ay, _ := yaml.Marshal(a)

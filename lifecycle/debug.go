@@ -206,17 +206,18 @@ func (d *debugAPI) debugCurrent() (*loader.Model, *values.Store, error) {
 	return model, store, nil
 }
 
-// debugModule finds a module of the running tree by name.
-func (d *debugAPI) debugModule(name string) (*loader.Module, *values.Store, error) {
+// debugModule finds a module of the running tree by name, with the tree's
+// model it was read from.
+func (d *debugAPI) debugModule(name string) (*loader.Model, *loader.Module, *values.Store, error) {
 	model, store, err := d.debugCurrent()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	m := model.Module(name)
 	if m == nil {
-		return nil, nil, &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q not found (addon-operator module list shows the modules)", name)}
+		return nil, nil, nil, &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q not found (addon-operator module list shows the modules)", name)}
 	}
-	return m, store, nil
+	return model, m, store, nil
 }
 
 // debugModules lists the running tree's modules in run order.
@@ -242,7 +243,7 @@ func (d *debugAPI) debugModules() ([]DebugModule, error) {
 // VALUES_PATH) or, with config, its ConfigMap section (CONFIG_VALUES_PATH),
 // under the module's key; withGlobal adds the global section.
 func (d *debugAPI) debugModuleValues(name string, withGlobal, config bool) (values.Values, error) {
-	m, store, err := d.debugModule(name)
+	_, m, store, err := d.debugModule(name)
 	if err != nil {
 		return nil, err
 	}
@@ -261,11 +262,7 @@ func (d *debugAPI) debugModuleValues(name string, withGlobal, config bool) (valu
 // debugRender renders a module's chart with its current values, as the
 // next Helm upgrade would, whether or not the module is enabled.
 func (d *debugAPI) debugRender(ctx context.Context, name, namespace string) (string, error) {
-	model, _, err := d.debugCurrent()
-	if err != nil {
-		return "", err
-	}
-	m, store, err := d.debugModule(name)
+	model, m, store, err := d.debugModule(name)
 	if err != nil {
 		return "", err
 	}

@@ -45,14 +45,20 @@ func (r *runner) observeReadiness(h *loader.Hook, err error) {
 // executable's stderr when that line is its error object; "" otherwise,
 // so no other output reaches /status (docs/security.md, "Who sees what").
 func sdkErrorMessage(stderr string) string {
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	var e struct {
 		Message string `json:"message"`
 	}
-	if json.Unmarshal([]byte(strings.TrimSpace(lines[len(lines)-1])), &e) != nil {
+	if !lastLineJSON(stderr, &e) {
 		return ""
 	}
 	return statusLine(e.Message)
+}
+
+// lastLineJSON decodes the last line of a module-sdk executable's stderr,
+// where it writes its answer, into v.
+func lastLineJSON(stderr string, v any) bool {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	return json.Unmarshal([]byte(strings.TrimSpace(lines[len(lines)-1])), v) == nil
 }
 
 // shownReasons are the disabled reason and the readiness /status shows: the

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -201,9 +200,8 @@ func settingsOf(section string) ([]byte, bool) {
 
 // checkResultOf reads the last line of the check's stderr as its result.
 func checkResultOf(stderr string) (sdkCheckResult, bool) {
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	var res sdkCheckResult
-	if json.Unmarshal([]byte(strings.TrimSpace(lines[len(lines)-1])), &res) != nil || res.Valid == nil {
+	if !lastLineJSON(stderr, &res) || res.Valid == nil {
 		return sdkCheckResult{}, false
 	}
 	return res, true

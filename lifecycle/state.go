@@ -211,6 +211,13 @@ func (r *moduleRegistry) enabledList() []string {
 	return slices.Clone(r.enabled)
 }
 
+// inEnabledList: the module is in enabledList, read without a copy.
+func (r *moduleRegistry) inEnabledList(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.enabled, name)
+}
+
 // markDiscovered records that a discovery resolved the enabled states.
 func (r *moduleRegistry) markDiscovered() {
 	r.mu.Lock()

@@ -133,7 +133,7 @@ func candidates(model *loader.Model, known bool, enabled []string) []candidate {
 		out = append(out, candidate{hook: h})
 	}
 	for _, m := range model.Modules {
-		why := moduleWaiting(m.Name, known, enabled)
+		why := moduleWaiting(m.Name, known, slices.Contains(enabled, m.Name))
 		for _, h := range m.Hooks {
 			out = append(out, candidate{hook: h, waiting: why})
 		}
@@ -143,11 +143,11 @@ func candidates(model *loader.Model, known bool, enabled []string) []candidate {
 
 // moduleWaiting says why a module does not answer its webhooks ("" when
 // it does).
-func moduleWaiting(module string, known bool, enabled []string) string {
+func moduleWaiting(module string, known, enabled bool) string {
 	switch {
 	case !known:
 		return fmt.Sprintf("module %s is not running yet (its enabled state is known after the first discovery)", module)
-	case !slices.Contains(enabled, module):
+	case !enabled:
 		return fmt.Sprintf("module %s is disabled", module)
 	}
 	return ""
@@ -162,7 +162,7 @@ func (w *webhooks) waitingFor(h *loader.Hook) string {
 	if h.Module == "" {
 		return ""
 	}
-	return moduleWaiting(h.Module, w.discovered == nil || w.discovered(), w.modules.enabledList())
+	return moduleWaiting(h.Module, w.discovered == nil || w.discovered(), w.modules.inEnabledList(h.Module))
 }
 
 // desired is the webhook bindings to register: global hooks' and enabled

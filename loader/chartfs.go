@@ -52,11 +52,7 @@ func (c chartFS) with(op, name string, fn func(d dir, entry string) error) error
 		return err
 	}
 	s.tree = dir{s: s, root: r, rel: ".", abs: c.root}
-	d := s.tree.sub(c.rel)
-	if name == "." {
-		return fn(dir{s: s, root: r, rel: d.rel, abs: d.abs}, ".")
-	}
-	return fn(d, name)
+	return fn(s.tree.sub(c.rel), name)
 }
 
 func (c chartFS) Open(name string) (fs.File, error) {

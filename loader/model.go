@@ -86,7 +86,7 @@ func (m *Module) BatchExecutables() []string {
 	paths := make([]string, 0, len(m.Hooks)+1)
 	for _, h := range m.Hooks {
 		if len(h.Args) > 0 {
-			paths = append(paths, cmp.Or(h.inTree, h.Path))
+			paths = append(paths, h.file())
 		}
 	}
 	// one that holds a settings check and no hook is a batch executable too

@@ -220,12 +220,10 @@ const maxSchemaDepth = 256
 // object's properties does not forbid the others. A bare `type: object`
 // stays open, as the original's documented `discovery: {type: object}`
 // ("no restrictions on keys") needs.
-func closeObjects(src string, s *spec.Schema, depth int) error {
+// checkResolved has bounded the depth before it runs.
+func closeObjects(s *spec.Schema) {
 	if s == nil {
-		return nil
-	}
-	if depth > maxSchemaDepth {
-		return fmt.Errorf("%s: schema nested deeper than %d levels", src, maxSchemaDepth)
+		return
 	}
 	if s.AdditionalProperties == nil && (s.Properties != nil || s.PatternProperties != nil) {
 		s.AdditionalProperties = &spec.SchemaOrBool{Allows: false}
@@ -234,22 +232,15 @@ func closeObjects(src string, s *spec.Schema, depth int) error {
 		if p.AdditionalProperties != nil {
 			continue
 		}
-		if err := closeObjects(src, &p, depth+1); err != nil {
-			return err
-		}
+		closeObjects(&p)
 		s.Properties[name] = p
 	}
 	if s.Items != nil {
-		if err := closeObjects(src, s.Items.Schema, depth+1); err != nil {
-			return err
-		}
+		closeObjects(s.Items.Schema)
 		for i := range s.Items.Schemas {
-			if err := closeObjects(src, &s.Items.Schemas[i], depth+1); err != nil {
-				return err
-			}
+			closeObjects(&s.Items.Schemas[i])
 		}
 	}
-	return nil
 }
 
 // checkResolved refuses a schema in which a $ref is left after expansion:
@@ -321,9 +312,7 @@ func compile(src, file string, raw map[string]any, refs RefReader) (*Schema, err
 	if err := checkResolved(src, &s, 0); err != nil {
 		return nil, err
 	}
-	if err := closeObjects(src, &s, 0); err != nil {
-		return nil, err
-	}
+	closeObjects(&s)
 	sch := &Schema{source: src, spec: &s, validators: map[string]*validate.SchemaValidator{}}
 	if _, err := sch.validator("schema"); err != nil {
 		return nil, err

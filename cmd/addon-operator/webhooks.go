@@ -160,9 +160,6 @@ const serverStartTimeout = 10 * time.Second
 func (w *webhookServers) Listen(ctx context.Context, kinds []webhook.Kind) error {
 	var need []*lazyServer
 	for _, k := range kinds {
-		if k == webhook.Mutating {
-			k = webhook.Validating
-		}
 		if l := w.byKind[string(k)]; l != nil && !slices.Contains(need, l) {
 			need = append(need, l)
 		}
@@ -183,19 +180,10 @@ func (w *webhookServers) Listen(ctx context.Context, kinds []webhook.Kind) error
 	return nil
 }
 
-// Apply starts the servers the bindings need and, once they listen (so the
-// API server's first calls find them), registers the bindings.
+// Apply registers the bindings; the lifecycle's sync has made the servers
+// they need listen first (Listen, with the kinds the tree binds, a
+// Mutating binding served by the Validating server).
 func (w *webhookServers) Apply(ctx context.Context, b webhook.Bindings) error {
-	var kinds []webhook.Kind
-	if len(b.Admission) > 0 {
-		kinds = append(kinds, webhook.Validating)
-	}
-	if len(b.Conversion) > 0 {
-		kinds = append(kinds, webhook.Conversion)
-	}
-	if err := w.Listen(ctx, kinds); err != nil {
-		return err
-	}
 	return w.reg.Apply(ctx, b)
 }
 
