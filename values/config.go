@@ -28,15 +28,22 @@ func (s *Store) SetConfig(data map[string]string) (Change, error) {
 	if err != nil {
 		return Change{}, err
 	}
+	return s.state.setConfig(l, func(cfg level) error { return s.layout.validate(cfg, s.sections) })
+}
+
+// setConfig adopts a parsed ConfigMap that validate accepts, under the
+// lock: the cache is reset and the stored patches of the changed sections
+// are pruned (pruneLocked) in the same step.
+func (s *state) setConfig(l level, validate func(level) error) (Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.validateLocked(l); err != nil {
+	if err := validate(l); err != nil {
 		return Change{}, err
 	}
 	var ch Change
 	ch.Global = !equal(l.sections[GlobalKey], s.config.sections[GlobalKey])
 	ch.Enabled = !equal(l.flags, s.config.flags) || !equal(l.disabled, s.config.disabled)
-	for _, k := range s.order {
+	for _, k := range s.layout.order {
 		if !equal(l.sections[k], s.config.sections[k]) {
 			ch.Modules = append(ch.Modules, k)
 		}
@@ -59,33 +66,34 @@ func (s *Store) CheckConfig(data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.validateLocked(l)
+	// under the state's lock, as SetConfig validates, so a check never
+	// runs beside an adoption
+	s.state.mu.RLock()
+	defer s.state.mu.RUnlock()
+	return s.layout.validate(l, s.sections)
 }
 
-// validateLocked checks the config values of the global section and of
-// every module whose section is checked (Sections.checked) against their
-// config schemas. The values schema is checked after each hook
-// (ApplyValuesPatch): before hooks ran, values a hook provides are
-// legitimately missing.
-func (s *Store) validateLocked(cfg level) error {
+// validate checks the config values of the global section and of every
+// module whose section is checked (Sections.checked) against their config
+// schemas. The values schema is checked after each hook (ApplyValuesPatch):
+// before hooks ran, values a hook provides are legitimately missing.
+func (lay *layout) validate(cfg level, sections *Sections) error {
 	var errs []error
-	if err := s.globalSchemas.Config.Validate(GlobalKey, s.configMerged(cfg, GlobalKey, s.globalSchemas)); err != nil {
+	if err := lay.globalSchemas.Config.Validate(GlobalKey, lay.configMerged(cfg, GlobalKey, lay.globalSchemas)); err != nil {
 		errs = append(errs, err)
 	}
-	for _, k := range s.order {
-		if s.sections.checked(cfg, k) {
-			errs = append(errs, s.checkModuleLocked(cfg, k))
+	for _, k := range lay.order {
+		if sections.checked(cfg, k) {
+			errs = append(errs, lay.checkModule(cfg, k))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// checkModuleLocked validates a module's config values, naming the module.
-func (s *Store) checkModuleLocked(cfg level, key string) error {
-	m := s.modules[key]
-	if err := m.schemas.Config.Validate(key, s.configMerged(cfg, key, m.schemas)); err != nil {
+// checkModule validates a module's config values, naming the module.
+func (lay *layout) checkModule(cfg level, key string) error {
+	m := lay.modules[key]
+	if err := m.schemas.Config.Validate(key, lay.configMerged(cfg, key, m.schemas)); err != nil {
 		return fmt.Errorf("module %s: %w", m.name, err)
 	}
 	return nil
@@ -95,12 +103,12 @@ func (s *Store) checkModuleLocked(cfg level, key string) error {
 // store holds) against its config schema: discovery asks it of a module
 // it is about to enable. The error names the module.
 func (s *Store) CheckModuleConfig(key string) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if _, ok := s.modules[key]; !ok {
+	if _, ok := s.layout.modules[key]; !ok {
 		return fmt.Errorf("unknown module values key %q", key)
 	}
-	return s.checkModuleLocked(s.config, key)
+	s.state.mu.RLock()
+	defer s.state.mu.RUnlock()
+	return s.layout.checkModule(s.state.config, key)
 }
 
 // ApplyConfigPatch applies a hook's config patch to ConfigMap data and

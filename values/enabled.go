@@ -10,10 +10,11 @@ import (
 // flags that global hooks set through values patches. At each level a
 // section that is the literal false disables the module.
 func (s *Store) Enabled(key string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	enabled := s.sections.filesEnable(s.config, key)
-	if b, ok := s.flags[key]; ok {
+	st := s.state
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	enabled := s.layout.filesEnable(st.config, key)
+	if b, ok := st.flags[key]; ok {
 		enabled = b
 	}
 	return enabled
@@ -24,10 +25,11 @@ func (s *Store) Enabled(key string) bool {
 // purge guard takes that as the user's word for that module
 // (docs/operator.md, "Purge guard"); a flag that is merely missing is not.
 func (s *Store) DisabledByConfig(key string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	b, ok := s.config.flags[key]
-	return (ok && !b) || s.config.disabled[key]
+	st := s.state
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	b, ok := st.config.flags[key]
+	return (ok && !b) || st.config.disabled[key]
 }
 
 // flagValue reads an *Enabled flag: a boolean, or "true" or "false".

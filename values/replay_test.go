@@ -259,7 +259,7 @@ func TestPatchesSurviveConfigChangeAndStaySmall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(store.patches["one"]); n != 2 {
+	if n := len(store.state.patches["one"]); n != 2 {
 		t.Fatalf("stored patch has %d ops, want 2", n)
 	}
 	if _, err := store.SetConfig(map[string]string{"one": "b: 2"}); err != nil {

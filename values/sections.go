@@ -15,9 +15,7 @@ import (
 // for the same sections (lifecycle's settingscheck.go). It is safe for
 // concurrent use.
 type Sections struct {
-	modules map[string]*module // by key, the store's (read only)
-	order   []string           // module keys in tree order
-	files   []*level           // the store's values files levels, in order
+	layout *layout // the store's (read only)
 
 	mu sync.RWMutex
 	// active are the module keys whose sections are validated whatever
@@ -33,7 +31,7 @@ func (c *Sections) SetActive(keys []string) {
 	defer c.mu.Unlock()
 	c.active = map[string]bool{}
 	for _, k := range keys {
-		if _, ok := c.modules[k]; ok {
+		if _, ok := c.layout.modules[k]; ok {
 			c.active[k] = true
 		}
 	}
@@ -44,7 +42,7 @@ func (c *Sections) Active() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []string
-	for _, k := range c.order {
+	for _, k := range c.layout.order {
 		if c.active[k] {
 			out = append(out, k)
 		}
@@ -60,7 +58,7 @@ func (c *Sections) Checked(data map[string]string) []string {
 	if err != nil {
 		return nil
 	}
-	return slices.DeleteFunc(slices.Clone(c.order), func(k string) bool { return !c.checked(cfg, k) })
+	return slices.DeleteFunc(slices.Clone(c.layout.order), func(k string) bool { return !c.checked(cfg, k) })
 }
 
 // checked says whether a ConfigMap's module section is validated when
@@ -78,32 +76,7 @@ func (c *Sections) checked(cfg level, key string) bool {
 	active := c.active[key]
 	c.mu.RUnlock()
 	return active || (cfg.flags[key] && !cfg.disabled[key]) ||
-		(!c.modules[key].scripted && c.filesEnable(cfg, key))
-}
-
-// filesEnable is the flag the values files and the ConfigMap cfg give a
-// module, without the global hooks' patches.
-func (c *Sections) filesEnable(cfg level, key string) bool {
-	enabled := false
-	for _, l := range append(slices.Clone(c.files), &cfg) {
-		if b, ok := l.flags[key]; ok {
-			enabled = b
-		}
-		if l.disabled[key] {
-			enabled = false
-		}
-	}
-	return enabled
-}
-
-// isFlag: a key that is a known module's key plus "Enabled", or any
-// *Enabled key that is not itself a module's key.
-func (c *Sections) isFlag(k string) bool {
-	if !strings.HasSuffix(k, EnabledSuffix) || len(k) == len(EnabledSuffix) {
-		return false
-	}
-	_, isModule := c.modules[k]
-	return !isModule
+		(!c.layout.modules[key].scripted && c.layout.filesEnable(cfg, key))
 }
 
 // parse parses a ConfigMap's data: `global`, module sections and
@@ -131,7 +104,7 @@ func (c *Sections) parse(data map[string]string) (level, error) {
 			if v != nil {
 				l.sections[k] = v
 			}
-		case c.isFlag(k):
+		case c.layout.isFlag(k):
 			b, err := flagValue(v)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("ConfigMap key %s: %w", k, err))

@@ -3,8 +3,6 @@ package values
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 )
 
 // ModuleSource is what the tree says about one module's values.
@@ -37,51 +35,35 @@ type module struct {
 
 // Store holds the values of one loaded tree: static values from files, the
 // ConfigMap's values and the temporary patches of hooks. It is safe for
-// concurrent use.
+// concurrent use. It is the facade of three parts, each with its own
+// state: layout (what the tree's files say, fixed at NewStore), state (the
+// ConfigMap's values, the hooks' patches and the effective values, under
+// one lock) and Sections (which ConfigMap sections are validated). Its own
+// methods put together the documents hooks and charts read.
 type Store struct {
-	globalSchemas *Schemas
-	modules       map[string]*module // by key
-	order         []string           // module keys in tree order
-
-	common level // $MODULES_DIR/values.yaml
-	own    level // each module's own values.yaml (only its key and flag)
-
-	mu      sync.RWMutex
-	config  level            // the ConfigMap
-	patches map[string]Patch // temporary patches by section ("global" or module key)
-	cache   map[string]any   // effective values by section, reset on every change
-	// flags are the *Enabled flags by module key that the global patch
-	// leaves in its document, kept with patches["global"] so that Enabled
-	// need not replay it.
-	flags map[string]bool
-	// sections reads the ConfigMap's keys and selects the sections that
-	// are validated (Sections)
+	layout   *layout
+	state    *state
 	sections *Sections
 }
 
 // NewStore reads a tree's values. Warnings list keys that were ignored
 // (another module's key in a module's values.yaml); errors name the file.
 func NewStore(src Source) (*Store, []string, error) {
-	s := &Store{
+	lay := &layout{
 		globalSchemas: src.GlobalSchemas,
 		modules:       map[string]*module{},
 		common:        newLevel(),
 		own:           newLevel(),
-		config:        newLevel(),
-		patches:       map[string]Patch{},
-		cache:         map[string]any{},
-		flags:         map[string]bool{},
 	}
-	s.sections = &Sections{modules: s.modules, files: []*level{&s.common, &s.own}, active: map[string]bool{}}
-	if s.globalSchemas == nil {
-		s.globalSchemas = &Schemas{}
+	if lay.globalSchemas == nil {
+		lay.globalSchemas = &Schemas{}
 	}
 	for _, m := range src.Modules {
 		key, err := ModuleKey(m.Name)
 		if err != nil {
 			return nil, nil, err
 		}
-		if prev, dup := s.modules[key]; dup {
+		if prev, dup := lay.modules[key]; dup {
 			return nil, nil, fmt.Errorf("modules %q and %q both map to values key %q", prev.name, m.Name, key)
 		}
 		if key == GlobalKey {
@@ -91,16 +73,15 @@ func NewStore(src Source) (*Store, []string, error) {
 		if sch == nil {
 			sch = &Schemas{}
 		}
-		s.modules[key] = &module{name: m.Name, key: key, schemas: sch, scripted: m.Scripted}
-		s.order = append(s.order, key)
+		lay.modules[key] = &module{name: m.Name, key: key, schemas: sch, scripted: m.Scripted}
+		lay.order = append(lay.order, key)
 	}
-	s.sections.order = s.order
 	commonFile := src.CommonFile
 	if commonFile == "" {
 		commonFile = "values.yaml"
 	}
 	var warnings []string
-	if err := s.fillLevel(&s.common, commonFile, map[string]any(src.Common), nil, &warnings); err != nil {
+	if err := lay.fill(&lay.common, commonFile, map[string]any(src.Common), nil, &warnings); err != nil {
 		return nil, nil, err
 	}
 	for _, m := range src.Modules {
@@ -109,69 +90,23 @@ func NewStore(src Source) (*Store, []string, error) {
 		if file == "" {
 			file = m.Name + "/values.yaml"
 		}
-		if err := s.fillLevel(&s.own, file, map[string]any(m.Values), &key, &warnings); err != nil {
+		if err := lay.fill(&lay.own, file, map[string]any(m.Values), &key, &warnings); err != nil {
 			return nil, nil, err
 		}
 	}
+	s := &Store{layout: lay, state: newState(lay), sections: &Sections{layout: lay, active: map[string]bool{}}}
 	return s, warnings, nil
-}
-
-// schemasOf is a section's schemas; an unknown module key is an error.
-func (s *Store) schemasOf(key string) (*Schemas, error) {
-	if key == GlobalKey {
-		return s.globalSchemas, nil
-	}
-	m, ok := s.modules[key]
-	if !ok {
-		return nil, fmt.Errorf("unknown module values key %q", key)
-	}
-	return m.schemas, nil
-}
-
-// section returns the cached effective values of a section (not a copy).
-func (s *Store) section(key string) (any, error) {
-	s.mu.RLock()
-	v, ok := s.cache[key]
-	s.mu.RUnlock()
-	if ok {
-		return v, nil
-	}
-	sch, err := s.schemasOf(key)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// SetConfig and RestorePatches prune what no longer applies, so this
-	// replay drops nothing; it tolerates stale operations all the same, as
-	// a read must not fail because of one.
-	v = s.replay(key, s.patches[key], sch).values
-	s.cache[key] = v
-	return v, nil
-}
-
-// configSection is a copy of the ConfigMap's section, or nil when the
-// ConfigMap has none: hooks read `null` there, as the original's do, so a
-// test such as `jq -e '.mod'` tells an absent section from an empty one
-// (docs/operator.md, "Hook configs and binding contexts").
-func (s *Store) configSection(key string) any {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if v, ok := s.config.sections[key]; ok {
-		return deepCopy(v)
-	}
-	return nil
 }
 
 // GlobalConfigValues is CONFIG_VALUES_PATH for a global hook: the
 // ConfigMap's global section.
 func (s *Store) GlobalConfigValues() Values {
-	return Values{GlobalKey: s.configSection(GlobalKey)}
+	return Values{GlobalKey: s.state.configSection(GlobalKey)}
 }
 
 // GlobalValues is VALUES_PATH for a global hook: the merged global section.
 func (s *Store) GlobalValues() (Values, error) {
-	g, err := s.section(GlobalKey)
+	g, err := s.state.section(GlobalKey)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +116,7 @@ func (s *Store) GlobalValues() (Values, error) {
 // ModuleConfigValues is CONFIG_VALUES_PATH for a module's hooks and enabled
 // script: the ConfigMap's global and module sections.
 func (s *Store) ModuleConfigValues(key string) Values {
-	return Values{GlobalKey: s.configSection(GlobalKey), key: s.configSection(key)}
+	return Values{GlobalKey: s.state.configSection(GlobalKey), key: s.state.configSection(key)}
 }
 
 // ModuleValues is VALUES_PATH for a module's hooks and enabled script, and
@@ -208,11 +143,11 @@ func (s *Store) ModuleValues(key string, enabledModules []string) (Values, error
 // ModuleValues without enabledModules, which no schema describes (what
 // x-required-for-helm checks).
 func (s *Store) HelmValues(key string) (Values, error) {
-	g, err := s.section(GlobalKey)
+	g, err := s.state.section(GlobalKey)
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.section(key)
+	m, err := s.state.section(key)
 	if err != nil {
 		return nil, err
 	}
@@ -230,15 +165,12 @@ func (s *Store) CheckHelmValues(key string) error {
 	if err != nil {
 		return err
 	}
-	sch, err := s.schemasOf(key)
+	sch, err := s.layout.schemasOf(key)
 	if err != nil {
 		return err
 	}
-	return errors.Join(s.globalSchemas.Helm.Validate(GlobalKey, v[GlobalKey]), sch.Helm.Validate(key, v[key]))
+	return errors.Join(s.layout.globalSchemas.Helm.Validate(GlobalKey, v[GlobalKey]), sch.Helm.Validate(key, v[key]))
 }
 
 // Sections selects the ConfigMap sections the store validates.
 func (s *Store) Sections() *Sections { return s.sections }
-
-// Modules lists module keys in tree order.
-func (s *Store) Modules() []string { return slices.Clone(s.order) }

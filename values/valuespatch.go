@@ -24,13 +24,19 @@ func (s *Store) ApplyValuesPatch(hook, moduleKey string, p Patch) (PatchResult, 
 	if key == "" {
 		key = GlobalKey
 	}
-	sch, err := s.schemasOf(key)
+	sch, err := s.layout.schemasOf(key)
 	if err != nil {
 		return PatchResult{}, err
 	}
+	return s.state.applyPatch(hook, key, p, sch)
+}
+
+// applyPatch is ApplyValuesPatch under the lock, for a section whose
+// schemas are sch.
+func (s *state) applyPatch(hook, key string, p Patch, sch *Schemas) (PatchResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.replay(key, s.patches[key], sch)
+	cur := s.layout.replay(s.config, key, s.patches[key], sch)
 	// applied strictly, unlike a replay, so that a bad operation fails now,
 	// naming the hook
 	doc, err := p.apply(cur.doc)
@@ -52,14 +58,14 @@ func (s *Store) ApplyValuesPatch(hook, moduleKey string, p Patch) (PatchResult, 
 // pruneLocked re-applies the stored patches of sections whose config values
 // changed and keeps only the operations that still apply, so that the
 // caller learns once what was lost and reads replay a patch that applies.
-func (s *Store) pruneLocked(keys []string) []DroppedOp {
+func (s *state) pruneLocked(keys []string) []DroppedOp {
 	var drops []DroppedOp
 	for _, key := range keys {
 		if len(s.patches[key]) == 0 {
 			continue
 		}
-		sch, _ := s.schemasOf(key) // SetConfig passes the store's own sections
-		r := s.replay(key, s.patches[key], sch)
+		sch, _ := s.layout.schemasOf(key) // SetConfig passes the store's own sections
+		r := s.layout.replay(s.config, key, s.patches[key], sch)
 		s.adoptLocked(key, r)
 		drops = append(drops, r.dropped...)
 	}
@@ -75,12 +81,13 @@ type replayed struct {
 	dropped []DroppedOp     // the ones that no longer do
 }
 
-// replay computes a section's values: config values with the values
-// schema's defaults, then the temporary patch, as the original orders them
-// (a hook may replace or remove a defaulted key, and a removal sticks). It
-// cannot fail: operations that no longer apply are dropped (Patch.replay).
-func (s *Store) replay(key string, p Patch, sch *Schemas) replayed {
-	base := s.configMerged(s.config, key, sch)
+// replay computes a section's values over the ConfigMap cfg: config
+// values with the values schema's defaults, then the temporary patch, as
+// the original orders them (a hook may replace or remove a defaulted key,
+// and a removal sticks). It cannot fail: operations that no longer apply
+// are dropped (Patch.replay).
+func (lay *layout) replay(cfg level, key string, p Patch, sch *Schemas) replayed {
+	base := lay.configMerged(cfg, key, sch)
 	if sch.Values != nil {
 		base = sch.Values.ApplyDefaults(base)
 	}
@@ -96,7 +103,7 @@ func patched(key string, doc map[string]any) replayed {
 }
 
 // adoptLocked makes a replay the section's stored patch and values.
-func (s *Store) adoptLocked(key string, r replayed) {
+func (s *state) adoptLocked(key string, r replayed) {
 	if len(r.kept) == 0 {
 		delete(s.patches, key)
 	} else {
@@ -111,10 +118,11 @@ func (s *Store) adoptLocked(key string, r replayed) {
 // Patches returns the temporary patches by section, for carrying them to
 // the store of a newly loaded tree.
 func (s *Store) Patches() map[string]Patch {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]Patch, len(s.patches))
-	for k, p := range s.patches {
+	st := s.state
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	out := make(map[string]Patch, len(st.patches))
+	for k, p := range st.patches {
 		out[k] = slices.Clone(p)
 	}
 	return out
@@ -127,20 +135,22 @@ func (s *Store) Patches() map[string]Patch {
 func (s *Store) RestorePatches(patches map[string]Patch) []DroppedOp {
 	var drops []DroppedOp
 	for _, key := range slices.Sorted(maps.Keys(patches)) {
-		drops = append(drops, s.restore(key, patches[key])...)
+		sch, err := s.layout.schemasOf(key)
+		if err != nil {
+			drops = append(drops, dropAll(key, patches[key], err)...)
+			continue
+		}
+		drops = append(drops, s.state.restore(key, patches[key], sch)...)
 	}
 	return drops
 }
 
-// restore adopts one section's patch from a previous store (RestorePatches).
-func (s *Store) restore(key string, p Patch) []DroppedOp {
-	sch, err := s.schemasOf(key)
-	if err != nil {
-		return dropAll(key, p, err)
-	}
+// restore adopts one section's patch from a previous store
+// (RestorePatches), for a section whose schemas are sch.
+func (s *state) restore(key string, p Patch, sch *Schemas) []DroppedOp {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.replay(key, p, sch)
+	r := s.layout.replay(s.config, key, p, sch)
 	if err := sch.Values.Validate(key, r.values); err != nil {
 		return append(r.dropped, dropAll(key, r.kept, err)...)
 	}
