@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -21,15 +22,21 @@ import (
 // maxCachedCharts bounds the chart cache.
 const maxCachedCharts = 1000
 
-// chart loads (and caches) a module's chart. A module with templates/ and
+// chartCache keeps the charts Helm loaded, by ChartDir and ChartHash.
+type chartCache struct {
+	mu     sync.Mutex
+	charts map[string]*chart.Chart
+}
+
+// load loads (and caches) a module's chart. A module with templates/ and
 // no Chart.yaml gets one made up from its name. Each caller gets its own
 // copy: Helm's install and upgrade edit the chart they are given (they drop
 // disabled subcharts, rename aliased ones).
-func (h *Helm) chart(r Release) (*chart.Chart, error) {
+func (cc *chartCache) load(r Release) (*chart.Chart, error) {
 	key := r.ChartDir + "\x00" + r.ChartHash
-	h.mu.Lock()
-	c, ok := h.charts[key]
-	h.mu.Unlock()
+	cc.mu.Lock()
+	c, ok := cc.charts[key]
+	cc.mu.Unlock()
 	if ok && r.ChartHash != "" {
 		return copyChart(c), nil
 	}
@@ -37,12 +44,12 @@ func (h *Helm) chart(r Release) (*chart.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	if len(h.charts) >= maxCachedCharts {
-		clear(h.charts) // charts of old trees go; the current ones reload once
+	cc.mu.Lock()
+	if len(cc.charts) >= maxCachedCharts {
+		clear(cc.charts) // charts of old trees go; the current ones reload once
 	}
-	h.charts[key] = c
-	h.mu.Unlock()
+	cc.charts[key] = c
+	cc.mu.Unlock()
 	return copyChart(c), nil
 }
 
@@ -141,12 +148,8 @@ func loadTemplatesOnly(dir, name string) (*chart.Chart, error) {
 // rendered manifests (hooks included). The values themselves are left out:
 // every chart gets the global values, so a change to a value no template
 // uses would otherwise upgrade every release without changing anything.
-func (h *Helm) checksum(ctx context.Context, r Release) (string, error) {
-	c, err := h.chart(r)
-	if err != nil {
-		return "", err
-	}
-	manifest, err := render(ctx, c, r, h.namespace)
+func checksum(ctx context.Context, c *chart.Chart, r Release, namespace string) (string, error) {
+	manifest, err := render(ctx, c, r, namespace)
 	if err != nil {
 		return "", err
 	}

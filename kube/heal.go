@@ -26,7 +26,7 @@ func (h *Helm) repair(ctx context.Context, last *release.Release) (*release.Rele
 				name, last.Version, last.Info.Status, age.Round(time.Second), h.pending)
 		}
 		h.logger.Warn("release stuck in a pending state; clearing that revision", "module", name, "status", last.Info.Status, "revision", last.Version)
-		h.invalidate()
+		h.snapshot.invalidate()
 		if _, err := h.cfg.Releases.Delete(name, last.Version); err != nil {
 			return nil, false, fmt.Errorf("clear pending revision %d of %s: %w", last.Version, name, err)
 		}

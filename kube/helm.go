@@ -42,7 +42,11 @@ const LabelOriginalChecksum = "moduleChecksum"
 var ErrNotOurs = errors.New("release exists and is not managed by addon-operator; refusing to touch it")
 
 // Helm installs, upgrades and removes module releases with helm.sh/helm/v3
-// as a library, in one namespace.
+// as a library, in one namespace. It decides what to do with a release
+// (ownership, repair, skip or upgrade); three parts it owns keep state of
+// their own: releaseSnapshot (the newest record of every release),
+// chartCache (loaded charts) and actionSetup (the cluster's capabilities
+// for Helm's actions).
 type Helm struct {
 	cfg       *action.Configuration
 	getter    *restGetter
@@ -50,19 +54,55 @@ type Helm struct {
 	logger    *slog.Logger
 	instance  string        // the instance ID on our releases (LabelInstance)
 	pending   time.Duration // a younger pending revision is left alone (repair)
+	now       func() time.Time
 
-	prepMu   sync.Mutex
-	prepared bool // see actionConfig
+	setup    *actionSetup
+	charts   *chartCache
+	snapshot *releaseSnapshot
+}
 
-	mu     sync.Mutex
-	charts map[string]*chart.Chart // by ChartDir + ChartHash
-	// latest is the newest record of every release in the namespace, read in
-	// one list by Releases and kept current by this client's own writes;
-	// valid until freshUntil (another tool may change releases meanwhile,
-	// and ownership is decided on it). Any failed write drops it.
+// releaseSnapshot is the newest record of every release in the namespace,
+// read in one list by Releases and kept current by the client's own
+// writes; valid until freshUntil (another tool may change releases
+// meanwhile, and ownership is decided on it). Any failed write drops it.
+type releaseSnapshot struct {
+	mu         sync.Mutex
 	latest     map[string]*release.Release
 	freshUntil time.Time
-	now        func() time.Time
+}
+
+// get is the snapshot's record of name at now: cached says the snapshot
+// has one, fresh that the snapshot answers for the release at all.
+func (s *releaseSnapshot) get(name string, now time.Time) (rel *release.Release, cached, fresh bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rel, cached = s.latest[name]
+	return rel, cached, now.Before(s.freshUntil)
+}
+
+// replace makes latest the snapshot, valid until until.
+func (s *releaseSnapshot) replace(latest map[string]*release.Release, until time.Time) {
+	s.mu.Lock()
+	s.latest, s.freshUntil = latest, until
+	s.mu.Unlock()
+}
+
+// record notes the client's own write in the snapshot (nil: removed).
+func (s *releaseSnapshot) record(name string, rel *release.Release) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rel == nil {
+		delete(s.latest, name)
+	} else {
+		s.latest[name] = rel
+	}
+}
+
+// invalidate drops the snapshot: the next read asks the API server.
+func (s *releaseSnapshot) invalidate() {
+	s.mu.Lock()
+	s.freshUntil = time.Time{}
+	s.mu.Unlock()
 }
 
 // snapshotTTL is how long a Releases list answers for single releases: a
@@ -88,18 +128,19 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 	if kc, ok := cfg.KubeClient.(*helmkube.Client); ok {
 		kc.Namespace = namespace
 	}
-	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, charts: map[string]*chart.Chart{}, latest: map[string]*release.Release{}, now: time.Now,
-		instance: o.instance, pending: o.pendingGrace}, nil
+	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, now: time.Now,
+		instance: o.instance, pending: o.pendingGrace,
+		setup:    &actionSetup{cfg: cfg, getter: getter},
+		charts:   &chartCache{charts: map[string]*chart.Chart{}},
+		snapshot: &releaseSnapshot{latest: map[string]*release.Release{}},
+	}, nil
 }
 
 // last returns the release's latest record, whether it exists, and
 // ErrNotOurs when it exists and this instance may not touch it: another
 // tool's, or another instance's.
 func (h *Helm) last(name string) (*release.Release, bool, error) {
-	h.mu.Lock()
-	rel, cached := h.latest[name]
-	fresh := h.now().Before(h.freshUntil)
-	h.mu.Unlock()
+	rel, cached, fresh := h.snapshot.get(name, h.now())
 	if !fresh {
 		var err error
 		rel, err = h.cfg.Releases.Last(name)
@@ -112,8 +153,8 @@ func (h *Helm) last(name string) (*release.Release, bool, error) {
 	} else if !cached {
 		return nil, false, nil
 	}
-	if o := h.ownerOf(rel); o == ownedByOther || o == ownedByInstance {
-		return rel, true, h.notOurs(rel)
+	if o := ownerOf(rel, h.instance); o == ownedByOther || o == ownedByInstance {
+		return rel, true, notOurs(rel, h.namespace, h.instance)
 	}
 	return rel, true, nil
 }
@@ -127,8 +168,8 @@ func (h *Helm) claimable(name string) (*release.Release, bool, error) {
 	if err != nil || !exists {
 		return rel, exists, err
 	}
-	if o := h.ownerOf(rel); o == ownedLegacy || o == ownedByOriginal {
-		h.invalidate()
+	if o := ownerOf(rel, h.instance); o == ownedLegacy || o == ownedByOriginal {
+		h.snapshot.invalidate()
 		return h.last(name)
 	}
 	return rel, exists, nil
@@ -140,7 +181,7 @@ func (h *Helm) claimable(name string) (*release.Release, bool, error) {
 // tools' are left alone. It reports whether it removed one.
 func (h *Helm) Purge(ctx context.Context, name string) (bool, error) {
 	rel, exists, err := h.last(name)
-	if errors.Is(err, ErrNotOurs) || (exists && h.ownerOf(rel) != ownedByUs) {
+	if errors.Is(err, ErrNotOurs) || (exists && ownerOf(rel, h.instance) != ownedByUs) {
 		h.logger.Info("release of a removed module left alone: not labelled as this instance's", "module", name, "instance", h.instance)
 		return false, nil
 	}
@@ -165,32 +206,15 @@ func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
 func (h *Helm) uninstall(_ context.Context, name string) (bool, error) {
 	un := action.NewUninstall(h.cfg)
 	_, err := un.Run(name)
-	h.record(name, nil)
+	h.snapshot.record(name, nil)
 	if err != nil {
 		if errors.Is(err, driver.ErrReleaseNotFound) {
 			return false, nil
 		}
-		h.invalidate()
+		h.snapshot.invalidate()
 		return false, fmt.Errorf("helm uninstall %s: %w", name, err)
 	}
 	return true, nil
-}
-
-// record notes this client's own write in the snapshot (nil: removed).
-func (h *Helm) record(name string, rel *release.Release) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if rel == nil {
-		delete(h.latest, name)
-	} else {
-		h.latest[name] = rel
-	}
-}
-
-func (h *Helm) invalidate() {
-	h.mu.Lock()
-	h.freshUntil = time.Time{}
-	h.mu.Unlock()
 }
 
 // Has reports whether a release of that name exists that this instance
@@ -218,7 +242,7 @@ func (h *Helm) Releases(ctx context.Context) ([]string, error) {
 	}
 	all, err := h.cfg.Releases.ListReleases()
 	if err != nil {
-		h.invalidate()
+		h.snapshot.invalidate()
 		return nil, fmt.Errorf("list releases: %w", err)
 	}
 	latest := map[string]*release.Release{}
@@ -229,13 +253,11 @@ func (h *Helm) Releases(ctx context.Context) ([]string, error) {
 	}
 	var names []string
 	for name, r := range latest {
-		if h.ownerOf(r) == ownedByUs {
+		if ownerOf(r, h.instance) == ownedByUs {
 			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
-	h.mu.Lock()
-	h.latest, h.freshUntil = latest, h.now().Add(snapshotTTL)
-	h.mu.Unlock()
+	h.snapshot.replace(latest, h.now().Add(snapshotTTL))
 	return names, nil
 }

@@ -37,7 +37,7 @@ type jqInput struct {
 }
 
 // inputOf is the filters' input from what the store keeps.
-func (sw *sharedWatch) inputOf(body any) jqInput {
+func inputOf(body any) jqInput {
 	b, ok := body.([]byte)
 	if !ok {
 		var err error

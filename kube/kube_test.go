@@ -236,7 +236,7 @@ func TestHelmRepairsPendingAndFailedFirstInstall(t *testing.T) {
 	if err := h.cfg.Releases.Create(&pending); err != nil {
 		t.Fatal(err)
 	}
-	h.invalidate()
+	h.snapshot.invalidate()
 	good.Values["demo"] = map[string]any{"v": "2"}
 	if res, err := h.Upgrade(t.Context(), good); err != nil || !res.Upgraded {
 		t.Fatalf("upgrade over a pending release: %+v, %v", res, err)

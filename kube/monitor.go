@@ -87,9 +87,28 @@ type Monitor struct {
 	nsSource *source            // the namespaces a namespace label selector picks
 	synced   bool
 	stopped  bool
-	lastErr  string
 	unhook   func() bool // stops ctx's end from calling Stop
 	stopOnce sync.Once
+
+	lastErr lastError // its watches' last list or watch error
+}
+
+// lastError is the last error a monitor's watches told it.
+type lastError struct {
+	mu  sync.Mutex
+	err string
+}
+
+func (l *lastError) set(err error) {
+	l.mu.Lock()
+	l.err = err.Error()
+	l.mu.Unlock()
+}
+
+func (l *lastError) get() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // NewMonitor resolves the kind through discovery (kinds and lowercase
@@ -168,17 +187,7 @@ func versions(gv schema.GroupVersion) []string {
 func (m *Monitor) Kind() string { return m.kind }
 
 // LastError is the last list or watch error ("" when none happened yet).
-func (m *Monitor) LastError() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lastErr
-}
-
-func (m *Monitor) noteError(err error) {
-	m.mu.Lock()
-	m.lastErr = err.Error()
-	m.mu.Unlock()
-}
+func (m *Monitor) LastError() string { return m.lastErr.get() }
 
 // Start joins the shared watches and waits for their first list: the
 // objects of that list are not reported as events; Snapshot holds them
@@ -257,7 +266,7 @@ func (m *Monitor) observe(c change) {
 	obj := c.object
 	if obj == nil {
 		if c.typ == loader.EventDeleted && !m.spec.KeepFullObjects {
-			obj = m.stub(c.rec)
+			obj = deletedStub(c.rec, m.gvr, m.kind)
 		} else {
 			obj = c.rec.object()
 		}
@@ -267,12 +276,12 @@ func (m *Monitor) observe(c change) {
 }
 
 // stub is what a Deleted event carries when the object itself was not kept.
-func (m *Monitor) stub(rec *record) map[string]any {
+func deletedStub(rec *record, gvr schema.GroupVersionResource, kind string) map[string]any {
 	md := map[string]any{"name": rec.name}
 	if rec.namespace != "" {
 		md["namespace"] = rec.namespace
 	}
-	return map[string]any{"apiVersion": m.gvr.GroupVersion().String(), "kind": m.kind, "metadata": md}
+	return map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": kind, "metadata": md}
 }
 
 func (m *Monitor) current() []*source {

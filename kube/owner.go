@@ -91,10 +91,11 @@ const (
 	ownedByOther                     // another tool's
 )
 
-func (h *Helm) ownerOf(rel *release.Release) ownership {
+// ownerOf says who rel belongs to, seen from the instance instance.
+func ownerOf(rel *release.Release, instance string) ownership {
 	inst, labelled := rel.Labels[LabelInstance]
 	switch {
-	case labelled && inst != h.instance:
+	case labelled && inst != instance:
 		return ownedByInstance
 	case rel.Labels[LabelManagedBy] == ManagedByValue && labelled:
 		return ownedByUs
@@ -107,9 +108,9 @@ func (h *Helm) ownerOf(rel *release.Release) ownership {
 }
 
 // notOurs is the error for a release that another tool or instance owns.
-func (h *Helm) notOurs(rel *release.Release) error {
-	if inst := rel.Labels[LabelInstance]; inst != "" && inst != h.instance {
-		return fmt.Errorf("release %s/%s belongs to operator instance %q (label %s), this is %q: %w", h.namespace, rel.Name, inst, LabelInstance, h.instance, ErrNotOurs)
+func notOurs(rel *release.Release, namespace, instance string) error {
+	if inst := rel.Labels[LabelInstance]; inst != "" && inst != instance {
+		return fmt.Errorf("release %s/%s belongs to operator instance %q (label %s), this is %q: %w", namespace, rel.Name, inst, LabelInstance, instance, ErrNotOurs)
 	}
-	return fmt.Errorf("release %s/%s: %w", h.namespace, rel.Name, ErrNotOurs)
+	return fmt.Errorf("release %s/%s: %w", namespace, rel.Name, ErrNotOurs)
 }

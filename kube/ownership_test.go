@@ -255,7 +255,7 @@ func TestHelmClaimsUnchangedLegacyRelease(t *testing.T) {
 	if err := h.cfg.Releases.Update(last); err != nil {
 		t.Fatal(err)
 	}
-	h.invalidate()
+	h.snapshot.invalidate()
 	if names, _ := h.Releases(t.Context()); len(names) != 0 {
 		t.Fatalf("unlabelled release listed: %v", names)
 	}

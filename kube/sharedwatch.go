@@ -37,9 +37,8 @@ type sharedWatch struct {
 	key    watchKey
 	kind   string
 	logger *slog.Logger
-	cancel context.CancelFunc
-	done   chan struct{} // the reflector returned
-	refs   int           // guarded by Watcher.mu: the holders
+	loop   *reflectorLoop // set by run
+	refs   int            // guarded by Watcher.mu: the holders
 
 	// deliver is held while the store changes and the members are told,
 	// so a member that joins sees the store once and then every later
@@ -51,8 +50,7 @@ type sharedWatch struct {
 	mu      sync.Mutex
 	records map[string]*record // by namespace/name
 	members []*member          // by slot; nil: a free slot
-	keepers int                // members that keep whole objects
-	filters int                // members with a jqFilter
+	form    bodyForm           // how records keep their objects
 	synced  bool
 	refusal error // the API server refused the first list
 	lastErr string
@@ -62,7 +60,7 @@ var _ cache.ReflectorStore = (*sharedWatch)(nil)
 
 func newSharedWatch(key watchKey, kind string, logger *slog.Logger) *sharedWatch {
 	return &sharedWatch{
-		key: key, kind: kind, done: make(chan struct{}), records: map[string]*record{},
+		key: key, kind: kind, records: map[string]*record{},
 		logger: logger.With("kind", kind, "namespace", key.namespace, "labelSelector", key.labelSelector, "fieldSelector", key.fieldSelector),
 	}
 }
@@ -93,19 +91,28 @@ func (sw *sharedWatch) run(ctx context.Context, client dynamic.Interface) {
 	}
 	name := fmt.Sprintf("%s in %q (labels %q, fields %q)", sw.kind, sw.key.namespace, sw.key.labelSelector, sw.key.fieldSelector)
 	r := cache.NewReflectorWithOptions(lw, &unstructured.Unstructured{}, sw, cache.ReflectorOptions{Name: name})
-	ctx, sw.cancel = context.WithCancel(ctx)
+	loop := &reflectorLoop{done: make(chan struct{}), logger: sw.logger}
+	ctx, loop.cancel = context.WithCancel(ctx)
+	sw.loop = loop
 	go func() {
-		defer close(sw.done)
+		defer close(loop.done)
 		r.RunWithContext(ctx)
 	}()
 	sw.logger.Debug("watch opened")
 }
 
+// reflectorLoop is the goroutine of a shared watch's reflector.
+type reflectorLoop struct {
+	cancel context.CancelFunc
+	done   chan struct{} // the reflector returned
+	logger *slog.Logger
+}
+
 // stop stops the reflector and waits for it.
-func (sw *sharedWatch) stop() {
-	sw.cancel()
-	<-sw.done
-	sw.logger.Debug("watch closed")
+func (l *reflectorLoop) stop() {
+	l.cancel()
+	<-l.done
+	l.logger.Debug("watch closed")
 }
 
 // noteError logs a list or watch error once and tells the members. Before
@@ -163,15 +170,7 @@ func (sw *sharedWatch) join(mb *member) {
 	} else {
 		sw.members[mb.slot] = mb
 	}
-	if mb.keep {
-		if sw.keepers == 0 {
-			sw.decodeAll()
-		}
-		sw.keepers++
-	}
-	if mb.jq != nil {
-		sw.filters++
-	}
+	sw.form.join(mb, sw.records)
 	if !sw.synced {
 		if sw.refusal != nil {
 			trySend(mb.ready, sw.refusal)
@@ -179,7 +178,7 @@ func (sw *sharedWatch) join(mb *member) {
 		sw.mu.Unlock()
 		return
 	}
-	recs := sw.sorted()
+	recs := sortedRecords(sw.records)
 	sw.mu.Unlock()
 	// the filters run without mu (as in put): only deliver's holder writes
 	// the store
@@ -190,7 +189,7 @@ func (sw *sharedWatch) join(mb *member) {
 		}
 		var in jqInput
 		if mb.jq != nil {
-			in = sw.inputOf(rec.body)
+			in = inputOf(rec.body)
 		}
 		notes = append(notes, note{mb, change{typ: loader.EventAdded, rec: rec, result: mb.result(nil, rec.object, in)}})
 	}
@@ -212,7 +211,7 @@ func (sw *sharedWatch) leave(mb *member, report bool) {
 	sw.mu.Lock()
 	var notes []note
 	if report {
-		for _, rec := range sw.sorted() {
+		for _, rec := range sortedRecords(sw.records) {
 			if res, ok := rec.get(mb.slot); ok {
 				notes = append(notes, note{mb, change{typ: loader.EventDeleted, rec: rec, result: res}})
 			}
@@ -225,15 +224,7 @@ func (sw *sharedWatch) leave(mb *member, report bool) {
 	for len(sw.members) > 0 && sw.members[len(sw.members)-1] == nil {
 		sw.members = sw.members[:len(sw.members)-1]
 	}
-	if mb.keep {
-		sw.keepers--
-		if sw.keepers == 0 {
-			sw.encodeAll()
-		}
-	}
-	if mb.jq != nil {
-		sw.filters--
-	}
+	sw.form.leave(mb, sw.records)
 	mb.count = 0
 	sw.mu.Unlock()
 	tell(notes)

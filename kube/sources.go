@@ -29,7 +29,7 @@ func (s *source) close(report bool) {
 func (m *Monitor) open(ctx, waitCtx context.Context) error {
 	if m.nsSelector != nil {
 		ns := m.join(ctx, watchKey{gvr: namespacesGVR, labelSelector: *m.nsSelector}, "Namespace", &member{
-			name: m.name, names: m.spec.Namespaces, on: m.followNamespace, onError: m.noteError, ready: make(chan error, 1),
+			name: m.name, names: m.spec.Namespaces, on: m.followNamespace, onError: m.lastErr.set, ready: make(chan error, 1),
 		})
 		m.mu.Lock()
 		stopped := m.stopped
@@ -101,7 +101,7 @@ func (m *Monitor) addSource(ns string) {
 func (m *Monitor) member() *member {
 	return &member{
 		name: m.name, jq: m.spec.JqFilter, summarize: m.spec.Summarize, onFilter: m.spec.OnFilter, keep: m.spec.KeepFullObjects, names: m.spec.Names,
-		on: m.observe, onError: m.noteError, ready: make(chan error, 1),
+		on: m.observe, onError: m.lastErr.set, ready: make(chan error, 1),
 	}
 }
 

@@ -53,7 +53,7 @@ func (sw *sharedWatch) Replace(list []any, _ string) error {
 	}
 	sw.mu.Lock()
 	notes = notes[:0]
-	for _, rec := range sw.sorted() {
+	for _, rec := range sortedRecords(sw.records) {
 		if listed[rec.key] {
 			continue
 		}
@@ -95,7 +95,7 @@ func (sw *sharedWatch) put(notes []note, typ string, u *unstructured.Unstructure
 	if prev != nil && prev.resourceVersion == u.GetResourceVersion() {
 		return notes
 	}
-	body, in := sw.encode(u.Object)
+	body, in := sw.form.encode(u.Object)
 	rec := newRecord(key, u.GetResourceVersion(), body, len(sw.members))
 	results := make([]any, len(sw.members))
 	for _, mb := range sw.members {
@@ -141,8 +141,8 @@ func (sw *sharedWatch) remove(notes []note, u *unstructured.Unstructured) []note
 		return notes
 	}
 	var in jqInput
-	if sw.filters > 0 {
-		_, in = sw.encode(u.Object)
+	if sw.form.filters > 0 {
+		_, in = sw.form.encode(u.Object)
 	}
 	results := make([]any, len(sw.members))
 	for _, mb := range sw.members {
@@ -168,9 +168,64 @@ func (sw *sharedWatch) remove(notes []note, u *unstructured.Unstructured) []note
 	return notes
 }
 
-// decodeAll turns the store's JSON into objects: a member keeps them now.
-func (sw *sharedWatch) decodeAll() {
-	for _, rec := range sw.records {
+// bodyForm says how a shared watch's records keep their objects: decoded
+// while a member keeps whole objects, else as JSON, smaller, and what a
+// member with a jqFilter that joins later reads. It counts those members.
+// Changed under the watch's deliver and mu, read under deliver.
+type bodyForm struct {
+	keepers int // members that keep whole objects
+	filters int // members with a jqFilter
+}
+
+// join counts mb; the first member that keeps objects decodes them.
+func (f *bodyForm) join(mb *member, records map[string]*record) {
+	if mb.keep {
+		if f.keepers == 0 {
+			decodeAll(records)
+		}
+		f.keepers++
+	}
+	if mb.jq != nil {
+		f.filters++
+	}
+}
+
+// leave uncounts mb; when no member keeps objects any more, they are
+// encoded.
+func (f *bodyForm) leave(mb *member, records map[string]*record) {
+	if mb.keep {
+		f.keepers--
+		if f.keepers == 0 {
+			encodeAll(records)
+		}
+	}
+	if mb.jq != nil {
+		f.filters--
+	}
+}
+
+// encode is what the store keeps of obj and the filters' input.
+func (f *bodyForm) encode(obj map[string]any) (body any, in jqInput) {
+	if f.keepers > 0 && f.filters == 0 {
+		return obj, in
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return obj, jqInput{err: err}
+	}
+	body = obj
+	if f.keepers == 0 {
+		body = b
+	}
+	if f.filters > 0 {
+		in = plainJSON(b)
+	}
+	return body, in
+}
+
+// decodeAll turns the records' JSON into objects: a member keeps them now.
+func decodeAll(records map[string]*record) {
+	for _, rec := range records {
 		if b, ok := rec.body.([]byte); ok {
 			if obj, err := decodeObject(b); err == nil {
 				rec.body = obj
@@ -179,9 +234,9 @@ func (sw *sharedWatch) decodeAll() {
 	}
 }
 
-// encodeAll turns the store's objects into JSON: no member keeps them.
-func (sw *sharedWatch) encodeAll() {
-	for _, rec := range sw.records {
+// encodeAll turns the records' objects into JSON: no member keeps them.
+func encodeAll(records map[string]*record) {
+	for _, rec := range records {
 		if obj, ok := rec.body.(map[string]any); ok {
 			if b, err := json.Marshal(obj); err == nil {
 				rec.body = b
@@ -190,29 +245,10 @@ func (sw *sharedWatch) encodeAll() {
 	}
 }
 
-// encode is what the store keeps of obj and the filters' input.
-func (sw *sharedWatch) encode(obj map[string]any) (body any, in jqInput) {
-	if sw.keepers > 0 && sw.filters == 0 {
-		return obj, in
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return obj, jqInput{err: err}
-	}
-	body = obj
-	if sw.keepers == 0 {
-		body = b
-	}
-	if sw.filters > 0 {
-		in = plainJSON(b)
-	}
-	return body, in
-}
-
-// sorted lists the records by namespace and name.
-func (sw *sharedWatch) sorted() []*record {
-	recs := make([]*record, 0, len(sw.records))
-	for _, rec := range sw.records {
+// sortedRecords lists the records by namespace and name.
+func sortedRecords(records map[string]*record) []*record {
+	recs := make([]*record, 0, len(records))
+	for _, rec := range records {
 		recs = append(recs, rec)
 	}
 	sortRecords(recs)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"sync"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -55,7 +56,13 @@ const maxHistory = 5
 // resources is missing; it clears a release stuck in a pending state and
 // removes a failed first install before trying again.
 func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
-	sum, err := h.checksum(ctx, r)
+	// rendering edits the chart it gets, as an install does: each has its
+	// own copy
+	rendered, err := h.charts.load(r)
+	if err != nil {
+		return Result{}, err
+	}
+	sum, err := checksum(ctx, rendered, r, h.namespace)
 	if err != nil {
 		return Result{}, err
 	}
@@ -73,7 +80,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	inMaintenance := exists && last.Labels[LabelMaintenance] == "true"
 	// a release of ours from before instances were labelled is claimed in
 	// place by the instance whose module it is (docs/operator.md)
-	legacy := exists && h.ownerOf(last) == ownedLegacy
+	legacy := exists && ownerOf(last, h.instance) == ownedLegacy
 	if r.Maintenance && exists {
 		if !inMaintenance || legacy {
 			if err := h.label(last, map[string]string{LabelMaintenance: "true"}); err != nil {
@@ -98,11 +105,11 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		}
 		h.logger.Info("release resources missing; upgrading", "module", r.Name, "absent", absent)
 	}
-	c, err := h.chart(r)
+	c, err := h.charts.load(r)
 	if err != nil {
 		return Result{}, err
 	}
-	cfg, err := h.actionConfig()
+	cfg, err := h.setup.config()
 	if err != nil {
 		return Result{}, err
 	}
@@ -159,13 +166,13 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		rel, err = up.RunWithContext(ctx, r.Name, c, r.Values)
 	}
 	if err != nil {
-		h.invalidate()
+		h.snapshot.invalidate()
 		// the API may have gained kinds since discovery was read (a
 		// module's CRDs): the retry reads it again
-		h.rediscover()
+		h.setup.rediscover()
 		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
 	}
-	h.record(rel.Name, rel)
+	h.snapshot.record(rel.Name, rel)
 	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
 }
 
@@ -180,50 +187,60 @@ func (h *Helm) label(rel *release.Release, set map[string]string) error {
 	maps.Copy(next.Labels, set)
 	next.Labels[LabelInstance] = h.instance
 	if err := h.cfg.Releases.Update(&next); err != nil {
-		h.invalidate()
+		h.snapshot.invalidate()
 		return fmt.Errorf("label release %s: %w", rel.Name, err)
 	}
-	h.record(next.Name, &next)
+	h.snapshot.record(next.Name, &next)
 	return nil
 }
 
-// actionConfig returns the configuration for one install or upgrade: a
+// actionSetup fills in, once and again after rediscover, what Helm would
+// set up lazily without a lock in the configuration it shares with Helm.
+type actionSetup struct {
+	cfg    *action.Configuration
+	getter *restGetter
+
+	mu       sync.Mutex
+	prepared bool // see config
+}
+
+// config returns the configuration for one install or upgrade: a
 // copy of the shared one with storage of its own, since Helm's actions
 // write into the configuration they get (an upgrade sets its storage's
 // MaxHistory) and modules of one weight install at once. Before the first
 // (and after rediscover), it fills in what Helm would set up lazily
 // without a lock: the kube client's clientset and the cluster's
 // capabilities.
-func (h *Helm) actionConfig() (*action.Configuration, error) {
-	h.prepMu.Lock()
-	defer h.prepMu.Unlock()
-	if !h.prepared {
-		if err := h.prepare(); err != nil {
+func (a *actionSetup) config() (*action.Configuration, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.prepared {
+		if err := a.prepare(); err != nil {
 			return nil, err
 		}
-		h.prepared = true
+		a.prepared = true
 	}
-	c := *h.cfg
-	st := *h.cfg.Releases
+	c := *a.cfg
+	st := *a.cfg.Releases
 	c.Releases = &st
 	return &c, nil
 }
 
 // rediscover makes the next install or upgrade read the API's discovery
 // and capabilities again: the API may have gained kinds (a module's CRDs).
-func (h *Helm) rediscover() {
-	h.getter.refresh()
-	h.prepMu.Lock()
-	h.prepared = false
-	h.prepMu.Unlock()
+func (a *actionSetup) rediscover() {
+	a.getter.refresh()
+	a.mu.Lock()
+	a.prepared = false
+	a.mu.Unlock()
 }
 
-// prepare reads what actionConfig fills in; under prepMu.
-func (h *Helm) prepare() error {
-	if err := h.cfg.KubeClient.IsReachable(); err != nil {
+// prepare reads what config fills in; under mu.
+func (a *actionSetup) prepare() error {
+	if err := a.cfg.KubeClient.IsReachable(); err != nil {
 		return fmt.Errorf("reach the cluster: %w", err)
 	}
-	dc, err := h.getter.ToDiscoveryClient()
+	dc, err := a.getter.ToDiscoveryClient()
 	if err != nil {
 		return err
 	}
@@ -237,7 +254,7 @@ func (h *Helm) prepare() error {
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Errorf("read the API versions: %w", err)
 	}
-	h.cfg.Capabilities = &chartutil.Capabilities{
+	a.cfg.Capabilities = &chartutil.Capabilities{
 		APIVersions: apiVersions,
 		KubeVersion: chartutil.KubeVersion{Version: version.GitVersion, Major: version.Major, Minor: version.Minor},
 		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,

@@ -82,7 +82,7 @@ func (w *Watcher) release(sw *sharedWatch) {
 	}
 	w.mu.Unlock()
 	if last {
-		sw.stop()
+		sw.loop.stop()
 	}
 }
 
