@@ -81,7 +81,9 @@ func (t *Tracker) Refresh(ctx context.Context, name string) error {
 		default:
 			s, _ := Summarize(r.obj).(summary)
 			// a hand edit the read found first is still one
-			t.noteEdit(o, loader.EventModified, s)
+			if o.edited(loader.EventModified, s) && t.modules[o.m.name] == o.m {
+				t.out.edit(o.m.name)
+			}
 			o.observe(true, s, now)
 			o.fresh, o.freshUID = s.Generation, s.UID
 		}

@@ -71,21 +71,22 @@ type Options struct {
 
 // Tracker keeps the health of modules' releases current from the shared
 // watches: one monitor per (kind, namespace), however many modules have
-// objects there, which keeps only each object's kstatus (Summarize).
+// objects there, which keeps only each object's kstatus (Summarize). It
+// owns the modules and their objects; two parts keep the rest: open (the
+// watches by kind and namespace) and out (what the listeners are told),
+// both under the Tracker's mu.
 type Tracker struct {
 	watches  Watches
 	releases Releases
 	opts     Options
 	logger   *slog.Logger
-	wake     chan struct{}
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
 	ctx     context.Context // Run's; nil before it runs
 	modules map[string]*module
-	keys    map[watchKey]*watch
-	pending []Transition
-	edited  []string // modules whose objects changed, for OnEdited
+	open    watchSet
+	out     *notifier
 }
 
 // module is one tracked module.
@@ -143,7 +144,8 @@ func NewTracker(watches Watches, releases Releases, opts Options) *Tracker {
 		opts.After = time.After
 	}
 	return &Tracker{watches: watches, releases: releases, opts: opts, logger: opts.Logger,
-		wake: make(chan struct{}, 1), modules: map[string]*module{}, keys: map[watchKey]*watch{}}
+		modules: map[string]*module{}, open: watchSet{map[watchKey]*watch{}},
+		out: &notifier{onTransition: opts.OnTransition, onEdited: opts.OnEdited, logger: opts.Logger, wake: make(chan struct{}, 1)}}
 }
 
 // Run opens the watches, re-evaluates modules whose progress timeout
@@ -151,7 +153,7 @@ func NewTracker(watches Watches, releases Releases, opts Options) *Tracker {
 func (t *Tracker) Run(ctx context.Context) {
 	t.mu.Lock()
 	t.ctx = ctx
-	for _, w := range t.keys {
+	for _, w := range t.open.keys {
 		t.startLocked(w)
 	}
 	t.mu.Unlock()
@@ -168,13 +170,12 @@ func (t *Tracker) Run(ctx context.Context) {
 				next = m.next
 			}
 		}
-		pending, edited := t.pending, t.edited
-		t.pending, t.edited = nil, nil
+		pending, edited := t.out.drain()
 		t.mu.Unlock()
 		for _, tr := range pending {
-			t.tell(tr)
+			t.out.tell(tr)
 		}
-		t.tellEdited(edited)
+		t.out.tellEdited(edited)
 		var timer <-chan time.Time
 		if !next.IsZero() {
 			timer = t.opts.After(next.Sub(now))
@@ -182,29 +183,9 @@ func (t *Tracker) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.wake:
+		case <-t.out.wake:
 		case <-timer:
 		}
-	}
-}
-
-func (t *Tracker) tell(tr Transition) {
-	t.logger.Info("module health changed", "module", tr.Module, "from", tr.From, "to", tr.Health.Status, "reason", tr.Health.Message)
-	if t.opts.OnTransition == nil {
-		return
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			t.logger.Error("health listener panicked", "module", tr.Module, "panic", r)
-		}
-	}()
-	t.opts.OnTransition(tr)
-}
-
-func (t *Tracker) signal() {
-	select {
-	case t.wake <- struct{}{}:
-	default:
 	}
 }
 
@@ -242,7 +223,7 @@ func (t *Tracker) Deployed(ctx context.Context, name string, revision int, upgra
 	if upgraded {
 		m.started = now
 	}
-	m.err, m.revision, m.timeout = "", ro.Revision, t.timeoutOf(name, ro.Annotations)
+	m.err, m.revision, m.timeout = "", ro.Revision, progressTimeout(name, ro.Annotations, t.opts.ProgressTimeout, t.logger)
 	stop := t.setObjects(m, ro, now)
 	t.update(m, now)
 	t.mu.Unlock()
@@ -267,18 +248,18 @@ func (t *Tracker) Removed(name string) {
 	}
 }
 
-// timeoutOf is the module's progress timeout: its chart's annotation, or
-// the default.
-func (t *Tracker) timeoutOf(name string, annotations map[string]string) time.Duration {
+// progressTimeout is a module's progress timeout: its chart's annotation,
+// or def.
+func progressTimeout(name string, annotations map[string]string, def time.Duration, logger *slog.Logger) time.Duration {
 	v, ok := annotations[TimeoutAnnotation]
 	if !ok {
-		return t.opts.ProgressTimeout
+		return def
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		t.logger.Warn("Chart.yaml annotation "+TimeoutAnnotation+" is not a positive duration; using the default",
-			"module", name, "value", v, "default", t.opts.ProgressTimeout)
-		return t.opts.ProgressTimeout
+		logger.Warn("Chart.yaml annotation "+TimeoutAnnotation+" is not a positive duration; using the default",
+			"module", name, "value", v, "default", def)
+		return def
 	}
 	return d
 }
@@ -301,7 +282,11 @@ func (t *Tracker) setObjects(m *module, ro kube.ReleaseObjects, now time.Time) [
 			continue
 		}
 		o := &object{ref: ref, m: m}
-		o.w = t.attach(o)
+		o.w = t.open.attach(o)
+		if !o.w.starting && !o.w.synced {
+			// a new watch, or one whose first list failed: (re)start it
+			t.startLocked(o.w)
+		}
 		objects = append(objects, o)
 		fresh[o.w] = append(fresh[o.w], o)
 	}
@@ -310,7 +295,7 @@ func (t *Tracker) setObjects(m *module, ro kube.ReleaseObjects, now time.Time) [
 	}
 	var stop []Monitor
 	for _, o := range old {
-		if mon := t.detach(o); mon != nil {
+		if mon := t.open.detach(o); mon != nil {
 			stop = append(stop, mon)
 		}
 	}
@@ -323,52 +308,6 @@ func (t *Tracker) setObjects(m *module, ro kube.ReleaseObjects, now time.Time) [
 		t.load(w, objs, now)
 	}
 	return stop
-}
-
-// attach adds o to the watch of its kind and namespace, opening it when
-// none runs.
-func (t *Tracker) attach(o *object) *watch {
-	key := watchKey{o.ref.APIVersion, o.ref.Kind, o.ref.Namespace}
-	w := t.keys[key]
-	if w == nil || w.stopped {
-		w = &watch{key: key, byName: map[string][]*object{}}
-		t.keys[key] = w
-	}
-	w.byName[o.ref.Name] = append(w.byName[o.ref.Name], o)
-	if !w.starting && !w.synced {
-		// a new watch, or one whose first list failed: (re)start it
-		t.startLocked(w)
-	}
-	return w
-}
-
-// detach removes o from its watch; the watch's monitor is returned when no
-// object needs it any more.
-func (t *Tracker) detach(o *object) Monitor {
-	w := o.w
-	if w == nil {
-		return nil
-	}
-	objs := w.byName[o.ref.Name]
-	for i, x := range objs {
-		if x == o {
-			objs = append(objs[:i], objs[i+1:]...)
-			break
-		}
-	}
-	if len(objs) == 0 {
-		delete(w.byName, o.ref.Name)
-	} else {
-		w.byName[o.ref.Name] = objs
-	}
-	if len(w.byName) > 0 {
-		return nil
-	}
-	w.stopped = true
-	if t.keys[w.key] == w {
-		delete(t.keys, w.key)
-	}
-	return w.mon // nil while it starts: start stops it
 }
 
 // startLocked opens w's monitor in the background once Run runs.
@@ -452,7 +391,9 @@ func (t *Tracker) onEvent(w *watch, ev kube.ObjectEvent) {
 	s, _ := ev.FilterResult.(summary)
 	now := t.opts.Now()
 	for _, o := range objs {
-		t.noteEdit(o, ev.Type, s)
+		if o.edited(ev.Type, s) && t.modules[o.m.name] == o.m {
+			t.out.edit(o.m.name)
+		}
 		o.events++
 		o.observe(ev.Type != loader.EventDeleted, s, now)
 	}
@@ -486,6 +427,5 @@ func (t *Tracker) update(m *module, now time.Time) {
 	}
 	m.health, m.reported = h, true
 	m.notify()
-	t.pending = append(t.pending, tr)
-	t.signal()
+	t.out.transition(tr)
 }
