@@ -133,7 +133,7 @@ func (s *session) moduleEntries(modules dir) ([]moduleEntry, error) {
 			}
 			continue
 		}
-		e, err := modules.followOut(de.Name())
+		e, err := followOut(modules.path(de.Name()), de.Name())
 		if err != nil {
 			return nil, err
 		}

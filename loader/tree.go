@@ -299,12 +299,12 @@ func (d dir) readDir() (fileID, []fs.DirEntry, error) {
 	return idOf(info), des, nil
 }
 
-// followOut resolves the link name in d wherever it leads, which only a
-// modules directory read with no tree root allows (a module's own link).
+// followOut resolves the link name at p wherever it leads, which only a
+// modules directory read with no tree root allows (a module's own link);
+// os.Root is not asked, so it is no method of dir.
 // A link to anything but a directory is skipped, as files there are; a
 // broken one is an error: a module that vanished would be purged.
-func (d dir) followOut(name string) (moduleEntry, error) {
-	p := d.path(name)
+func followOut(p, name string) (moduleEntry, error) {
 	if err := checkName(name); err != nil {
 		return moduleEntry{}, fileErr(p, err)
 	}
