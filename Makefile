@@ -65,6 +65,7 @@ lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	$(GO) run ./hack/methodcount
 
 $(STATICCHECK):
 	@mkdir -p $(BIN)
