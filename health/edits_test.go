@@ -11,6 +11,7 @@ import (
 // object says (its spec, a ConfigMap's labels), and not of the first
 // list, a status-only update, a deletion or a re-creation.
 func TestTrackerOnEdited(t *testing.T) {
+	t.Parallel()
 	edited := make(chan string, 100)
 	h := newHarness(t, Options{ProgressTimeout: time.Hour, OnEdited: func(m string) { edited <- m }})
 	dep := deployment("ns", "web", 1, 2)

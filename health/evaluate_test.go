@@ -8,6 +8,7 @@ import (
 
 // The rules of docs/operator.md, "Health", one object at a time.
 func TestJudge(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const timeout = time.Minute
 	synced := &watch{synced: true}
@@ -64,6 +65,7 @@ func TestJudge(t *testing.T) {
 // A module is its worst object: Degraded, then Progressing, then Unknown;
 // the message names the first object of that status.
 func TestEvaluateWorstOf(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	synced := &watch{synced: true}
 	obj := func(name string, s summary) *object {

@@ -16,6 +16,7 @@ func (f *fakeRecorder) Event(_ context.Context, eventType, reason, _ string) err
 
 // Events records Degraded and the recovery from it, once each.
 func TestEvents(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		steps []Status

@@ -13,6 +13,7 @@ import (
 // update that leaves the status as it was, and when the module stops being
 // tracked; an untracked module is not watched.
 func TestTrackerWatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{ProgressTimeout: time.Minute})
 	if _, ok := h.t.Watch("web"); ok {
 		t.Fatal("an untracked module is watched")
@@ -70,6 +71,7 @@ func (f *fakeReader) Get(_ context.Context, r kube.ObjectRef) (map[string]any, e
 // before is Progressing at once, and the watch's late event of that older
 // generation does not bring back Healthy; the newer one counts.
 func TestTrackerRefresh(t *testing.T) {
+	t.Parallel()
 	reader := &fakeReader{objs: map[kube.ObjectRef]map[string]any{}}
 	h := newHarness(t, Options{ProgressTimeout: time.Minute, Objects: reader})
 	old := deployment("ns", "web", 1, 2)
@@ -86,8 +88,9 @@ func TestTrackerRefresh(t *testing.T) {
 	if mh, _ := h.t.Module("web"); mh.Status != Progressing {
 		t.Fatalf("after Refresh: %s, want Progressing", mh.Status)
 	}
-	h.w.set(deployment("ns", "web", 1, 1)) // a late event of generation 1
-	time.Sleep(100 * time.Millisecond)
+	// a late event of generation 1; the fake watch calls the tracker's
+	// handler before set returns
+	h.w.set(deployment("ns", "web", 1, 1))
 	if mh, _ := h.t.Module("web"); mh.Status != Progressing {
 		t.Fatalf("after a late event of the older generation: %s, want Progressing", mh.Status)
 	}
@@ -118,6 +121,7 @@ func withUID(obj map[string]any, uid string) map[string]any {
 // watch's newer Current stands (it must not turn Degraded, "broke without
 // a rollout", on the read's older InProgress).
 func TestTrackerRefreshYieldsToNewerEvents(t *testing.T) {
+	t.Parallel()
 	reader := &blockingReader{started: make(chan struct{}), release: make(chan struct{})}
 	h := newHarness(t, Options{ProgressTimeout: time.Minute, Objects: reader})
 	dep := deployment("ns", "web", 2, 0)
@@ -143,6 +147,7 @@ func TestTrackerRefreshYieldsToNewerEvents(t *testing.T) {
 // An object deleted and made again (a new UID) at a lower generation than
 // Refresh read is the new object, not a late event: it counts.
 func TestTrackerRefreshThenRecreated(t *testing.T) {
+	t.Parallel()
 	reader := &fakeReader{objs: map[kube.ObjectRef]map[string]any{}}
 	h := newHarness(t, Options{ProgressTimeout: time.Minute, Objects: reader})
 	dep := withUID(deployment("ns", "web", 5, 2), "a")

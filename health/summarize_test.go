@@ -38,6 +38,7 @@ func BenchmarkSummarize(b *testing.B) {
 // write beside it (status, resourceVersion, managedFields, generation), nor
 // with how a number was decoded.
 func TestFingerprint(t *testing.T) {
+	t.Parallel()
 	fp := func(edit func(obj map[string]any)) uint64 {
 		obj := deploymentFixture(t)
 		if edit != nil {

@@ -30,6 +30,7 @@ func (h *harness) until(tb testing.TB, want Status) []Status {
 // at the same generation, Healthy again, Progressing through a new
 // generation and Degraded when the timeout passes.
 func TestTrackerTransitions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{ProgressTimeout: time.Minute})
 	dep := deployment("ns", "web", 1, 0)
 	h.w.set(dep)
@@ -96,6 +97,7 @@ func TestTrackerTransitions(t *testing.T) {
 
 // A chart's annotation sets its module's progress timeout.
 func TestTrackerTimeoutAnnotation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{ProgressTimeout: time.Hour})
 	dep := deployment("ns", "slow", 1, 0)
 	h.w.set(dep)
@@ -110,6 +112,7 @@ func TestTrackerTimeoutAnnotation(t *testing.T) {
 // stops when the last of them is removed. A deploy that changed nothing
 // does not read the release again.
 func TestTrackerSharesWatches(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{})
 	for _, name := range []string{"a", "b", "c"} {
 		dep := deployment("ns", name, 1, 2)
@@ -142,6 +145,7 @@ func TestTrackerSharesWatches(t *testing.T) {
 
 // A listener that blocks holds neither the watch's handler nor /status.
 func TestTrackerSlowListener(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	defer close(block)
 	h := newHarness(t, Options{OnTransition: func(Transition) { <-block }})
@@ -168,6 +172,7 @@ func TestTrackerSlowListener(t *testing.T) {
 // A deleted object is NotFound: Degraded past the timeout; the module's
 // metric series say so, and the operator's is the worst module's.
 func TestTrackerMetrics(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{ProgressTimeout: time.Minute})
 	good, gone := deployment("ns", "good", 1, 2), deployment("ns", "gone", 1, 2)
 	h.w.set(good)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/release"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -83,6 +84,7 @@ func fenceChild() int {
 // might still be writing it) and clears it once it is older than the Helm
 // timeout plus the lease duration.
 func TestLostLeaseEndsHelmInstall(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	hookChart := testChart(t, hookManifest)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -113,7 +115,11 @@ func TestLostLeaseEndsHelmInstall(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) // into the hook's wait
+	// into the hook's wait: the install created the hook's Job
+	eventually(t, "the hook's Job", func() bool {
+		_, err := client.BatchV1().Jobs(ns).Get(t.Context(), "slow-hook", metav1.GetOptions{})
+		return err == nil
+	})
 	if err := testenv.TakeLease(t.Context(), client, ns, "operator", "successor"); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 // objects and release records, the CRD installer, the ConfigMap writer
 // and the Events.
 func TestFieldManagers(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := t.Context()
 	managers := func(m []metav1.ManagedFieldsEntry) map[string]bool {

@@ -25,6 +25,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // for keys outside the module's section and for subcharts, while the
 // module's section comes only from the values the operator hands over.
 func TestChartValuesAreHelmDefaults(t *testing.T) {
+	t.Parallel()
 	const moduleValues = "demo:\n  v: from-values-yaml\n  removed: by-a-patch\nextra: hello\nsub:\n  greeting: hi\n"
 	const parent = `apiVersion: v1
 kind: ConfigMap
@@ -83,6 +84,7 @@ data:
 // it); the cached chart must not remember that, so turning the subchart
 // on again deploys it.
 func TestSubchartConditionTogglesBack(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"Chart.yaml":                   "apiVersion: v2\nname: toggle\nversion: 0.1.0\ndependencies:\n  - name: sub\n    version: 0.1.0\n    condition: sub.enabled\n",

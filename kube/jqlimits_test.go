@@ -10,6 +10,7 @@ import (
 // A filter's results are bounded in count and size; past a bound the
 // result is an error that says which.
 func TestJqBounds(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		filter, want, err string
 	}{
@@ -45,6 +46,7 @@ func fmtResult(v any) string { return fmt.Sprint(v) }
 // shared watch still reads its snapshot and count at once (what its hook
 // run and /status do), and so does the list of watches.
 func TestSlowFilterStallsNoReader(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	w := newWatcher(t)
 	spec := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}

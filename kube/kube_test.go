@@ -54,6 +54,7 @@ func namespace(t testing.TB) string {
 }
 
 func TestConfigMapUpdate(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	cm := NewConfigMap(client, ns, "addon-operator")
 	data, err := cm.Get(t.Context())
@@ -100,6 +101,7 @@ func TestConfigMapUpdate(t *testing.T) {
 }
 
 func TestConfigMapWatch(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	cm := NewConfigMap(client, ns, "watched")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -166,6 +168,7 @@ func newHelm(t *testing.T, ns string) *Helm {
 }
 
 func TestHelmUpgradeSkipsAndHeals(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	h := newHelm(t, ns)
 	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "1"}, "global": map[string]any{}}, Commit: "0123456789abcdef0123456789abcdef01234567"}
@@ -219,6 +222,7 @@ func TestHelmUpgradeSkipsAndHeals(t *testing.T) {
 }
 
 func TestHelmRepairsPendingAndFailedFirstInstall(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	h := newHelm(t, ns)
 	good := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "1"}}}
@@ -260,6 +264,7 @@ func TestHelmRepairsPendingAndFailedFirstInstall(t *testing.T) {
 }
 
 func TestHelmLeavesOthersReleasesAlone(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	h := newHelm(t, ns)
 	cfg, err := helmtest.Config(restCfg, ns)

@@ -47,6 +47,7 @@ func receive(t *testing.T, what string, ch <-chan time.Time, within time.Duratio
 // and well before the Lease would have expired; a Lease taken by another
 // holder ends the leader's work with ErrLeadershipLost.
 func TestLeaderHandOverAndLoss(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	const lease = 3 * time.Second
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))

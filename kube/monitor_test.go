@@ -46,6 +46,27 @@ func (r *recorder) wait(t *testing.T, n int) []ObjectEvent {
 	}
 }
 
+// waitFor waits until an event of the object name is recorded, and
+// returns the events up to it. The watch tells one object's changes in
+// the order the API server made them, so a marker object created after
+// the changes a test makes stands in for "and nothing more came late".
+func (r *recorder) waitFor(t *testing.T, name string) []ObjectEvent {
+	t.Helper()
+	var got []ObjectEvent
+	eventually(t, "an event of "+name, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i, ev := range r.events {
+			if ev.Name == name {
+				got = append([]ObjectEvent(nil), r.events[:i+1]...)
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
 func newWatcher(t *testing.T) *Watcher {
 	t.Helper()
 	w, err := NewWatcher(restCfg, nil)
@@ -119,6 +140,7 @@ func summary(evs []ObjectEvent) []string {
 }
 
 func TestMonitorSelectsAndFilters(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	configMap(t, ns, "a", map[string]string{"app": "x"}, map[string]string{"v": "1"})
 	configMap(t, ns, "b", map[string]string{"app": "y"}, map[string]string{"v": "1"})
@@ -150,10 +172,11 @@ func TestMonitorSelectsAndFilters(t *testing.T) {
 	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.wait(t, 3)
-	time.Sleep(300 * time.Millisecond) // anything reported late would show now
-	got := r.wait(t, 3)
-	want := []struct{ typ, name, result string }{{loader.EventModified, "a", "2"}, {loader.EventAdded, "c", "3"}, {loader.EventDeleted, "a", "2"}}
+	// a marker the binding selects: the watch tells changes in order, so
+	// anything reported late would come before it
+	configMap(t, ns, "z", map[string]string{"app": "x"}, map[string]string{"v": "9"})
+	got := r.waitFor(t, "z")
+	want := []struct{ typ, name, result string }{{loader.EventModified, "a", "2"}, {loader.EventAdded, "c", "3"}, {loader.EventDeleted, "a", "2"}, {loader.EventAdded, "z", "9"}}
 	if len(got) != len(want) {
 		t.Fatalf("events = %+v (an unrelated update or an unselected object was reported)", got)
 	}
@@ -162,12 +185,13 @@ func TestMonitorSelectsAndFilters(t *testing.T) {
 			t.Fatalf("event %d = %+v, want %+v", i, got[i], w)
 		}
 	}
-	if snap := m.Snapshot(); len(snap) != 1 || snap[0].Name != "c" {
+	if snap := m.Snapshot(); len(snap) != 2 || snap[0].Name != "c" || snap[1].Name != "z" {
 		t.Fatalf("snapshot after = %+v", snap)
 	}
 }
 
 func TestMonitorV0KindAndEvents(t *testing.T) {
+	t.Parallel()
 	ns, other := namespace(t), namespace(t)
 	r := &recorder{}
 	m := monitor(t, MonitorSpec{APIVersion: "v1", Kind: "secret", Namespaces: []string{ns}, Events: []string{loader.EventDeleted}, KeepFullObjects: true}, r)
@@ -183,15 +207,22 @@ func TestMonitorV0KindAndEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.wait(t, 1)
-	time.Sleep(300 * time.Millisecond) // anything reported late would show now
-	got := r.wait(t, 1)
-	if len(got) != 1 || got[0].Type != loader.EventDeleted || got[0].Namespace != ns {
-		t.Fatalf("events = %+v; want one loader.EventDeleted in %s", got, ns)
+	// a marker deleted after them: anything reported late comes before it
+	secrets := client.CoreV1().Secrets(ns)
+	if _, err := secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "z"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := secrets.Delete(ctx, "z", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := r.waitFor(t, "z")
+	if len(got) != 2 || got[0].Type != loader.EventDeleted || got[0].Namespace != ns || got[0].Name != "s" {
+		t.Fatalf("events = %+v; want one loader.EventDeleted of s in %s, then the marker's", got, ns)
 	}
 }
 
 func TestMonitorUnknownKind(t *testing.T) {
+	t.Parallel()
 	_, err := newWatcher(t).NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "Unicorn"}, func(ObjectEvent) {})
 	if err == nil {
 		t.Fatal("an unknown kind was accepted")
@@ -201,6 +232,7 @@ func TestMonitorUnknownKind(t *testing.T) {
 // A re-list (after a watch expired or the API server came back) reports
 // only what changed while the watch was down.
 func TestMonitorRelistReportsTheDifference(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	same := configMap(t, ns, "same", nil, map[string]string{"v": "1"})
 	changed := configMap(t, ns, "changed", nil, map[string]string{"v": "1"})
@@ -238,6 +270,7 @@ func TestMonitorRelistReportsTheDifference(t *testing.T) {
 
 // A selector the API server refuses fails Start with its answer, at once.
 func TestMonitorRefusedSelector(t *testing.T) {
+	t.Parallel()
 	m, err := newWatcher(t).NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", FieldSelector: "spec.nothing=x"}, func(ObjectEvent) {})
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +287,7 @@ func TestMonitorRefusedSelector(t *testing.T) {
 
 // A kind installed after discovery was cached (a new CRD) is found.
 func TestMonitorFindsNewCRD(t *testing.T) {
+	t.Parallel()
 	w := newWatcher(t)
 	if _, err := w.NewMonitor(MonitorSpec{APIVersion: "v1", Kind: "ConfigMap"}, func(ObjectEvent) {}); err != nil {
 		t.Fatal(err) // discovery is cached now

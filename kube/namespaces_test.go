@@ -11,6 +11,7 @@ import (
 
 // A namespace label selector follows namespaces that gain or lose the label.
 func TestMonitorNamespaceLabelSelector(t *testing.T) {
+	t.Parallel()
 	label := fmt.Sprintf("monitor-test-%d", nsSeq.Add(1))
 	in, out := namespace(t), namespace(t)
 	setLabel := func(ns, value string) {
@@ -51,6 +52,7 @@ func TestMonitorNamespaceLabelSelector(t *testing.T) {
 // Bindings with a namespace label selector share the watch of namespaces
 // and, with bindings that name the namespace, the watch of its objects.
 func TestNamespaceSelectorsShareWatches(t *testing.T) {
+	t.Parallel()
 	label := fmt.Sprintf("monitor-test-%d", nsSeq.Add(1))
 	ns := namespace(t)
 	n, err := client.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})

@@ -59,6 +59,7 @@ func moduleWithCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) 
 // that names it and says whose it is; the original addon-operator's
 // (heritage label) is taken over; the module's own is updated.
 func TestCRDOwnership(t *testing.T) {
+	t.Parallel()
 	apiext := func(t *testing.T) *CRDs {
 		c, err := NewCRDs(restCfg, WithInstance("ops.addon-operator"))
 		if err != nil {
@@ -125,6 +126,7 @@ func TestCRDOwnership(t *testing.T) {
 // TestCRDTwoModules: the second module that ships a CRD the first applied
 // gets an error naming both, and the first module's copy stays.
 func TestCRDTwoModules(t *testing.T) {
+	t.Parallel()
 	group := fmt.Sprintf("two%d.example.com", nsSeq.Add(1))
 	c, err := NewCRDs(restCfg)
 	if err != nil {
@@ -154,6 +156,7 @@ func TestCRDTwoModules(t *testing.T) {
 // the original's release is adopted only by the instance that runs its
 // module, and once adopted is not the other's.
 func TestHelmInstancesInOneNamespace(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	newInstance := func(cm string) *Helm {
 		h, err := NewHelm(restCfg, ns, quietLogger(), WithInstance(InstanceID(ns, cm)))
@@ -241,6 +244,7 @@ func TestHelmInstancesInOneNamespace(t *testing.T) {
 // TestHelmClaimsUnchangedLegacyRelease: an unchanged release of an earlier
 // version gets the instance label without a new revision.
 func TestHelmClaimsUnchangedLegacyRelease(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	h := newHelm(t, ns)
 	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "1"}}}

@@ -23,6 +23,7 @@ func testMember(t *testing.T, filter string, keep bool) *member {
 // objects, decoded (the one map every keeping member's snapshot shares)
 // while one does; members with equal filter results share the value.
 func TestSharedStoreHoldsObjectsOnce(t *testing.T) {
+	t.Parallel()
 	sw := newSharedWatch(watchKey{gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}, "ConfigMap", slog.Default())
 	a, b := testMember(t, ".metadata.labels", false), testMember(t, ".metadata.labels", false)
 	sw.join(a)
@@ -68,6 +69,7 @@ func TestSharedStoreHoldsObjectsOnce(t *testing.T) {
 // Bindings on one kind, namespace and selectors share one watch; each gets
 // its own filter results, events and snapshot.
 func TestMonitorsShareOneWatch(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	configMap(t, ns, "a", map[string]string{"app": "x"}, map[string]string{"v": "1", "w": "1"})
 	w, watches := newCountingWatcher(t)
@@ -92,19 +94,18 @@ func TestMonitorsShareOneWatch(t *testing.T) {
 	if err := cms.Delete(t.Context(), "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rv.wait(t, 3)
-	rw.wait(t, 2)
-	time.Sleep(300 * time.Millisecond) // anything reported late would show now
-	if got, want := summary(rv.wait(t, 3)), []string{"Modified a=2", "Added b=3", "Deleted b=3"}; !slices.Equal(got, want) {
+	// a marker both select: anything reported late comes before it
+	configMap(t, ns, "z", map[string]string{"app": "x"}, map[string]string{"v": "9", "w": "9"})
+	if got, want := summary(rv.waitFor(t, "z")), []string{"Modified a=2", "Added b=3", "Deleted b=3", "Added z=9"}; !slices.Equal(got, want) {
 		t.Fatalf("v's events = %v, want %v", got, want)
 	}
-	if got, want := summary(rw.wait(t, 2)), []string{"Added b=3", "Deleted b=3"}; !slices.Equal(got, want) {
+	if got, want := summary(rw.waitFor(t, "z")), []string{"Added b=3", "Deleted b=3", "Added z=9"}; !slices.Equal(got, want) {
 		t.Fatalf("w's events = %v, want %v", got, want)
 	}
 	for _, tc := range []struct {
 		m    *Monitor
 		want []string
-	}{{mv, []string{"a=2"}}, {mw, []string{"a=1"}}} {
+	}{{mv, []string{"a=2", "z=9"}}, {mw, []string{"a=1", "z=9"}}} {
 		if got := summary(tc.m.Snapshot()); !slices.Equal(got, tc.want) {
 			t.Fatalf("snapshot = %v, want %v", got, tc.want)
 		}
@@ -117,7 +118,7 @@ func TestMonitorsShareOneWatch(t *testing.T) {
 		t.Fatalf("Watches = %+v, want one", infos)
 	}
 	want := WatchInfo{APIVersion: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: ns, LabelSelector: "app=x",
-		Objects: 1, Synced: true, Bindings: []string{"v", "w"}}
+		Objects: 2, Synced: true, Bindings: []string{"v", "w"}}
 	if got := infos[0]; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Watches = %+v, want %+v", got, want)
 	}
@@ -126,6 +127,7 @@ func TestMonitorsShareOneWatch(t *testing.T) {
 // Bindings that differ in namespace, label selector or field selector
 // open watches of their own.
 func TestMonitorsWithOtherSelectorsWatchApart(t *testing.T) {
+	t.Parallel()
 	ns, other := namespace(t), namespace(t)
 	w, watches := newCountingWatcher(t)
 	base := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}
@@ -150,6 +152,7 @@ func TestMonitorsWithOtherSelectorsWatchApart(t *testing.T) {
 // A shared watch stays while a binding uses it and stops (its request
 // ends) with the last one.
 func TestSharedWatchStopsWithItsLastMonitor(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	w, watches := newCountingWatcher(t)
 	spec := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}
@@ -161,13 +164,17 @@ func TestSharedWatchStopsWithItsLastMonitor(t *testing.T) {
 		t.Fatalf("%d open watches, want 1", watches.Open(path))
 	}
 	m1.Stop()
-	time.Sleep(300 * time.Millisecond) // a watch that closed would show now
-	if watches.Open(path) != 1 || len(w.Watches()) != 1 {
-		t.Fatalf("the watch closed (%d open, %d listed) while a binding still uses it", watches.Open(path), len(w.Watches()))
+	// Stop closes a watch it was the last holder of before it returns:
+	// the watch is still listed, and still tells the binding left
+	if len(w.Watches()) != 1 {
+		t.Fatalf("the watch is not listed (%d) while a binding still uses it", len(w.Watches()))
 	}
 	configMap(t, ns, "a", nil, nil)
 	if got := second.wait(t, 1); got[0].Type != loader.EventAdded || got[0].Name != "a" {
 		t.Fatalf("events of the binding left = %+v", got)
+	}
+	if watches.Open(path) != 1 || watches.Opened(path) != 1 {
+		t.Fatalf("%d watches open, %d opened, while a binding still uses the first", watches.Open(path), watches.Opened(path))
 	}
 	if got := first.wait(t, 0); len(got) != 0 {
 		t.Fatalf("a stopped binding got events: %+v", got)
@@ -188,6 +195,7 @@ func TestSharedWatchStopsWithItsLastMonitor(t *testing.T) {
 // first snapshot (its Synchronization) and is told only what happens
 // after it joined; one that keeps whole objects gets them whole.
 func TestMonitorJoinsASyncedWatch(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	configMap(t, ns, "a", nil, map[string]string{"v": "1"})
 	w, watches := newCountingWatcher(t)
@@ -212,13 +220,15 @@ func TestMonitorJoinsASyncedWatch(t *testing.T) {
 				t.Fatalf("filter only: snapshot with the object: %+v", ev)
 			}
 		}
-		name := fmt.Sprintf("c%v", keep)
+		name, marker := fmt.Sprintf("c%v", keep), fmt.Sprintf("z%v", keep)
 		configMap(t, ns, name, nil, map[string]string{"v": "3"})
-		time.Sleep(300 * time.Millisecond) // anything reported late would show now
-		if got, want := summary(late.wait(t, 1)), []string{"Added " + name + "=3!"}; !slices.Equal(got, want) {
+		// anything reported late comes before the marker
+		configMap(t, ns, marker, nil, map[string]string{"v": "9"})
+		if got, want := summary(late.waitFor(t, marker)), []string{"Added " + name + "=3!", "Added " + marker + "=9!"}; !slices.Equal(got, want) {
 			t.Fatalf("keepFull %v: events of the late binding = %v, want %v", keep, got, want)
 		}
-		existing = append(existing, name+"=3!")
+		existing = append(existing, name+"=3!", marker+"=9!")
+		slices.Sort(existing)
 	}
 	if n := watches.Opened("/namespaces/" + ns + "/configmaps"); n != 1 {
 		t.Fatalf("%d watch requests, want 1", n)
@@ -228,6 +238,7 @@ func TestMonitorJoinsASyncedWatch(t *testing.T) {
 // Bindings that start together, before the watch's first list, all get it
 // as their Synchronization.
 func TestMonitorsStartingTogether(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	for i := range 20 {
 		configMap(t, ns, fmt.Sprintf("cm-%02d", i), nil, map[string]string{"v": fmt.Sprint(i)})
@@ -269,6 +280,7 @@ func TestMonitorsStartingTogether(t *testing.T) {
 // A handler may read snapshots of the bindings on its watch: the store is
 // not locked while bindings are told.
 func TestHandlerReadsSnapshots(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	w := newWatcher(t)
 	spec := MonitorSpec{APIVersion: "v1", Kind: "ConfigMap", Namespaces: []string{ns}}
@@ -304,6 +316,7 @@ func TestHandlerReadsSnapshots(t *testing.T) {
 // Without a jqFilter, the snapshot has whole objects only when the binding
 // keeps them; events carry the object either way.
 func TestMonitorKeepsObjectsOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	for _, keep := range []bool{true, false} {
 		t.Run(fmt.Sprint("keepFull=", keep), func(t *testing.T) {
 			ns := namespace(t)

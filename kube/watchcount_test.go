@@ -105,6 +105,7 @@ func (b *countedBody) Close() error {
 // answers 503) ends Start after SyncTimeout, with an error, and the
 // monitor stops: the task that started it can fail and be retried.
 func TestMonitorSyncTimeout(t *testing.T) {
+	t.Parallel()
 	cfg := rest.CopyConfig(restCfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {

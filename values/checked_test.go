@@ -10,6 +10,7 @@ import (
 // "Values"): those of modules enabled as far as is known before
 // discovery, and nothing else.
 func TestSetConfigChecksEnabledSections(t *testing.T) {
+	t.Parallel()
 	sch, err := LoadSchemas("openapi", []byte("type: object\nrequired: [count]\nproperties:\n  count: {type: integer}\n"), nil)
 	if err != nil {
 		t.Fatal(err)

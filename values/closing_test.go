@@ -10,6 +10,7 @@ import (
 // Each case validates one value against a values schema; want is "" for
 // valid, or a part of the violation.
 func TestCloseObjects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, schema, value, want string
 	}{
@@ -185,6 +186,7 @@ properties:
 // it (and its before-Helm copy) take a valid config, and the x-extend
 // merged properties are closed as the config schema's own.
 func TestCloseObjectsControlPlane(t *testing.T) {
+	t.Parallel()
 	s := loadSchemas(t, "testdata/controlplane-openapi")
 	valid := mustParse(t, `
 controlPlane:

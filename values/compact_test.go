@@ -42,6 +42,7 @@ var compactDocs = []string{
 }
 
 func TestCompactKeepsResults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		patch   Patch

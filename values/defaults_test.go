@@ -9,6 +9,7 @@ import (
 // $refs; not from a null default, nor through patternProperties or
 // additionalProperties.
 func TestApplyDefaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		schema string
@@ -148,6 +149,7 @@ additionalProperties:
 // files, config-values.yaml defaults, the ConfigMap, values.yaml defaults,
 // then the hooks' patches. CONFIG_VALUES_PATH has the ConfigMap only.
 func TestDefaultsLayering(t *testing.T) {
+	t.Parallel()
 	config := `
 type: object
 properties:

@@ -9,6 +9,7 @@ import (
 // the original's discovery examples use them, and a section that is the
 // literal false.
 func TestEnabled(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		common string
@@ -47,6 +48,7 @@ func TestEnabled(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
+	t.Parallel()
 	_, _, err := NewStore(Source{CommonFile: "modules/values.yaml", Common: mustParse(t, "oneEnabled: yes-please"), Modules: []ModuleSource{{Name: "one"}}})
 	if err == nil || !strings.Contains(err.Error(), "modules/values.yaml: oneEnabled: want true or false") {
 		t.Fatalf("err = %v", err)

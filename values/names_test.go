@@ -6,6 +6,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		dir, name, key string
 		order          int
@@ -44,6 +45,7 @@ func TestNames(t *testing.T) {
 }
 
 func TestDuplicateModuleKeys(t *testing.T) {
+	t.Parallel()
 	_, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "foo"}, {Name: "foo"}}})
 	if err == nil || !strings.Contains(err.Error(), `both map to values key "foo"`) {
 		t.Fatalf("err = %v", err)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPatchScope(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "one"}, {Name: "two"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,7 @@ func TestPatchScope(t *testing.T) {
 }
 
 func TestParsePatchForms(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in string
 		n        int
@@ -78,6 +80,7 @@ func TestParsePatchForms(t *testing.T) {
 }
 
 func TestConfigPatchFlagsAndNewSection(t *testing.T) {
+	t.Parallel()
 	p := Patch{{Op: "add", Path: "/oneEnabled", Value: false}, {Op: "add", Path: "/global/x", Value: "y"}}
 	out, err := ApplyConfigPatch("g", "", map[string]string{"one": "a: 1 # comment\n"}, p)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // ref, and no request is made, even when a file reached through a ref
 // names the URL.
 func TestSchemaRefs(t *testing.T) {
+	t.Parallel()
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)

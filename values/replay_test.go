@@ -32,6 +32,7 @@ func opsOf(t *testing.T, drops []DroppedOp) []string {
 // A stored patch whose paths a ConfigMap edit removed must not wedge reads;
 // SetConfig drops what no longer applies and says so.
 func TestStalePatchAfterConfigEdit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		cm, nextCM  string
@@ -96,6 +97,7 @@ func TestStalePatchAfterConfigEdit(t *testing.T) {
 // Patches carried to a new tree whose values.yaml lost a key keep what
 // still applies.
 func TestRestorePatchesPrunesStaleOps(t *testing.T) {
+	t.Parallel()
 	old, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "one", Values: mustParse(t, "one: {gamma: {b: 1}}")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +125,7 @@ func TestRestorePatchesPrunesStaleOps(t *testing.T) {
 // the stored patch must still apply where the key is not in the config
 // values.
 func TestAddThenReplaceIsStored(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "one"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +150,7 @@ func TestAddThenReplaceIsStored(t *testing.T) {
 // later patches and a ConfigMap edit, unless the edit removed what the
 // flag was copied from.
 func TestGlobalPatchFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		patches       []Patch
@@ -210,6 +214,7 @@ func TestGlobalPatchFlags(t *testing.T) {
 }
 
 func TestFlagPatchChanges(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "foo"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -226,6 +231,7 @@ func TestFlagPatchChanges(t *testing.T) {
 }
 
 func TestDroppedOpString(t *testing.T) {
+	t.Parallel()
 	d := DroppedOp{Section: "one", Hook: "hooks/h", Op: "move", From: "/one/a", Path: "/one/b", Reason: "gone"}
 	if got, want := d.String(), "one: hook hooks/h: move from /one/a to /one/b: gone"; got != want {
 		t.Fatalf("String() = %q, want %q", got, want)
@@ -235,6 +241,7 @@ func TestDroppedOpString(t *testing.T) {
 // json-patch panics when a test compares lists that hold null; the hook
 // gets an error instead.
 func TestTestOfNullInListFails(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "one", Values: mustParse(t, "one: {b: [null]}")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +253,7 @@ func TestTestOfNullInListFails(t *testing.T) {
 }
 
 func TestPatchesSurviveConfigChangeAndStaySmall(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{Modules: []ModuleSource{{Name: "one", Values: mustParse(t, "one: {a: 1}")}}})
 	if err != nil {
 		t.Fatal(err)
@@ -270,6 +278,7 @@ func TestPatchesSurviveConfigChangeAndStaySmall(t *testing.T) {
 }
 
 func TestRestorePatches(t *testing.T) {
+	t.Parallel()
 	src := Source{Modules: []ModuleSource{{Name: "one"}, {Name: "two"}}}
 	old, _, _ := NewStore(src)
 	_, _ = old.ApplyValuesPatch("g", "", Patch{{Op: "add", Path: "/global/x", Value: "y"}})

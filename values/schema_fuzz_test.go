@@ -105,6 +105,7 @@ func FuzzLoadSchemas(f *testing.F) {
 // The crash of issue #29: config-values.yaml with `properties:` empty,
 // extended by a values.yaml with properties of its own.
 func TestExtendEmptyProperties(t *testing.T) {
+	t.Parallel()
 	for _, props := range []string{"properties:\n", "properties: null\n", "properties: {}\n", ""} {
 		s, err := LoadSchemas("openapi", []byte("type: object\n"+props), []byte("x-extend: {schema: config-values.yaml}\ntype: object\nproperties:\n  internal: {type: object, properties: {a: {type: string}}}\n"))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 // The original's invalid global ConfigMap, which must stop start-up: the
 // error lists what is wrong (docs/operator.md, "Values").
 func TestValidationInvalidGlobal(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{GlobalSchemas: loadSchemas(t, "testdata/global-openapi")})
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +41,7 @@ func TestValidationInvalidGlobal(t *testing.T) {
 // The original's clusterHostname config patch must fail validation, and the
 // discovery default is added (docs/operator.md, "Values").
 func TestValidationConfigPatchAndDefault(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{GlobalSchemas: loadSchemas(t, "testdata/global-openapi")})
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +87,7 @@ func TestValidationConfigPatchAndDefault(t *testing.T) {
 
 // x-extend: the effective values schema (docs/operator.md, "Values").
 func TestXExtendEffectiveSchema(t *testing.T) {
+	t.Parallel()
 	s := loadSchemas(t, "testdata/global-openapi")
 	want := `{
 	  "type": "object",
@@ -104,6 +107,7 @@ func TestXExtendEffectiveSchema(t *testing.T) {
 // x-required-for-helm is checked only before Helm (docs/operator.md,
 // "Values").
 func TestRequiredForHelm(t *testing.T) {
+	t.Parallel()
 	s := loadSchemas(t, "testdata/helm-openapi")
 	assertJSON(t, s.Values.Effective(), `{"type":"object","additionalProperties":false,
 		"properties":{"param1":{"type":"string"},"param2":{"type":"string"}}}`)
@@ -139,6 +143,7 @@ func TestRequiredForHelm(t *testing.T) {
 }
 
 func TestSchemaErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name           string
 		config, values string
@@ -167,6 +172,7 @@ func TestSchemaErrors(t *testing.T) {
 }
 
 func TestOpenObjectStaysOpen(t *testing.T) {
+	t.Parallel()
 	s, err := LoadSchemas("openapi", nil, []byte("type: object\nproperties:\n  discovery:\n    type: object\n"))
 	if err != nil {
 		t.Fatal(err)

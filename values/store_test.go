@@ -11,6 +11,7 @@ import (
 // the config patch that adds param3, and a chart that renders
 // `replicas: 200` (docs/operator.md, "Values").
 func TestModuleHookExample(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{
 		Common: mustParse(t, "global:\n  param1: 100\n  param2: \"Yes\"\n"),
 		Modules: []ModuleSource{{
@@ -86,6 +87,7 @@ func TestModuleHookExample(t *testing.T) {
 // The original's module values example, with its dotted patch path
 // (docs/operator.md, "Values").
 func TestDottedPatchPathExample(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{Modules: []ModuleSource{{
 		Name:   "simple-one-module",
 		Values: mustParse(t, "simpleOneModule:\n  param1: value_1\n  param2: value_2\n"),
@@ -116,6 +118,7 @@ func TestDottedPatchPathExample(t *testing.T) {
 }
 
 func TestGlobalHookFiles(t *testing.T) {
+	t.Parallel()
 	store, _, err := NewStore(Source{
 		Common:  mustParse(t, "global:\n  a: 1\n  nested: {x: 1, b: [1, 2]}\nsomeModule: {p: 1}\n"),
 		Modules: []ModuleSource{{Name: "some-module"}},
@@ -133,6 +136,7 @@ func TestGlobalHookFiles(t *testing.T) {
 }
 
 func TestModuleValuesFileIgnoresOtherKeys(t *testing.T) {
+	t.Parallel()
 	_, warnings, err := NewStore(Source{Modules: []ModuleSource{{
 		Name:   "one",
 		File:   "modules/001-one/values.yaml",
@@ -150,6 +154,7 @@ func TestModuleValuesFileIgnoresOtherKeys(t *testing.T) {
 // section the ConfigMap lacks (or leaves empty), as the original's, and the
 // section as written otherwise, `{}` included.
 func TestConfigValuesOfAbsentSections(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name           string
 		cm             map[string]string
