@@ -121,9 +121,11 @@ func TestWatchSet(t *testing.T) {
 	if got := ws.detach(b); got != Monitor(mon) || !b.w.stopped || len(ws.keys) != 1 {
 		t.Fatalf("detach of the last object: %v, stopped %v, %d watches", got, b.w.stopped, len(ws.keys))
 	}
-	// a stopped watch is not reused
+	// a stopped watch still in the set (its monitor stopping) is not reused
+	stopped := &watch{key: a.w.key, byName: map[string][]*object{}, stopped: true}
+	ws.keys[a.w.key] = stopped
 	d := obj("ConfigMap", "ns", "d")
-	if d.w = ws.attach(d); d.w == a.w || d.w.stopped {
+	if d.w = ws.attach(d); d.w == stopped || d.w.stopped || ws.keys[a.w.key] != d.w {
 		t.Fatal("an object joined a stopped watch")
 	}
 	if got := ws.detach(&object{}); got != nil {
