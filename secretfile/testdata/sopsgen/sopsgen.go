@@ -48,6 +48,8 @@ var Fixtures = []Fixture{
 	{Plain: "config.plain.yaml", Out: "maconly.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}, Rules: sops.Metadata{EncryptedRegex: "^(password|token|apiKey)$", MACOnlyEncrypted: true}},
 	{Plain: "config.plain.yaml", Out: "two.enc.yaml", Keys: []string{"test-only-age-key-a.txt", "test-only-age-key-b.txt"}},
 	{Plain: "bench100.plain.yaml", Out: "bench100.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
+	// clusterconfig's fleet: one cluster's secrets.
+	{Plain: "fleet-secrets.plain.yaml", Out: "../../clusterconfig/testdata/fleet/clusters/prod-eu/secrets.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 }
 
 func main() {
