@@ -263,15 +263,25 @@ func (w *walker) leaf(n *yaml.Node, keys []string, path Path) error {
 }
 
 // setNode replaces a scalar's value, keeping its place (line) in the file.
+// Common types are set directly: Node.Encode runs a whole encoder and
+// parser per value, most of a decryption's time.
 func setNode(n *yaml.Node, v any) error {
-	if b, ok := v.([]byte); ok {
-		v = string(b)
-	}
-	var m yaml.Node
-	if err := m.Encode(v); err != nil {
-		return err
-	}
 	line, col := n.Line, n.Column
+	var m yaml.Node
+	switch t := v.(type) {
+	case []byte:
+		m = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(t)}
+	case string:
+		m = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t}
+	case int:
+		m = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(t)}
+	case bool:
+		m = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(t)}
+	default:
+		if err := m.Encode(v); err != nil {
+			return err
+		}
+	}
 	*n = m
 	n.Line, n.Column = line, col
 	return nil

@@ -4,7 +4,9 @@ go 1.26.0
 
 require (
 	filippo.io/age v1.3.2
+	github.com/addonops/addon-operator v0.0.0-00010101000000-000000000000
 	github.com/getsops/sops/v3 v3.13.3
+	go.yaml.in/yaml/v3 v3.0.5
 )
 
 require (
@@ -114,7 +116,6 @@ require (
 	go.opentelemetry.io/otel/sdk v1.44.0 // indirect
 	go.opentelemetry.io/otel/sdk/metric v1.44.0 // indirect
 	go.opentelemetry.io/otel/trace v1.44.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
