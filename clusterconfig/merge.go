@@ -115,16 +115,11 @@ func (m *merger) result(files []string) (*Config, error) {
 	return c, nil
 }
 
-// encode writes a value as ConfigMap text: a string that reads back as
-// itself is written bare (lifecycle compares <module>Maintenance and
-// <module>Drift as text), booleans and numbers as YAML scalars, maps and
-// lists as block YAML with sorted keys.
+// encode writes a value as ConfigMap text: scalars as YAML without the
+// trailing newline (a plain string bare: lifecycle compares
+// <module>Maintenance and <module>Drift as text, TestMigrationRoundTrip),
+// maps and lists as block YAML with sorted keys.
 func encode(v any) (string, error) {
-	if s, ok := v.(string); ok {
-		if back, err := parseText(s); err == nil && back == s {
-			return s, nil
-		}
-	}
 	b, err := yaml.Marshal(v)
 	if err != nil {
 		return "", err
