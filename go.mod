@@ -3,6 +3,7 @@ module github.com/addonops/addon-operator
 go 1.26.0
 
 require (
+	filippo.io/age v1.3.2
 	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-git/go-billy/v5 v5.9.2
@@ -32,10 +33,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require (
-	filippo.io/age v1.3.2 // indirect
-	filippo.io/hpke v0.4.0 // indirect
-)
+require filippo.io/hpke v0.4.0 // indirect
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
