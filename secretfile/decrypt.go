@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -309,13 +308,37 @@ func toBytes(v any) ([]byte, error) {
 	return nil, fmt.Errorf("a value of type %T, which SOPS does not encrypt", v)
 }
 
-var encRe = regexp.MustCompile(`^ENC\[AES256_GCM,data:(.+),iv:(.+),tag:(.+),type:(.+)\]`)
+// splitEnc splits ENC[AES256_GCM,data:…,iv:…,tag:…,type:…] as SOPS's
+// greedy pattern does, without a regexp (a third of a decryption's time).
+func splitEnc(s string) (m [5]string, ok bool) {
+	rest, ok := strings.CutPrefix(s, "ENC[AES256_GCM,data:")
+	end := strings.LastIndexByte(rest, ']')
+	if !ok || end < 0 {
+		return m, false
+	}
+	rest = rest[:end]
+	for i, sep := range []string{",type:", ",tag:", ",iv:"} {
+		j := strings.LastIndex(rest, sep)
+		if j < 0 {
+			return m, false
+		}
+		m[4-i] = rest[j+len(sep):]
+		rest = rest[:j]
+	}
+	m[1] = rest
+	for _, p := range m[1:] {
+		if p == "" {
+			return m, false
+		}
+	}
+	return m, true
+}
 
 // openValue decrypts one ENC[AES256_GCM,…] value with the data key and
 // its additional data, typed as the value says.
 func openValue(s string, key []byte, aad string) (any, error) {
-	m := encRe.FindStringSubmatch(s)
-	if m == nil {
+	m, ok := splitEnc(s)
+	if !ok {
 		return nil, fmt.Errorf("not an ENC[AES256_GCM,…] value")
 	}
 	var parts [3][]byte

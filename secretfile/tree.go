@@ -133,8 +133,8 @@ func check(file string, n *yaml.Node, path Path) error {
 // sops key is a mapping with a mac and a lastmodified. A module whose
 // values key is "sops" cannot be told from one, as with SOPS itself.
 func IsEncrypted(data []byte) bool {
-	if len(data) > MaxFileSize {
-		return false
+	if len(data) > MaxFileSize || !bytes.Contains(data, []byte(sopsKey)) || !bytes.Contains(data, []byte("lastmodified")) {
+		return false // most files: no parse
 	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || len(doc.Content) == 0 {
