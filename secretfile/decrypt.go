@@ -18,6 +18,8 @@ import (
 
 	"filippo.io/age"
 	"filippo.io/age/armor"
+	"github.com/ProtonMail/go-crypto/openpgp"
+	pgparmor "github.com/ProtonMail/go-crypto/openpgp/armor"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -157,32 +159,59 @@ func (k *Keyring) dataKey(d *document, md *metadata) ([]byte, error) {
 	if k == nil {
 		return nil, fail(NoKey, nil, "")
 	}
-	ids, pub, err := k.load()
+	ks, err := k.load()
 	if err != nil {
 		return nil, fail(NoKey, nil, err.Error())
 	}
-	if len(ids) == 0 {
+	if ks.empty() {
 		return nil, fail(NoKey, nil, "")
 	}
-	if len(md.age) == 0 {
-		return nil, fail(WrongKey, pub, "the file has no age recipients")
+	if len(md.age)+len(md.pgp) == 0 {
+		return nil, fail(WrongKey, ks.public, "the file has no age or PGP recipients")
 	}
-	identities := make([]age.Identity, len(ids))
-	for i, id := range ids {
+	identities := make([]age.Identity, len(ks.age))
+	for i, id := range ks.age {
 		identities[i] = id
 	}
+	var opened []byte
+	var from string
 	for _, a := range md.age {
+		if len(identities) == 0 {
+			break
+		}
 		r, err := age.Decrypt(armor.NewReader(strings.NewReader(a.enc)), identities...)
 		if err != nil {
 			continue
 		}
-		key, err := io.ReadAll(io.LimitReader(r, 64))
-		if err != nil || len(key) != 32 {
-			return nil, &Error{File: d.file, Reason: Malformed, Recipients: md.recipients(), Detail: fmt.Sprintf("the data key for %s is not a 32-byte key", a.recipient)}
+		if opened, err = io.ReadAll(io.LimitReader(r, 64)); err == nil {
+			from = a.recipient
+			break
 		}
-		return key, nil
 	}
-	return nil, fail(WrongKey, pub, "")
+	for _, p := range md.pgp {
+		if opened != nil || len(ks.pgp) == 0 {
+			break
+		}
+		block, err := pgparmor.Decode(strings.NewReader(p.enc))
+		if err != nil {
+			continue
+		}
+		msg, err := openpgp.ReadMessage(block.Body, ks.pgp, nil, nil)
+		if err != nil {
+			continue
+		}
+		// At most 64 bytes: a hostile message may be compressed.
+		if opened, err = io.ReadAll(io.LimitReader(msg.UnverifiedBody, 64)); err == nil {
+			from = "pgp:" + p.fp
+		}
+	}
+	if opened == nil {
+		return nil, fail(WrongKey, ks.public, "")
+	}
+	if len(opened) != 32 {
+		return nil, &Error{File: d.file, Reason: Malformed, Recipients: md.recipients(), Detail: fmt.Sprintf("the data key for %s is not a 32-byte key", from)}
+	}
+	return opened, nil
 }
 
 // walker visits leaves in document order as sops.Tree does, decrypting

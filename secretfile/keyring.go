@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"sync"
 
 	"filippo.io/age"
+	"github.com/ProtonMail/go-crypto/openpgp"
 )
 
 // Limits of key files: a key file (or each file of a key directory) up to
@@ -35,18 +37,29 @@ type Keyring struct {
 	mu         sync.Mutex
 	sum        [sha256.Size]byte
 	identities []*age.X25519Identity
-	public     []string // recipients of identities, same order
+	pgp        openpgp.EntityList
+	public     []string // age recipients of identities, then pgp:FINGERPRINT
 }
+
+// keys is what a keyring holds at one moment.
+type keys struct {
+	age    []*age.X25519Identity
+	pgp    openpgp.EntityList
+	public []string
+}
+
+func (k keys) empty() bool { return len(k.age) == 0 && len(k.pgp) == 0 }
 
 // NewKeyring reads the identities in paths, each a file or a directory
 // whose files (not dot files, not subdirectories; symlinks followed) are
 // read in name order. A file holds age identities (AGE-SECRET-KEY-1…),
 // one a line, with # comments and blank lines, as age-keygen writes
-// them. The keyring may be empty at first: decryption then fails with
+// them, or an armored PGP private key block without a passphrase (as
+// `gpg --export-secret-keys --armor` writes it). The keyring may be empty at first: decryption then fails with
 // NoKey until a key appears.
 func NewKeyring(paths ...string) (*Keyring, error) {
 	k := &Keyring{paths: append([]string(nil), paths...)}
-	if _, _, err := k.load(); err != nil {
+	if _, err := k.load(); err != nil {
 		return nil, err
 	}
 	return k, nil
@@ -74,23 +87,23 @@ func (k *Keyring) Recipients() ([]string, error) {
 	if k == nil {
 		return nil, nil
 	}
-	_, pub, err := k.load()
-	return pub, err
+	ks, err := k.load()
+	return ks.public, err
 }
 
 // load re-reads the key files and re-parses them when their content
 // changed: a few small reads per decryption, cheaper than the decryption.
-func (k *Keyring) load() ([]*age.X25519Identity, []string, error) {
+func (k *Keyring) load() (keys, error) {
 	files, err := k.files()
 	if err != nil {
-		return nil, nil, err
+		return keys{}, err
 	}
 	h := sha256.New()
 	contents := make([][]byte, len(files))
 	for i, f := range files {
 		b, err := readLimited(f, MaxKeyFileSize)
 		if err != nil {
-			return nil, nil, err
+			return keys{}, err
 		}
 		contents[i] = b
 		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
@@ -101,22 +114,35 @@ func (k *Keyring) load() ([]*age.X25519Identity, []string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if sum == k.sum && k.identities != nil {
-		return k.identities, k.public, nil
+		return keys{age: k.identities, pgp: k.pgp, public: k.public}, nil
 	}
 	ids := []*age.X25519Identity{}
-	var pub []string
+	var ents openpgp.EntityList
+	var pub, pgpPub []string
 	for i, f := range files {
+		if bytes.Contains(contents[i], []byte(pgpBlock)) {
+			got, err := parsePGP(f, contents[i])
+			if err != nil {
+				return keys{}, err
+			}
+			for _, e := range got {
+				ents = append(ents, e)
+				pgpPub = append(pgpPub, "pgp:"+fingerprint(e))
+			}
+			continue
+		}
 		got, err := parseIdentities(f, contents[i])
 		if err != nil {
-			return nil, nil, err
+			return keys{}, err
 		}
 		for _, id := range got {
 			ids = append(ids, id)
 			pub = append(pub, id.Recipient().String())
 		}
 	}
-	k.sum, k.identities, k.public = sum, ids, pub
-	return ids, pub, nil
+	pub = append(pub, pgpPub...)
+	k.sum, k.identities, k.pgp, k.public = sum, ids, ents, pub
+	return keys{age: ids, pgp: ents, public: pub}, nil
 }
 
 // files lists the key files the paths name now.
@@ -195,4 +221,33 @@ func parseIdentities(file string, b []byte) ([]*age.X25519Identity, error) {
 		return nil, fmt.Errorf("key file %s: %w", file, err)
 	}
 	return out, nil
+}
+
+const pgpBlock = "-----BEGIN PGP PRIVATE KEY BLOCK-----"
+
+// parsePGP reads an armored PGP private key block; keys behind a
+// passphrase are refused (there is nobody to type it).
+func parsePGP(file string, b []byte) (openpgp.EntityList, error) {
+	ents, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: not a readable PGP private key block", file)
+	}
+	for _, e := range ents {
+		if e.PrivateKey == nil {
+			return nil, fmt.Errorf("key file %s: PGP key %s has no private key", file, fingerprint(e))
+		}
+		locked := e.PrivateKey.Encrypted
+		for _, sub := range e.Subkeys {
+			locked = locked || (sub.PrivateKey != nil && sub.PrivateKey.Encrypted)
+		}
+		if locked {
+			return nil, fmt.Errorf("key file %s: PGP key %s is protected by a passphrase, which is not read", file, fingerprint(e))
+		}
+	}
+	return ents, nil
+}
+
+// fingerprint is a PGP key's fingerprint as SOPS writes it (sops.pgp fp).
+func fingerprint(e *openpgp.Entity) string {
+	return strings.ToUpper(hex.EncodeToString(e.PrimaryKey.Fingerprint))
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"filippo.io/age"
+	"github.com/ProtonMail/go-crypto/openpgp"
+	pgparmor "github.com/ProtonMail/go-crypto/openpgp/armor"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -21,6 +23,8 @@ import (
 const (
 	keyA = "testdata/keys/test-only-age-key-a.txt"
 	keyB = "testdata/keys/test-only-age-key-b.txt"
+	// keyPGP is an armored PGP private key without a passphrase.
+	keyPGP = "testdata/keys/test-only-pgp-key.asc"
 )
 
 func fixture(t testing.TB, name string) []byte {
@@ -80,6 +84,7 @@ func TestFixturesDecrypt(t *testing.T) {
 		{"regex.enc.yaml", "config.plain.yaml", keyA, []string{"global.apiKey", "certManager.password", "certManager.solvers[0].token", "ingressNginx.controller.token"}},
 		{"maconly.enc.yaml", "config.plain.yaml", keyA, []string{"global.apiKey", "certManager.password", "certManager.solvers[0].token", "ingressNginx.controller.token"}},
 		{"two.enc.yaml", "config.plain.yaml", keyB, nil},
+		{"pgp.enc.yaml", "config.plain.yaml", keyPGP, nil},
 		{"bench100.enc.yaml", "bench100.plain.yaml", keyA, nil},
 	} {
 		t.Run(tc.enc, func(t *testing.T) {
@@ -180,6 +185,8 @@ func TestDecryptErrors(t *testing.T) {
 		{"nil keyring", nil, fixture(t, "config.enc.yaml"), NoKey, ErrNoKey, "", []string{"config.enc.yaml", a}},
 		{"empty key dir", keyring(t, emptyDir), fixture(t, "config.enc.yaml"), NoKey, ErrNoKey, "", []string{a}},
 		{"wrong key", keyring(t, keyB), fixture(t, "config.enc.yaml"), WrongKey, ErrWrongKey, "", []string{a, recipientOf(t, keyB)}},
+		{"age key for a PGP file", keyring(t, keyA), fixture(t, "pgp.enc.yaml"), WrongKey, ErrWrongKey, "", []string{"encrypted for pgp:" + pgpFingerprint(t), "keyring holds " + a}},
+		{"PGP key for an age file", keyring(t, keyPGP), fixture(t, "config.enc.yaml"), WrongKey, ErrWrongKey, "", []string{"encrypted for " + a, "keyring holds pgp:" + pgpFingerprint(t)}},
 		{"tampered value", keyring(t, keyA), mutate(t, "config.enc.yaml", pw, flip(pw)), Tampered, ErrTampered, "certManager.password", []string{"config.enc.yaml:14", "certManager.password"}},
 		{"value moved to another key", keyring(t, keyA), mutate(t, "config.enc.yaml", "email: "+email, "email: "+pw), Tampered, ErrTampered, "certManager.email", []string{"certManager.email"}},
 		{"value replaced by plaintext", keyring(t, keyA), mutate(t, "config.enc.yaml", pw, "hunter2"), Tampered, ErrTampered, "certManager.password", []string{"not encrypted"}},
@@ -373,4 +380,45 @@ func BenchmarkDecrypt(b *testing.B) {
 		return p
 	})), "retained-B")
 	_ = keep
+}
+
+func pgpFingerprint(t testing.TB) string {
+	t.Helper()
+	ents, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(fixture(t, "keys/test-only-pgp-key.asc")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fingerprint(ents[0])
+}
+
+// TestPGPKeys: a PGP key shows as its fingerprint only, and one behind a
+// passphrase is refused when the keyring reads it.
+func TestPGPKeys(t *testing.T) {
+	k := keyring(t, keyPGP)
+	if s := fmt.Sprintf("%v %#v", k, k); strings.Contains(s, "PRIVATE") || !strings.Contains(s, "pgp:"+pgpFingerprint(t)) {
+		t.Errorf("keyring shows %s", s)
+	}
+	e, err := openpgp.NewEntity("locked", "", "locked@example.invalid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EncryptPrivateKeys([]byte("passphrase"), nil); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w, err := pgparmor.Encode(&b, openpgp.PrivateKeyType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SerializePrivateWithoutSigning(w, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	file := filepath.Join(t.TempDir(), "locked.asc")
+	if err := os.WriteFile(file, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewKeyring(file); err == nil || !strings.Contains(err.Error(), "passphrase") || !strings.Contains(err.Error(), file) {
+		t.Fatalf("want a refusal naming the file: %v", err)
+	}
 }

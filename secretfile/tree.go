@@ -161,6 +161,7 @@ type metadata struct {
 	lastModified string // as SOPS re-formats it for the MAC's additional data
 	mac          string
 	age          []ageKey
+	pgp          []pgpKey
 	others       []string // recipients of key sources not read here
 	macOnlyEnc   bool
 	rule         rule
@@ -169,6 +170,11 @@ type metadata struct {
 type ageKey struct {
 	recipient string
 	enc       string
+}
+
+type pgpKey struct {
+	fp  string
+	enc string
 }
 
 // rule is the one encryption rule a file may carry (SOPS refuses two).
@@ -315,7 +321,7 @@ func (d *document) metadata() (*metadata, error) {
 	if err := d.keys(group, md); err != nil {
 		return nil, err
 	}
-	if len(md.age)+len(md.others) == 0 {
+	if len(md.age)+len(md.pgp)+len(md.others) == 0 {
 		return nil, d.malformed(m, "no keys in the sops metadata")
 	}
 	return md, nil
@@ -324,7 +330,6 @@ func (d *document) metadata() (*metadata, error) {
 // keySources are the other key sources SOPS writes, with the field that
 // names each key.
 var keySources = []struct{ key, name, field string }{
-	{"pgp", "pgp", "fp"},
 	{"kms", "kms", "arn"},
 	{"gcp_kms", "gcp_kms", "resource_id"},
 	{"azure_kv", "azure_kv", "vault_url"},
@@ -365,6 +370,20 @@ func (d *document) keys(group *yaml.Node, md *metadata) error {
 		}
 		md.age = append(md.age, ageKey{recipient: r.Value, enc: enc.Value})
 	}
+	pgps, err := list("pgp")
+	if err != nil {
+		return err
+	}
+	for _, p := range pgps {
+		fp, enc := mapGet(p, "fp"), mapGet(p, "enc")
+		if fp == nil || enc == nil || fp.Kind != yaml.ScalarNode || enc.Kind != yaml.ScalarNode {
+			return d.malformed(p, "sops.pgp entry wants fp and enc")
+		}
+		if len(enc.Value) > MaxEnvelopeSize {
+			return d.malformed(enc, "sops.pgp enc is over %d bytes", MaxEnvelopeSize)
+		}
+		md.pgp = append(md.pgp, pgpKey{fp: strings.ToUpper(fp.Value), enc: enc.Value})
+	}
 	for _, s := range keySources {
 		ns, err := list(s.key)
 		if err != nil {
@@ -381,11 +400,14 @@ func (d *document) keys(group *yaml.Node, md *metadata) error {
 	return nil
 }
 
-// recipients lists age recipients, then the others.
+// recipients lists age recipients, then PGP fingerprints, then the others.
 func (md *metadata) recipients() []string {
-	out := make([]string, 0, len(md.age)+len(md.others))
+	out := make([]string, 0, len(md.age)+len(md.pgp)+len(md.others))
 	for _, a := range md.age {
 		out = append(out, a.recipient)
+	}
+	for _, p := range md.pgp {
+		out = append(out, "pgp:"+p.fp)
 	}
 	return append(out, md.others...)
 }

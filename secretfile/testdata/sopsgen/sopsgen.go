@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"filippo.io/age"
+	"github.com/ProtonMail/go-crypto/openpgp"
+	pgparmor "github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
@@ -27,6 +29,7 @@ import (
 	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keys"
 	"github.com/getsops/sops/v3/keyservice"
+	"github.com/getsops/sops/v3/pgp"
 	sopsjson "github.com/getsops/sops/v3/stores/json"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 	"github.com/getsops/sops/v3/version"
@@ -36,7 +39,8 @@ import (
 // encrypted for (by file name in keys/) and its metadata rules.
 type Fixture struct {
 	Plain, Out string
-	Keys       []string
+	Keys       []string // age key files
+	PGP        bool     // also for the test-only PGP key
 	Rules      sops.Metadata
 }
 
@@ -46,6 +50,7 @@ var Fixtures = []Fixture{
 	{Plain: "config.plain.json", Out: "config.enc.json", Keys: []string{"test-only-age-key-a.txt"}},
 	{Plain: "config.plain.yaml", Out: "regex.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}, Rules: sops.Metadata{EncryptedRegex: "^(password|token|apiKey)$"}},
 	{Plain: "config.plain.yaml", Out: "maconly.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}, Rules: sops.Metadata{EncryptedRegex: "^(password|token|apiKey)$", MACOnlyEncrypted: true}},
+	{Plain: "config.plain.yaml", Out: "pgp.enc.yaml", PGP: true},
 	{Plain: "config.plain.yaml", Out: "two.enc.yaml", Keys: []string{"test-only-age-key-a.txt", "test-only-age-key-b.txt"}},
 	{Plain: "bench100.plain.yaml", Out: "bench100.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 	// clusterconfig's fleet: one cluster's secrets.
@@ -59,6 +64,9 @@ func main() {
 		if err := ensureKey(filepath.Join(*dir, "keys", k)); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if err := ensurePGPKey(filepath.Join(*dir, "keys", pgpKeyFile)); err != nil {
+		log.Fatal(err)
 	}
 	if err := bench100(filepath.Join(*dir, "bench100.plain.yaml")); err != nil {
 		log.Fatal(err)
@@ -76,7 +84,15 @@ func main() {
 			}
 			recipients = append(recipients, r)
 		}
-		out, err := Encrypt(f.Plain, plain, recipients, f.Rules)
+		var pgpKeys []*pgp.MasterKey
+		if f.PGP {
+			k, err := PGPMasterKey(filepath.Join(*dir, "keys", pgpKeyFile))
+			if err != nil {
+				log.Fatal(err)
+			}
+			pgpKeys = append(pgpKeys, k)
+		}
+		out, err := Encrypt(f.Plain, plain, recipients, f.Rules, pgpKeys...)
 		if err != nil {
 			log.Fatalf("%s: %v", f.Out, err)
 		}
@@ -117,7 +133,7 @@ func Recipient(file string) (string, error) {
 }
 
 // Encrypt encrypts plaintext for age recipients as `sops encrypt` does.
-func Encrypt(name string, plain []byte, recipients []string, rules sops.Metadata) ([]byte, error) {
+func Encrypt(name string, plain []byte, recipients []string, rules sops.Metadata, pgpKeys ...*pgp.MasterKey) ([]byte, error) {
 	var store sops.Store = sopsyaml.NewStore(&config.YAMLStoreConfig{})
 	if strings.HasSuffix(name, ".json") {
 		store = sopsjson.NewStore(&config.JSONStoreConfig{})
@@ -133,6 +149,9 @@ func Encrypt(name string, plain []byte, recipients []string, rules sops.Metadata
 			return nil, err
 		}
 		group = append(group, keys.MasterKey(k))
+	}
+	for _, k := range pgpKeys {
+		group = append(group, k)
 	}
 	md := rules
 	md.KeyGroups = []sops.KeyGroup{group}
@@ -161,4 +180,57 @@ func bench100(file string) error {
 		fmt.Fprintf(&b, "module%03d:\n  replicas: %d\n  image_unencrypted: registry.example.com/m%03d:v1\n  password: pw-%03d-secret\n  token: tok-%03d\n  resources:\n    cpu: 100m\n    memory: 128Mi\n  hosts:\n  - a%03d.example.com\n  - b%03d.example.com\n", i, i%5+1, i, i, i, i, i)
 	}
 	return os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+const pgpKeyFile = "test-only-pgp-key.asc"
+
+// ensurePGPKey writes a new PGP key (no passphrase) to file unless it
+// exists, armored as gpg --export-secret-keys --armor writes it.
+func ensurePGPKey(file string) error {
+	if _, err := os.Stat(file); err == nil {
+		return nil
+	}
+	e, err := openpgp.NewEntity("secretfile test only", "public in the repository", "test-only@example.invalid", nil)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	w, err := pgparmor.Encode(&b, openpgp.PrivateKeyType, map[string]string{"Comment": "TEST ONLY: this key is public; never use it for real secrets"})
+	if err != nil {
+		return err
+	}
+	if err := e.SerializePrivate(w, nil); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(b.Bytes(), '\n'), 0o644)
+}
+
+// PGPMasterKey is sops's PGP master key for the key in file. sops's local
+// key service reads public keys from $GNUPGHOME/pubring.gpg (it drops a
+// master key's own PubRing), so the public key goes to a new GNUPGHOME.
+func PGPMasterKey(file string) (*pgp.MasterKey, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	var pub bytes.Buffer
+	if err := ents[0].Serialize(&pub); err != nil {
+		return nil, err
+	}
+	home, err := os.MkdirTemp("", "sopsgen-gnupg")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(home, "pubring.gpg"), pub.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	os.Setenv("GNUPGHOME", home)
+	return pgp.NewMasterKeyFromFingerprint(strings.ToUpper(fmt.Sprintf("%X", ents[0].PrimaryKey.Fingerprint))), nil
 }
