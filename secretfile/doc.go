@@ -7,7 +7,9 @@
 // recipient under sops.age (or sops.key_groups with a single group), and
 // sops.mac is the SHA-512 of the plaintext leaves in document order,
 // sealed with the data key and sops.lastmodified. The package reads that
-// format itself, with filippo.io/age for the data key, rather than through
+// format itself, with filippo.io/age (and go-crypto's openpgp, which the
+// operator links already, for PGP recipients) for the data key, rather
+// than through
 // the github.com/getsops/sops/v3 packages, because every one of those
 // (even its aes cipher and its stores) imports its key service and so the
 // AWS, Azure, GCP, Vault and Huawei SDKs; testdata/sopsgen, a module of
@@ -16,11 +18,12 @@
 //
 // What it reads: one YAML document or one JSON object; the rules
 // unencrypted_suffix, encrypted_suffix, unencrypted_regex, encrypted_regex
-// and mac_only_encrypted; age recipients. It refuses, as Malformed, what
+// and mac_only_encrypted; age recipients and PGP recipients (private
+// keys without a passphrase). It refuses, as Malformed, what
 // it does not read: the comment rules (encrypted_comment_regex,
 // unencrypted_comment_regex), several key groups (Shamir), several YAML
-// documents, anchors and aliases. Files whose only recipients are PGP or
-// cloud KMS keys fail with NoKey, naming those recipients. Comments are
+// documents, anchors and aliases. Cloud KMS and Vault recipients are
+// named in errors but never tried. Comments are
 // not part of the plaintext it returns.
 //
 // Bounds: input files up to MaxFileSize, at most MaxRecipients recipients,

@@ -76,6 +76,15 @@ func TestCompatibility(t *testing.T) {
 		{EncryptedSuffix: "1"},
 		{EncryptedRegex: "^password", MACOnlyEncrypted: true},
 	}
+	t.Setenv("GNUPGHOME", "")
+	pgpKey, err := PGPMasterKey("../keys/" + pgpKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgpRing, err := secretfile.NewKeyring("../keys/" + pgpKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200; i++ {
 		plain, err := yaml.Marshal(randomDoc(r, 0))
@@ -91,6 +100,25 @@ func TestCompatibility(t *testing.T) {
 			plain = []byte(jsonOf(t, v))
 		}
 		rule := rules[i%len(rules)]
+		if i%10 == 3 {
+			// PGP alone: sops's local key service would need a GnuPG
+			// secret ring to decrypt, so the plaintext is the reference.
+			enc, err := Encrypt(name, plain, nil, rule, pgpKey)
+			if err != nil {
+				t.Fatalf("%d: sops encrypt (pgp): %v", i, err)
+			}
+			got, err := pgpRing.Decrypt(context.Background(), name, enc)
+			if err != nil {
+				t.Fatalf("%d: secretfile (pgp): %v", i, err)
+			}
+			var g, w any
+			_ = yaml.Unmarshal(got, &g)
+			_ = yaml.Unmarshal(plain, &w)
+			if fmt.Sprint(g) != fmt.Sprint(w) {
+				t.Fatalf("%d: pgp: got %v want %v", i, g, w)
+			}
+			continue
+		}
 		enc, err := Encrypt(name, plain, []string{id.Recipient().String()}, rule)
 		if err != nil {
 			t.Fatalf("%d: sops encrypt: %v", i, err)
