@@ -164,6 +164,11 @@ func TestLoadErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	flagEnc, err := os.ReadFile("../secretfile/testdata/config.enc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// config.enc.yaml encrypts certManagerEnabled (line 22), as sops does by default.
 	outside := t.TempDir()
 	if err := os.WriteFile(filepath.Join(outside, "x.yaml"), []byte("global: {}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -196,6 +201,7 @@ func TestLoadErrors(t *testing.T) {
 		{"encrypted, no key", one(string(enc)), Settings{Cluster: "c1"}, []string{f, "SOPS-encrypted for age1", "no decryption key"}, nil},
 		{"encrypted, wrong key", one(string(enc)), Settings{Cluster: "c1", Keyring: keyring(t, keyB)}, []string{f, "none of the configured keys"}, new(*secretfile.Error)},
 		{"encrypted, tampered", one(strings.Replace(string(enc), "solver: ENC[AES256_GCM,data:", "solver: ENC[AES256_GCM,data:AA", 1)), Settings{Cluster: "c1", Keyring: keyring(t, keyA)}, []string{f + ":2", "certManager.solver", "tampered"}, new(*secretfile.Error)},
+		{"encrypted flag in a preview", one(string(flagEnc)), Settings{Cluster: "c1", Preview: true}, []string{f + ":22:", "key certManagerEnabled", "preview without a key"}, nil},
 		{"merge key", one("base: &b\n  a: 1\nfoo:\n  <<: *b\n"), Settings{Cluster: "c1"}, []string{f, "key foo", "merge keys"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -117,6 +117,9 @@ func (m *merger) decode(ctx context.Context, file string, data []byte) (*fileDoc
 		if err != nil {
 			return nil, errorf(file, key, v.Line, "%v", err)
 		}
+		if val == secretfile.Placeholder && isSetting(key) {
+			return nil, errorf(file, key, k.Line, "encrypted, and a preview without a key cannot read a flag or mode: keep <module>Enabled, Maintenance and Drift keys out of encryption (sops --encrypted-regex) or preview with a key")
+		}
 		if err := m.checkKey(key, val); err != nil {
 			return nil, errorf(file, key, k.Line, "%v", err)
 		}
@@ -171,6 +174,16 @@ func (m *merger) checkKey(key string, v any) error {
 		return nil
 	}
 	return m.known(key)
+}
+
+// isSetting: a key whose value the operator reads as a flag or a mode.
+func isSetting(key string) bool {
+	for _, suf := range []string{enabledSuffix, maintenanceSuffix, driftSuffix} {
+		if strings.HasSuffix(key, suf) && len(key) > len(suf) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *merger) known(mod string) error {
