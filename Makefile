@@ -16,7 +16,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 
 GO_TEST_FLAGS ?= -race -timeout 30m
 
-.PHONY: all build run run-local test bench lint testcluster deps clean
+.PHONY: all build run run-local test test-sops bench lint testcluster deps clean
 
 all: build
 
@@ -57,6 +57,12 @@ $(TESTCLUSTER_STAMP): hack/testcluster/go.mod hack/testcluster/go.sum hack/testc
 
 test: deps testcluster
 	$(GO) test $(GO_TEST_FLAGS) ./...
+
+# secretfile against the sops library itself (a module of its own, so the
+# operator never requires sops and its cloud SDKs): random documents under
+# every rule, and the fixtures regenerate with `go run . -dir ..` there.
+test-sops:
+	cd secretfile/testdata/sopsgen && $(GO) test ./...
 
 bench: deps testcluster build
 	hack/bench.sh
