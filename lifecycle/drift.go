@@ -44,8 +44,8 @@ type DriftStatus struct {
 	Objects []drift.Object `json:"objects"`
 }
 
-// driftMode is a module's mode: its ConfigMap key, else the default.
-func driftMode(data map[string]string, m *loader.Module, def string) (string, error) {
+// DriftMode is a module's mode: its ConfigMap key, else the default.
+func DriftMode(data map[string]string, m *loader.Module, def string) (string, error) {
 	key := m.Key + driftSuffix
 	switch v := data[key]; v {
 	case "":
@@ -116,9 +116,9 @@ type driftSteps struct {
 	cfg     Config
 	logger  *slog.Logger
 	metrics *metrics
-	trees   *treeHolder
-	modules *moduleRegistry
-	queues  *queueRef
+	trees   *Trees
+	modules *Modules
+	queues  *Queues
 	reports driftReports // the last drift checks
 	locks   moduleLocks  // one check or correction of a module at a time
 }
@@ -129,7 +129,7 @@ func (s *driftSteps) check(ctx context.Context) {
 	if s.cfg.Drift == nil {
 		return
 	}
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	if model == nil {
 		return
 	}
@@ -149,10 +149,10 @@ func (s *driftSteps) check(ctx context.Context) {
 // is enabled and not ready yet, so an edit's check waits for it. Two
 // checks of one module never overlap.
 func (s *driftSteps) checkModule(ctx context.Context, m *loader.Module) bool {
-	st := s.modules.get(m.Name)
-	if !st.enabled || !m.HasChart || st.state != StateReady {
+	st := s.modules.Get(m.Name)
+	if !st.Enabled || !m.HasChart || st.State != StateReady {
 		s.report(ctx, m.Name, nil)
-		return !st.enabled || !m.HasChart
+		return !st.Enabled || !m.HasChart
 	}
 	defer s.locks.lock(m.Name)()
 	rep, ok, err := s.cfg.Drift.Check(ctx, m.Name)
@@ -179,13 +179,13 @@ func (s *driftSteps) checkModule(ctx context.Context, m *loader.Module) bool {
 // in maintenance) and whether its drift is corrected.
 func (s *driftSteps) modeOf(m *loader.Module) (string, bool) {
 	var data map[string]string
-	if t := s.trees.load(); t != nil {
-		data = t.configData
+	if t := s.trees.Load(); t != nil {
+		data = t.ConfigData
 	}
-	if inMaint, _ := maintenance(data, m); inMaint {
+	if inMaint, _ := Maintenance(data, m); inMaint {
 		return "maintenance", false
 	}
-	mode, err := driftMode(data, m, s.cfg.DriftMode)
+	mode, err := DriftMode(data, m, s.cfg.DriftMode)
 	if err != nil {
 		mode = s.cfg.DriftMode // refused with the ConfigMap change
 	}
@@ -227,20 +227,20 @@ func (s *driftSteps) correctTask(name string) *queue.Task {
 
 // queue adds a module's correction to "main" unless one waits there.
 func (s *driftSteps) queue(name string) {
-	main := s.queues.main()
+	main := s.queues.Main()
 	if t := s.correctTask(name); !main.HasQueuedKey(t.Key) {
 		main.Add(t)
 	}
 }
 
 func (s *driftSteps) correct(ctx context.Context, name string) error {
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	m := model.Module(name)
 	if m == nil {
 		return nil
 	}
-	st := s.modules.get(name)
-	ready := st.enabled && st.state == StateReady
+	st := s.modules.Get(name)
+	ready := st.Enabled && st.State == StateReady
 	if _, correct := s.modeOf(m); !ready || !correct {
 		return nil
 	}
@@ -280,7 +280,7 @@ func (s *driftSteps) moduleDiff(ctx context.Context, name string) (string, error
 	if s.cfg.Drift == nil {
 		return "", &debugError{code: http.StatusNotFound, msg: "drift checks are off"}
 	}
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	if model == nil || model.Module(name) == nil {
 		return "", &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q not found (addon-operator module list shows the modules)", name)}
 	}

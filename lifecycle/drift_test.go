@@ -93,7 +93,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 
 	// correct (the default, once the override goes): the chart's image is back
 	e.setConfigMap(map[string]string{})
-	e.eventually("the ConfigMap without webDrift", func() bool { return len(e.op.trees.load().configData) == 0 })
+	e.eventually("the ConfigMap without webDrift", func() bool { return len(e.op.trees.Load().ConfigData) == 0 })
 	e.op.drift.check(ctx)
 	e.idle()
 	if img := image(); img != "registry.example/web:1" {

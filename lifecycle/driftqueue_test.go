@@ -13,7 +13,7 @@ import (
 // "main" drops the waiting ones (docs/operator.md, "Drift").
 func TestDriftCorrectKeyed(t *testing.T) {
 	set := queue.NewSet(t.Context(), queue.Options{Logger: quiet()})
-	queues := &queueRef{}
+	queues := &Queues{}
 	queues.p.Store(set)
 	d := &driftSteps{queues: queues}
 	main := set.Main()

@@ -134,12 +134,12 @@ func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding st
 
 // currentHook finds the hook of that name in the current model (nil when
 // its module is not enabled any more or the hook is gone).
-func currentHook(trees *treeHolder, modules *moduleRegistry, h *loader.Hook) *loader.Hook {
-	model, _ := trees.current()
+func currentHook(trees *Trees, modules *Modules, h *loader.Hook) *loader.Hook {
+	model, _ := trees.Current()
 	hooks := model.Global.Hooks
 	if h.Module != "" {
 		m := model.Module(h.Module)
-		if m == nil || !modules.isEnabled(h.Module) {
+		if m == nil || !modules.IsEnabled(h.Module) {
 			return nil
 		}
 		hooks = m.Hooks

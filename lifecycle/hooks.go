@@ -22,13 +22,13 @@ type runner struct {
 	cfg      Config
 	logger   *slog.Logger
 	metrics  *metrics
-	trees    *treeHolder
-	modules  *moduleRegistry
+	trees    *Trees
+	modules  *Modules
 	failures *hookFailures // failure.go
 	backend  ConfigBackend // where config patches are written
 }
 
-func newRunner(cfg Config, m *metrics, trees *treeHolder, modules *moduleRegistry, backend ConfigBackend) *runner {
+func newRunner(cfg Config, m *metrics, trees *Trees, modules *Modules, backend ConfigBackend) *runner {
 	return &runner{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, failures: &hookFailures{}, backend: backend}
 }
 
@@ -109,7 +109,7 @@ func (r *runner) prepareRun(store *values.Store, moduleKey string, bindingContex
 }
 
 func (f *hookFiles) write(r *runner, store *values.Store, moduleKey string, bindingContext any, extra []string) error {
-	config, vals, err := r.hookInputs(store, moduleKey, r.modules.enabledList())
+	config, vals, err := r.hookInputs(store, moduleKey, r.modules.EnabledList())
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (r *runner) hookInputs(store *values.Store, moduleKey string, enabledModule
 // applied only when the whole run succeeded (metricsfile.go), its object
 // patches after its values patches (objectpatches.go).
 func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
-	model, store := r.trees.current()
+	model, store := r.trees.Current()
 	moduleKey, err := moduleKeyOf(model, hook)
 	if err != nil {
 		return res, err
@@ -257,7 +257,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 				return nil, err
 			}
 			// checked against the schemas current at the write
-			_, store := r.trees.current()
+			_, store := r.trees.Current()
 			if err := store.CheckConfig(next); err != nil {
 				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 			}
@@ -268,7 +268,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 		}
 		// adopted now, so the ConfigMap event that echoes this write is a
 		// no-op; skipped when a newer edit already arrived
-		ch, _, err := r.trees.setConfig(data, version, nil)
+		ch, _, err := r.trees.SetConfig(data, version, nil)
 		if err != nil {
 			return res, err
 		}
@@ -278,7 +278,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 	if len(vp) > 0 {
 		// the store current now: a tree adopted while the hook ran keeps
 		// the patch (docs/operator.md, "One state transition at a time")
-		pr, err := r.trees.applyValuesPatch(hookName, moduleKey, vp)
+		pr, err := r.trees.ApplyValuesPatch(hookName, moduleKey, vp)
 		if err != nil {
 			return res, err
 		}

@@ -74,13 +74,13 @@ func (o *Operator) Status() Status {
 	st := Status{Ready: o.steps.converged(), Modules: []ModuleStatus{}}
 	st.TreeError, st.TreeReason = o.tree.revs.treeStatus()
 	st.PurgeError, _ = o.purge.status()
-	if t := o.trees.load(); t != nil {
-		st.Revision = t.rev.Commit
-		states := o.modules.all()
-		for _, m := range t.model.Modules {
+	if t := o.trees.Load(); t != nil {
+		st.Revision = t.Rev.Commit
+		states := o.modules.All()
+		for _, m := range t.Model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
 			if s, ok := states[m.Name]; ok {
-				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.enabled, s.state, s.lastError, s.reason
+				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.Enabled, s.State, s.LastError, s.Reason
 				ms.DisabledReason, ms.Readiness = s.shownReasons()
 			}
 			ms.Drift = o.drift.of(m.Name)

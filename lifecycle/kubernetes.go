@@ -87,9 +87,9 @@ type bindings struct {
 	cfg       Config
 	logger    *slog.Logger
 	metrics   *metrics
-	trees     *treeHolder
-	modules   *moduleRegistry
-	queues    *queueRef
+	trees     *Trees
+	modules   *Modules
+	queues    *Queues
 	run       *runner
 	steps     followUps // what a hook's values change asks for (eventruns.go)
 	kube      kubeMonitors
@@ -224,7 +224,7 @@ func (bs *bindings) synchronize(ctx context.Context, hooks []*loader.Hook) error
 			if !b.WaitForSynchronization {
 				// queued before the binding turns live, so no Event run
 				// comes ahead of its Synchronization in that queue
-				bs.queues.get().Queue(b.Queue).Add(bs.kubeSyncTask(h, hm, bm, group))
+				bs.queues.Get().Queue(b.Queue).Add(bs.kubeSyncTask(h, hm, bm, group))
 				markSynced(group, bm)
 				continue
 			}
@@ -321,7 +321,7 @@ func (bs *bindings) orderedContext(h *loader.Hook, binding string) []map[string]
 
 // queueKubeEvent queues an Event run in the binding's queue.
 func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.ObjectEvent) {
-	queues := bs.queues.get()
+	queues := bs.queues.Get()
 	if queues == nil {
 		return
 	}
@@ -348,14 +348,14 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 // syncMonitors stops the monitors of hooks that are gone from the tree,
 // changed, or whose module is not enabled any more.
 func (bs *bindings) syncMonitors() {
-	model, _ := bs.trees.current()
+	model, _ := bs.trees.Current()
 	want := map[string]bool{}
 	for _, h := range model.Global.Hooks {
 		want[h.Key()] = true
 	}
-	states := bs.modules.all()
+	states := bs.modules.All()
 	for _, m := range model.Modules {
-		if states[m.Name].enabled {
+		if states[m.Name].Enabled {
 			for _, h := range m.Hooks {
 				want[h.Key()] = true
 			}
@@ -427,7 +427,7 @@ func (bs *bindings) globalSyncTask() *queue.Task {
 		Key:         queue.Key{Kind: kindKubeSync},
 		Description: "global hooks: kubernetes Synchronization",
 		Do: func(ctx context.Context) error {
-			model, _ := bs.trees.current()
+			model, _ := bs.trees.Current()
 			return bs.synchronize(ctx, model.Global.Hooks)
 		},
 	}

@@ -16,8 +16,8 @@ const (
 	Managed = "Managed"
 )
 
-// maintenance reads a module's mode from ConfigMap data.
-func maintenance(data map[string]string, m *loader.Module) (bool, error) {
+// Maintenance reads a module's mode from ConfigMap data.
+func Maintenance(data map[string]string, m *loader.Module) (bool, error) {
 	key := m.Key + maintenanceSuffix
 	switch v := data[key]; v {
 	case "", Managed:
@@ -29,9 +29,9 @@ func maintenance(data map[string]string, m *loader.Module) (bool, error) {
 	}
 }
 
-// maintenanceChanged lists the modules whose mode differs between two
+// MaintenanceChanged lists the modules whose mode differs between two
 // versions of the ConfigMap data.
-func maintenanceChanged(model *loader.Model, before, after map[string]string) []string {
+func MaintenanceChanged(model *loader.Model, before, after map[string]string) []string {
 	var out []string
 	for _, m := range model.Modules {
 		key := m.Key + maintenanceSuffix
@@ -42,13 +42,13 @@ func maintenanceChanged(model *loader.Model, before, after map[string]string) []
 	return out
 }
 
-// checkMaintenance checks every module's mode in ConfigMap data.
-func checkMaintenance(model *loader.Model, data map[string]string) error {
+// CheckSettings checks every module's mode in ConfigMap data.
+func CheckSettings(model *loader.Model, data map[string]string) error {
 	for _, m := range model.Modules {
-		if _, err := maintenance(data, m); err != nil {
+		if _, err := Maintenance(data, m); err != nil {
 			return err
 		}
-		if _, err := driftMode(data, m, DriftCorrect); err != nil {
+		if _, err := DriftMode(data, m, DriftCorrect); err != nil {
 			return err
 		}
 	}

@@ -48,7 +48,7 @@ func TestSettingsCheckRefusesConfigMapEdit(t *testing.T) {
 		t.Fatal("a refused edit reached Helm")
 	}
 	assertJSON(t, e.releaseValues("sized"), `{"replicas":2}`)
-	assertJSON(t, e.op.trees.load().configData, `{"sized":"replicas: 2\n"}`)
+	assertJSON(t, e.op.trees.Load().ConfigData, `{"sized":"replicas: 2\n"}`)
 
 	e.setConfigMap(map[string]string{"sized": "replicas: 3\n"})
 	e.eventually("the accepted edit in the chart", func() bool {

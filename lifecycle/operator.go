@@ -149,9 +149,9 @@ type Operator struct {
 	cfg     Config
 	logger  *slog.Logger
 	metrics *metrics
-	trees   *treeHolder
-	modules *moduleRegistry
-	queues  *queueRef
+	trees   *Trees
+	modules *Modules
+	queues  *Queues
 	run     *runner
 	bind    *bindings
 	steps   *steps
@@ -169,8 +169,8 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	if ld == nil {
 		ld = loader.New(loader.WithLogger(cfg.Logger))
 	}
-	trees, modules, queues := &treeHolder{}, newModuleRegistry(), &queueRef{}
-	m := newMetrics(cfg.Registry, trees.revisionInfo)
+	trees, modules, queues := &Trees{}, NewModules(), &Queues{}
+	m := newMetrics(cfg.Registry, trees.RevisionInfo)
 	run := newRunner(cfg, m, trees, modules, backend)
 	bind := &bindings{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, schedules: newSchedules(cfg.Now, cfg.After),
@@ -186,7 +186,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
 	bind.steps = st
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
-	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.wasDiscovered}
+	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.WasDiscovered}
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
 }
@@ -219,12 +219,12 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := admit(model, data, nil)
+	store, err := Admit(model, data, nil)
 	if err != nil {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
-	o.modules.reset(model)
-	o.trees.p.Store(&runningTree{model: model, store: store, configData: data, rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
+	o.modules.Reset(model)
+	o.trees.p.Store(&Tree{Model: model, Store: store, ConfigData: data, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
 	o.metrics.bindingsOf(model)
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
 	o.tree.report.revision(rev.Commit, "", RevisionApplying, "")
@@ -271,4 +271,4 @@ func (o *Operator) Run(ctx context.Context) error {
 func (o *Operator) Ready() bool { return o.steps.converged() }
 
 // Queues exposes the task queues; nil until Run has created them.
-func (o *Operator) Queues() *queue.Set { return o.queues.get() }
+func (o *Operator) Queues() *queue.Set { return o.queues.Get() }

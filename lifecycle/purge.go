@@ -205,9 +205,9 @@ func (o *Operator) ConfirmPurge(commit string) {
 	if commit == "" {
 		return
 	}
-	_, running := o.trees.revisionInfo()
+	_, running := o.trees.RevisionInfo()
 	refused, rerun := o.purge.confirm(commit, running)
-	queues := o.queues.get()
+	queues := o.queues.Get()
 	switch {
 	case refused != nil:
 		o.logger.Info("purge confirmed; loading the revision again", "revision", commit)

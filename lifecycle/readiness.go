@@ -38,7 +38,7 @@ func (r *runner) observeReadiness(h *loader.Hook, err error) {
 		rd.Error = firstLine(err.Error())
 		rd.Message = sdkErrorMessage(hookOutput(err))
 	}
-	r.modules.update(h.Module, func(st *moduleState) { st.readiness = rd })
+	r.modules.Update(h.Module, func(st *Module) { st.Readiness = rd })
 }
 
 // sdkErrorMessage is the message of the last line of a module-sdk
@@ -63,9 +63,9 @@ func lastLineJSON(stderr string, v any) bool {
 
 // shownReasons are the disabled reason and the readiness /status shows: the
 // first while the module is disabled, the second while it is enabled.
-func (st moduleState) shownReasons() (string, *Readiness) {
-	if st.enabled {
-		return "", st.readiness
+func (st Module) shownReasons() (string, *Readiness) {
+	if st.Enabled {
+		return "", st.Readiness
 	}
-	return st.disabledReason, nil
+	return st.DisabledReason, nil
 }

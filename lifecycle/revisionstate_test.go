@@ -200,9 +200,9 @@ func TestRevisionStateGlobalHookFailure(t *testing.T) {
 func TestOutcomeWhilePurgeHeld(t *testing.T) {
 	for _, held := range []bool{false, true} {
 		rec := &revisionStates{}
-		trees := &treeHolder{}
-		trees.p.Store(&runningTree{rev: gitsync.Revision{Commit: sha('9')}})
-		r := &revisionReporter{on: rec.record, trees: trees, modules: newModuleRegistry(), held: func() bool { return held }}
+		trees := &Trees{}
+		trees.p.Store(&Tree{Rev: gitsync.Revision{Commit: sha('9')}})
+		r := &revisionReporter{on: rec.record, trees: trees, modules: NewModules(), held: func() bool { return held }}
 		r.outcome()
 		want := []string{"applied"}
 		if held {

@@ -22,55 +22,55 @@ import (
 // guard's verdicts) lives in the steps (steps.go, revision.go, purge.go),
 // and the hook runner's failures in the runner (failure.go).
 
-// runningTree is the running tree: the model, the values store built from it,
+// Tree is the running tree: the model, the values store built from it,
 // the revision it came from and the ConfigMap data the store holds. A
 // tree is never changed: a transition replaces it whole. Its store is
 // the one mutable part: the hooks' values patches and a ConfigMap edit
 // change its values, under the holder's lock.
-type runningTree struct {
-	model         *loader.Model
-	store         *values.Store
-	rev           gitsync.Revision // without its Checked model
-	prevCommit    string           // the revision adopted before it
-	configData    map[string]string
-	configVersion string // the ConfigMap's resourceVersion
+type Tree struct {
+	Model         *loader.Model
+	Store         *values.Store
+	Rev           gitsync.Revision // without its Checked model
+	PrevCommit    string           // the revision adopted before it
+	ConfigData    map[string]string
+	ConfigVersion string // the ConfigMap's resourceVersion
 }
 
-// treeHolder holds the running tree. Readers load it without waiting;
+// Trees holds the running tree. Readers load it without waiting;
 // transitions (adopt, a ConfigMap edit, a values patch) run one at a time
 // under mu, so a ConfigMap change or a values patch cannot land in the old
 // store after adopt copied it (docs/operator.md, "One state transition at
 // a time").
-type treeHolder struct {
+type Trees struct {
 	mu sync.Mutex
-	p  atomic.Pointer[runningTree]
+	p  atomic.Pointer[Tree]
 }
 
-// load is the running tree (nil before Run adopted the first).
-func (h *treeHolder) load() *runningTree { return h.p.Load() }
+// Load is the running tree (nil before Run adopted the first).
+func (h *Trees) Load() *Tree { return h.p.Load() }
 
-// current is the running model and store (nil before Run).
-func (h *treeHolder) current() (*loader.Model, *values.Store) {
-	if t := h.load(); t != nil {
-		return t.model, t.store
+// Current is the running model and store (nil before Run).
+func (h *Trees) Current() (*loader.Model, *values.Store) {
+	if t := h.Load(); t != nil {
+		return t.Model, t.Store
 	}
 	return nil, nil
 }
 
 // revisionInfo is the adopted revision for addon_operator_git_revision_info.
-func (h *treeHolder) revisionInfo() (ref, commit string) {
-	if t := h.load(); t != nil {
-		return t.rev.Ref, t.rev.Commit
+func (h *Trees) RevisionInfo() (ref, commit string) {
+	if t := h.Load(); t != nil {
+		return t.Rev.Ref, t.Rev.Commit
 	}
 	return "", ""
 }
 
-// transition runs fn on the running tree under the lock; the tree it
+// Transition runs fn on the running tree under the lock; the tree it
 // returns (nil: none) replaces the running one unless fn fails.
-func (h *treeHolder) transition(fn func(cur *runningTree) (*runningTree, error)) error {
+func (h *Trees) Transition(fn func(cur *Tree) (*Tree, error)) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	next, err := fn(h.load())
+	next, err := fn(h.Load())
 	if err == nil && next != nil {
 		h.p.Store(next)
 	}
@@ -82,23 +82,23 @@ func (h *treeHolder) transition(fn func(cur *runningTree) (*runningTree, error))
 // The data is admitted (admit) first; the running store, which keeps the
 // hooks' values patches, then takes it and says what changed. checked,
 // when not nil, is the model the data's settings checks ran against
-// (settingscheck.go): another running model is errTreeMoved.
-func (h *treeHolder) setConfig(data map[string]string, version string, checked *loader.Model) (ch values.Change, ok bool, err error) {
-	err = h.transition(func(cur *runningTree) (*runningTree, error) {
-		if cur == nil || !newerVersion(version, cur.configVersion) {
+// (settingscheck.go): another running model is ErrTreeMoved.
+func (h *Trees) SetConfig(data map[string]string, version string, checked *loader.Model) (ch values.Change, ok bool, err error) {
+	err = h.Transition(func(cur *Tree) (*Tree, error) {
+		if cur == nil || !NewerVersion(version, cur.ConfigVersion) {
 			return nil, nil
 		}
-		if checked != nil && cur.model != checked {
-			return nil, errTreeMoved
+		if checked != nil && cur.Model != checked {
+			return nil, ErrTreeMoved
 		}
-		if _, err := admit(cur.model, data, cur.store.Sections().Active()); err != nil {
+		if _, err := Admit(cur.Model, data, cur.Store.Sections().Active()); err != nil {
 			return nil, err
 		}
-		if ch, err = cur.store.SetConfig(data); err != nil {
+		if ch, err = cur.Store.SetConfig(data); err != nil {
 			return nil, err
 		}
 		next := *cur
-		next.configData, next.configVersion = data, version
+		next.ConfigData, next.ConfigVersion = data, version
 		ok = true
 		return &next, nil
 	})
@@ -107,18 +107,18 @@ func (h *treeHolder) setConfig(data map[string]string, version string, checked *
 
 // applyValuesPatch applies a hook's values patch to the store running now:
 // a tree adopted while the hook ran keeps the patch.
-func (h *treeHolder) applyValuesPatch(hook, moduleKey string, p values.Patch) (pr values.PatchResult, err error) {
-	err = h.transition(func(cur *runningTree) (*runningTree, error) {
-		pr, err = cur.store.ApplyValuesPatch(hook, moduleKey, p)
+func (h *Trees) ApplyValuesPatch(hook, moduleKey string, p values.Patch) (pr values.PatchResult, err error) {
+	err = h.Transition(func(cur *Tree) (*Tree, error) {
+		pr, err = cur.Store.ApplyValuesPatch(hook, moduleKey, p)
 		return nil, err
 	})
 	return pr, err
 }
 
-// newerVersion compares resourceVersions. They are opaque to clients, but
+// NewerVersion compares resourceVersions. They are opaque to clients, but
 // etcd's are increasing integers; anything else counts as newer, and so
 // does data without a version (a deleted ConfigMap).
-func newerVersion(v, than string) bool {
+func NewerVersion(v, than string) bool {
 	if v == "" || than == "" {
 		return true
 	}
@@ -142,62 +142,62 @@ const (
 	StateFailed   ModuleState = "Failed"
 )
 
-type moduleState struct {
-	enabled     bool // enabled by the last discovery
-	startupDone bool // onStartup hooks ran since it was enabled
-	state       ModuleState
-	lastError   string // one line (hookError), for /status
-	reason      string // the reason of a terminal error (queue.TerminalError)
-	lastOutput  string // the failed hook's output, for /debug only
-	conflict    string // the release conflict last reported
-	crdsHash    string // the module's hash when its CRDs were last applied
-	// scriptFailed: its enabled script failed in the last discovery, which
+type Module struct {
+	Enabled     bool // enabled by the last discovery
+	StartupDone bool // onStartup hooks ran since it was enabled
+	State       ModuleState
+	LastError   string // one line (hookError), for /status
+	Reason      string // the reason of a terminal error (queue.TerminalError)
+	LastOutput  string // the failed hook's output, for /debug only
+	Conflict    string // the release conflict last reported
+	CrdsHash    string // the module's hash when its CRDs were last applied
+	// ScriptFailed: its enabled script failed in the last discovery, which
 	// left the module as it was
-	scriptFailed bool
-	// configRefused: the last discovery would have enabled it, but its
+	ScriptFailed bool
+	// ConfigRefused: the last discovery would have enabled it, but its
 	// ConfigMap section does not match its config schema, so it was left
 	// as it was; a change to that section reloads all modules
-	configRefused bool
+	ConfigRefused bool
 	// disabledReason is what its enabled script gave for answering false
 	// (MODULE_ENABLED_REASON), for /status
-	disabledReason string
-	// readiness is its readiness hook's last result (readiness.go)
-	readiness *Readiness
+	DisabledReason string
+	// Readiness is its Readiness hook's last result (Readiness.go)
+	Readiness *Readiness
 }
 
-// moduleRegistry is what the steps learned about each module, and the
+// Modules is what the steps learned about each module, and the
 // modules the last discovery enabled, in run order.
-type moduleRegistry struct {
+type Modules struct {
 	mu      sync.Mutex
-	modules map[string]*moduleState // by module name
+	modules map[string]*Module // by module name
 	enabled []string
 	// discovered: a discovery resolved the enabled states (the webhooks of
 	// a module are answered by its hook only from then on, webhooks.go)
 	discovered bool
 }
 
-func newModuleRegistry() *moduleRegistry {
-	return &moduleRegistry{modules: map[string]*moduleState{}}
+func NewModules() *Modules {
+	return &Modules{modules: map[string]*Module{}}
 }
 
-// get is a copy of a module's state (the zero value for an unknown one).
-func (r *moduleRegistry) get(name string) moduleState {
+// Get is a copy of a module's state (the zero value for an unknown one).
+func (r *Modules) Get(name string) Module {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st := r.modules[name]; st != nil {
 		return *st
 	}
-	return moduleState{}
+	return Module{}
 }
 
-// isEnabled: the last discovery enabled the module.
-func (r *moduleRegistry) isEnabled(name string) bool { return r.get(name).enabled }
+// IsEnabled: the last discovery enabled the module.
+func (r *Modules) IsEnabled(name string) bool { return r.Get(name).Enabled }
 
-// all is a copy of every module's state.
-func (r *moduleRegistry) all() map[string]moduleState {
+// All is a copy of every module's state.
+func (r *Modules) All() map[string]Module {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]moduleState, len(r.modules))
+	out := make(map[string]Module, len(r.modules))
 	for name, st := range r.modules {
 		out[name] = *st
 	}
@@ -205,35 +205,35 @@ func (r *moduleRegistry) all() map[string]moduleState {
 }
 
 // enabledList is the modules the last discovery enabled, in run order.
-func (r *moduleRegistry) enabledList() []string {
+func (r *Modules) EnabledList() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.enabled)
 }
 
-// inEnabledList: the module is in enabledList, read without a copy.
-func (r *moduleRegistry) inEnabledList(name string) bool {
+// InEnabledList: the module is in enabledList, read without a copy.
+func (r *Modules) InEnabledList(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Contains(r.enabled, name)
 }
 
 // markDiscovered records that a discovery resolved the enabled states.
-func (r *moduleRegistry) markDiscovered() {
+func (r *Modules) MarkDiscovered() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.discovered = true
 }
 
-// wasDiscovered: a discovery resolved the enabled states since start-up.
-func (r *moduleRegistry) wasDiscovered() bool {
+// WasDiscovered: a discovery resolved the enabled states since start-up.
+func (r *Modules) WasDiscovered() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.discovered
 }
 
-// update changes a known module's state (nothing for an unknown one).
-func (r *moduleRegistry) update(name string, fn func(st *moduleState)) {
+// Update changes a known module's state (nothing for an unknown one).
+func (r *Modules) Update(name string, fn func(st *Module)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st := r.modules[name]; st != nil {
@@ -241,47 +241,47 @@ func (r *moduleRegistry) update(name string, fn func(st *moduleState)) {
 	}
 }
 
-// edit runs fn on every module's state and the enabled list as one step
+// Edit runs fn on every module's state and the enabled list as one step
 // (discovery, a changed tree): fn may add and delete entries.
-func (r *moduleRegistry) edit(fn func(modules map[string]*moduleState, enabled *[]string)) {
+func (r *Modules) Edit(fn func(modules map[string]*Module, enabled *[]string)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	fn(r.modules, &r.enabled)
 }
 
-// reset starts over with every module of a tree Disabled (start-up).
-func (r *moduleRegistry) reset(model *loader.Model) {
+// Reset starts over with every module of a tree Disabled (start-up).
+func (r *Modules) Reset(model *loader.Model) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.modules = map[string]*moduleState{}
+	r.modules = map[string]*Module{}
 	for _, m := range model.Modules {
-		r.modules[m.Name] = &moduleState{state: StateDisabled}
+		r.modules[m.Name] = &Module{State: StateDisabled}
 	}
 }
 
 // setState records where a module is, and the error that put it there.
-func (r *moduleRegistry) setState(name string, state ModuleState, err error) {
+func (r *Modules) SetState(name string, state ModuleState, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, ok := r.modules[name]
 	if !ok {
-		st = &moduleState{}
+		st = &Module{}
 		r.modules[name] = st
 	}
-	st.state = state
-	st.lastError, st.lastOutput, st.reason = "", "", ""
+	st.State = state
+	st.LastError, st.LastOutput, st.Reason = "", "", ""
 	if err != nil && !errors.Is(err, context.Canceled) {
-		st.lastError, st.lastOutput = err.Error(), hookOutput(err)
+		st.LastError, st.LastOutput = err.Error(), hookOutput(err)
 		if queue.IsTerminal(err) {
-			st.reason = queue.Reason(err)
+			st.Reason = queue.Reason(err)
 		}
 	}
 }
 
-// queueRef is the task queues, which Run creates (nil before).
-type queueRef struct{ p atomic.Pointer[queue.Set] }
+// Queues is the task queues, which Run creates (nil before).
+type Queues struct{ p atomic.Pointer[queue.Set] }
 
-func (q *queueRef) get() *queue.Set { return q.p.Load() }
+func (q *Queues) Get() *queue.Set { return q.p.Load() }
 
-// main is the "main" queue; only called once Run created the queues.
-func (q *queueRef) main() *queue.Queue { return q.get().Main() }
+// Main is the "Main" queue; only called once Run created the queues.
+func (q *Queues) Main() *queue.Queue { return q.Get().Main() }

@@ -33,9 +33,9 @@ type steps struct {
 	cfg     Config
 	logger  *slog.Logger
 	metrics *metrics
-	trees   *treeHolder
-	modules *moduleRegistry
-	queues  *queueRef
+	trees   *Trees
+	modules *Modules
+	queues  *Queues
 	run     *runner
 	checks  *settingsChecks // settingscheck.go
 	bind    *bindings
@@ -108,7 +108,7 @@ func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
 // Each runs the hook of that name in the model current when it runs, so a
 // retry after a tree change runs the new tree's hook.
 func (s *steps) globalHookTasks(binding string) []*queue.Task {
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	var tasks []*queue.Task
 	for _, h := range ordered(model.Global.Hooks, binding) {
 		tasks = append(tasks, &queue.Task{
@@ -143,13 +143,13 @@ func (s *steps) reloadAllTask() *queue.Task {
 		Do: func(ctx context.Context) error {
 			s.reload.begin(s.cfg.Now())
 			var tasks []*queue.Task
-			model, _ := s.trees.current()
+			model, _ := s.trees.Current()
 			if len(withKubernetes(model.Global.Hooks)) > 0 {
 				tasks = append(tasks, s.bind.globalSyncTask())
 			}
 			tasks = append(tasks, s.globalHookTasks(loader.BeforeAll)...)
 			tasks = append(tasks, s.discoverTask())
-			s.queues.main().AddAfterCurrent(tasks...)
+			s.queues.Main().AddAfterCurrent(tasks...)
 			return nil
 		},
 	}
@@ -168,7 +168,7 @@ func (s *steps) convergedTask() *queue.Task {
 			s.bind.syncSchedules()
 			if again {
 				s.logger.Info("afterAll hooks changed global values; reloading all modules")
-				s.queues.main().AddAfterCurrent(s.reloadAllTask())
+				s.queues.Main().AddAfterCurrent(s.reloadAllTask())
 			} else {
 				s.report.outcome()
 			}

@@ -182,7 +182,7 @@ func (w *webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string,
 // answers the API server and changes nothing else.
 func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding string, bc map[string]any) (_ []byte, err error) {
 	r := w.run
-	model, store := r.trees.current()
+	model, store := r.trees.Current()
 	moduleKey, err := moduleKeyOf(model, h)
 	if err != nil {
 		return nil, err

@@ -113,19 +113,19 @@ func TestWebhooksBeforeDiscovery(t *testing.T) {
 				"lenient.guard.example.com": "allowed: ",
 			}},
 	}
-	trees := &treeHolder{}
-	modules := newModuleRegistry()
+	trees := &Trees{}
+	modules := NewModules()
 	reg := &recordingRegistrar{registered: map[string]bool{
 		"validating/strict.guard.example.com": true, "validating/lenient.guard.example.com": true, "validating/global.example.com": true,
 	}}
 	w := &webhooks{cfg: Config{Now: time.Now}, logger: slog.New(slog.DiscardHandler), trees: trees, modules: modules,
-		reg: reg, discovered: modules.wasDiscovered}
+		reg: reg, discovered: modules.WasDiscovered}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			trees.p.Store(&runningTree{model: s.model})
+			trees.p.Store(&Tree{Model: s.model})
 			if s.enabled != nil {
-				modules.edit(func(_ map[string]*moduleState, enabled *[]string) { *enabled = s.enabled })
-				modules.markDiscovered()
+				modules.Edit(func(_ map[string]*Module, enabled *[]string) { *enabled = s.enabled })
+				modules.MarkDiscovered()
 				if len(s.enabled) > 0 {
 					// a request right after discovery, before the next
 					// sync: the module's own Helm upgrade
