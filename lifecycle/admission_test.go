@@ -2,13 +2,14 @@ package lifecycle
 
 import (
 	"context"
-	"github.com/addonops/addon-operator/gitsync"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/addonops/addon-operator/gitsync"
 
 	"github.com/addonops/addon-operator/loader"
 )

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/kube"
 )
 
@@ -25,9 +27,9 @@ func (s *moduleSteps) conflict(ctx context.Context, name string, err error) bool
 	if !errors.Is(err, kube.ErrNotOurs) {
 		return false
 	}
-	s.metrics.releaseConflicts.WithLabelValues(name).Set(1)
+	s.metrics.ReleaseConflicts.WithLabelValues(name).Set(1)
 	fresh := false
-	s.modules.Update(name, func(st *Module) {
+	s.modules.Update(name, func(st *runstate.Module) {
 		fresh = st.Conflict != err.Error()
 		st.Conflict = err.Error()
 	})
@@ -46,11 +48,11 @@ func (s *moduleSteps) conflict(ctx context.Context, name string, err error) bool
 // resolved clears a module's release conflict after its Helm step worked.
 func (s *moduleSteps) resolved(name string) {
 	had := false
-	s.modules.Update(name, func(st *Module) {
+	s.modules.Update(name, func(st *runstate.Module) {
 		had = st.Conflict != ""
 		st.Conflict = ""
 	})
 	if had {
-		s.metrics.releaseConflicts.WithLabelValues(name).Set(0)
+		s.metrics.ReleaseConflicts.WithLabelValues(name).Set(0)
 	}
 }

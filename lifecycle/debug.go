@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -68,8 +70,8 @@ var orderedBindings = []string{loader.OnStartup, loader.BeforeAll, loader.AfterA
 
 // debugAPI serves the debug endpoints from the running state.
 type debugAPI struct {
-	trees    *Trees
-	modules  *Modules
+	trees    *runstate.Trees
+	modules  *runstate.Modules
 	failures *hookFailures
 	health   HealthTracker // nil: none
 }
@@ -232,7 +234,7 @@ func (d *debugAPI) debugModules() ([]DebugModule, error) {
 		dm := DebugModule{Name: m.Name, Order: m.Order, State: StateDisabled, Path: m.Dir}
 		if s, ok := states[m.Name]; ok {
 			dm.Enabled, dm.State, dm.LastError, dm.LastErrorOutput = s.Enabled, s.State, s.LastError, s.LastOutput
-			dm.DisabledReason, dm.Readiness = s.shownReasons()
+			dm.DisabledReason, dm.Readiness = s.ShownReasons()
 		}
 		out = append(out, dm)
 	}

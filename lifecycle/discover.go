@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
@@ -65,12 +67,12 @@ func (s *steps) discover(ctx context.Context) error {
 	// uninstalls: the deletes that remove a release, but those the
 	// ConfigMap asks for by name, which the purge guard does not hold
 	var deletes, uninstalls []string
-	s.modules.Edit(func(modules map[string]*Module, enabledList *[]string) {
+	s.modules.Edit(func(modules map[string]*runstate.Module, enabledList *[]string) {
 		*enabledList = enabled
 		for _, m := range model.Modules {
 			st := modules[m.Name]
 			if st == nil {
-				st = &Module{State: StateDisabled}
+				st = &runstate.Module{State: StateDisabled}
 				modules[m.Name] = st
 			}
 			refused := isConfigRefusal(failed[m.Name])
@@ -87,7 +89,7 @@ func (s *steps) discover(ctx context.Context) error {
 				// (onConfigChange reloads then)
 			case slices.Contains(enabled, m.Name):
 				if !st.Enabled {
-					st.StartupDone, st.CrdsHash, st.Readiness = false, "", nil
+					st.StartupDone, st.CRDsHash, st.Readiness = false, "", nil
 				}
 				st.Enabled = true
 				st.State = StatePending
@@ -139,7 +141,7 @@ func (s *steps) discover(ctx context.Context) error {
 		purged = nil
 	}
 	for _, name := range deletes {
-		s.modules.Update(name, func(st *Module) { st.Enabled = false })
+		s.modules.Update(name, func(st *runstate.Module) { st.Enabled = false })
 	}
 
 	tasks := s.mods.moduleRunTasks(runs)

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -25,14 +28,6 @@ type DriftDetector interface {
 
 var _ DriftDetector = (*drift.Detector)(nil)
 
-// Drift modes: the setting ADDON_OPERATOR_DRIFT and a module's
-// <module>Drift ConfigMap key.
-const (
-	DriftWarn    = "warn"
-	DriftCorrect = "correct"
-	driftSuffix  = "Drift"
-)
-
 const kindDriftCorrect queue.Kind = "DriftCorrect"
 
 // DriftStatus is a module's drift on /status: the objects of its release
@@ -42,19 +37,6 @@ type DriftStatus struct {
 	// Mode is what is done about it: warn or correct (off in maintenance).
 	Mode    string         `json:"mode"`
 	Objects []drift.Object `json:"objects"`
-}
-
-// DriftMode is a module's mode: its ConfigMap key, else the default.
-func DriftMode(data map[string]string, m *loader.Module, def string) (string, error) {
-	key := m.Key + driftSuffix
-	switch v := data[key]; v {
-	case "":
-		return def, nil
-	case DriftWarn, DriftCorrect:
-		return v, nil
-	default:
-		return "", fmt.Errorf("ConfigMap key %s: want %s or %s, got %q", key, DriftWarn, DriftCorrect, v)
-	}
 }
 
 // driftReports are the modules' last drift checks, under their own lock.
@@ -115,10 +97,10 @@ func driftMessage(module string, objs []drift.Object) string {
 type driftSteps struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *Trees
-	modules *Modules
-	queues  *Queues
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	reports driftReports // the last drift checks
 	locks   moduleLocks  // one check or correction of a module at a time
 }
@@ -182,10 +164,10 @@ func (s *driftSteps) modeOf(m *loader.Module) (string, bool) {
 	if t := s.trees.Load(); t != nil {
 		data = t.ConfigData
 	}
-	if inMaint, _ := Maintenance(data, m); inMaint {
+	if inMaint, _ := runstate.Maintenance(data, m); inMaint {
 		return "maintenance", false
 	}
-	mode, err := DriftMode(data, m, s.cfg.DriftMode)
+	mode, err := runstate.DriftMode(data, m, s.cfg.DriftMode)
 	if err != nil {
 		mode = s.cfg.DriftMode // refused with the ConfigMap change
 	}
@@ -199,7 +181,7 @@ func (s *driftSteps) report(ctx context.Context, name string, st *DriftStatus) {
 	if st != nil {
 		n = len(st.Objects)
 	}
-	s.metrics.driftedObjects.WithLabelValues(name).Set(float64(n))
+	s.metrics.DriftedObjects.WithLabelValues(name).Set(float64(n))
 	msg := s.reports.set(name, st)
 	if msg == "" {
 		return

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
@@ -20,7 +22,7 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 		return
 	}
 	if err != nil {
-		s.metrics.configRefused()
+		s.metrics.ConfigRefused()
 		s.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
 		return
 	}
@@ -30,7 +32,7 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 	logDropped(s.logger, "the ConfigMap changed", ch.Dropped)
 	// a module's maintenance mode is not values: its run applies it
 	if model != nil {
-		for _, name := range MaintenanceChanged(model, before, data) {
+		for _, name := range runstate.MaintenanceChanged(model, before, data) {
 			ch.Modules = append(ch.Modules, model.Module(name).Key)
 		}
 	}

@@ -36,7 +36,7 @@ func (s *steps) checkAbsent(ctx context.Context) {
 			s.logger.Warn("absent-resources check failed", "module", m.Name, "err", err)
 			continue
 		}
-		s.metrics.absentResources.WithLabelValues(m.Name).Set(float64(len(absent)))
+		s.metrics.AbsentResources.WithLabelValues(m.Name).Set(float64(len(absent)))
 		if len(absent) > 0 {
 			s.logger.Info("release resources missing; running module", "module", m.Name, "absent", absent)
 			s.queues.Main().Add(s.mods.moduleRunTask(m.Name, false))

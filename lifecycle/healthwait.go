@@ -116,7 +116,7 @@ func (s *moduleSteps) awaitHealth(ctx context.Context, name string, hw *healthWa
 // waitEnded records how a module's wait ended; a wait that did not end
 // Healthy is a Warning Event naming why (docs/operator.md, "Events").
 func (s *moduleSteps) waitEnded(ctx context.Context, name, result, warning string) {
-	s.metrics.healthWaits.WithLabelValues(name, result).Inc()
+	s.metrics.HealthWaits.WithLabelValues(name, result).Inc()
 	if result == waitHealthy {
 		s.logger.Info("module is Healthy; later weights go on", "module", name)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/internal/benchtree"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
@@ -81,8 +83,8 @@ func hookBenchOperator(b *testing.B, dir string) (*Operator, *loader.Hook) {
 		b.Fatal(err)
 	}
 	o := New(Config{Logger: quiet()}, newFakeConfig(nil), nil, ld)
-	o.trees.p.Store(&Tree{Model: model, Store: store})
-	o.modules.Edit(func(_ map[string]*Module, enabled *[]string) {
+	o.trees.Start(&runstate.Tree{Model: model, Store: store})
+	o.modules.Edit(func(_ map[string]*runstate.Module, enabled *[]string) {
 		for _, m := range model.Modules {
 			*enabled = append(*enabled, m.Name)
 		}

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
@@ -21,14 +24,14 @@ import (
 type runner struct {
 	cfg      Config
 	logger   *slog.Logger
-	metrics  *metrics
-	trees    *Trees
-	modules  *Modules
+	metrics  *metrics.Recorder
+	trees    *runstate.Trees
+	modules  *runstate.Modules
 	failures *hookFailures // failure.go
 	backend  ConfigBackend // where config patches are written
 }
 
-func newRunner(cfg Config, m *metrics, trees *Trees, modules *Modules, backend ConfigBackend) *runner {
+func newRunner(cfg Config, m *metrics.Recorder, trees *runstate.Trees, modules *runstate.Modules, backend ConfigBackend) *runner {
 	return &runner{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, failures: &hookFailures{}, backend: backend}
 }
 
@@ -183,7 +186,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 	start := r.cfg.Now()
 	var usage executor.Usage
 	defer func() {
-		r.metrics.hookRan(hookRunOf(hook, binding), binding, r.cfg.Now().Sub(start), &usage, err, allowFailure)
+		r.metrics.HookRan(metrics.HookRunOf(hook, binding), binding, r.cfg.Now().Sub(start), &usage, err, allowFailure)
 		r.observeReadiness(hook, err)
 	}()
 
@@ -329,7 +332,7 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 		Logger:        r.logger.With("module", m.Name, "hook", "enabled"),
 		Usage:         &usage,
 	})
-	r.metrics.enabledRan(m, r.cfg.Now().Sub(start), &usage, err)
+	r.metrics.EnabledRan(m, r.cfg.Now().Sub(start), &usage, err)
 	if err != nil {
 		return false, "", newHookError("module "+m.Name+": enabled script", err)
 	}

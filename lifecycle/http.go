@@ -2,8 +2,9 @@ package lifecycle
 
 import (
 	"encoding/json"
-	"github.com/addonops/addon-operator/health"
 	"net/http"
+
+	"github.com/addonops/addon-operator/health"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -81,7 +82,7 @@ func (o *Operator) Status() Status {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
 			if s, ok := states[m.Name]; ok {
 				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.Enabled, s.State, s.LastError, s.Reason
-				ms.DisabledReason, ms.Readiness = s.shownReasons()
+				ms.DisabledReason, ms.Readiness = s.ShownReasons()
 			}
 			ms.Drift = o.drift.of(m.Name)
 			ms.Health = moduleHealth(o.cfg.Health, m.Name)
@@ -127,7 +128,7 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	})))
 	mux.Handle("/metrics", promhttp.HandlerFor(o.cfg.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	// what hooks wrote to METRICS_PATH, apart from the operator's own
-	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.metrics.hookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.metrics.HookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !o.Ready() {

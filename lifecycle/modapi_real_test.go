@@ -41,7 +41,7 @@ func TestSettingsCheckRefusesConfigMapEdit(t *testing.T) {
 		return strings.Contains(logs.String(), "ConfigMap change refused") && strings.Contains(logs.String(), "replicas: at most 3, got 5")
 	})
 	e.idle()
-	if got := testutil.ToFloat64(e.op.metrics.configValuesErrors); got != 1 {
+	if got := testutil.ToFloat64(e.op.metrics.ConfigValuesErrors); got != 1 {
 		t.Fatalf("refused edits counted: %v", got)
 	}
 	if e.upgrades("sized") != upgrades {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/addonops/addon-operator/internal/batchtest"
@@ -104,7 +106,7 @@ func TestSettingsCheckJudgesEdits(t *testing.T) {
 func TestSettingsCheckedAgainstTheRunningTree(t *testing.T) {
 	u := startUnit(t, merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha")), nil, newFakeHelm(nil))
 	other := &loader.Model{}
-	if _, ok, err := u.op.trees.SetConfig(map[string]string{"alpha": "x: 1\n"}, "", other); !errors.Is(err, ErrTreeMoved) || ok {
+	if _, ok, err := u.op.trees.SetConfig(map[string]string{"alpha": "x: 1\n"}, "", other); !errors.Is(err, runstate.ErrTreeMoved) || ok {
 		t.Fatalf("setConfig checked against another model: ok %v, err %v", ok, err)
 	}
 	if _, ok, err := u.op.trees.SetConfig(map[string]string{"alpha": "x: 1\n"}, "", u.op.trees.Load().Model); err != nil || !ok {
@@ -294,7 +296,7 @@ func TestSettingsChecksSettle(t *testing.T) {
 		if moves > 0 {
 			moves--
 			// a new tree adopted while the check runs
-			_ = u.op.trees.Transition(func(cur *Tree) (*Tree, error) {
+			_ = u.op.trees.Transition(func(cur *runstate.Tree) (*runstate.Tree, error) {
 				next, model := *cur, *cur.Model
 				next.Model = &model
 				return &next, nil
@@ -310,11 +312,11 @@ func TestSettingsChecksSettle(t *testing.T) {
 		t.Fatalf("data held %v", got)
 	}
 
-	refused := testutil.ToFloat64(u.op.metrics.configValuesErrors)
+	refused := testutil.ToFloat64(u.op.metrics.ConfigValuesErrors)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	u.op.steps.onConfigChange(ctx, map[string]string{"alpha": "x: 2\n"}, "")
-	if got := testutil.ToFloat64(u.op.metrics.configValuesErrors); got != refused {
+	if got := testutil.ToFloat64(u.op.metrics.ConfigValuesErrors); got != refused {
 		t.Fatalf("a cancelled check counted as a refusal: %v, was %v", got, refused)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -18,10 +21,10 @@ import (
 type moduleSteps struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *Trees
-	modules *Modules
-	queues  *Queues
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	run     *runner
 	bind    *bindings
 	helm    Helm
@@ -68,7 +71,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		return nil // removed from the tree since the task was queued
 	}
 	s.modules.SetState(name, StateRunning, nil)
-	defer s.metrics.moduleRan(name, s.cfg.Now, s.cfg.Now())
+	defer s.metrics.ModuleRan(name, s.cfg.Now, s.cfg.Now())
 	logger := s.logger.With("module", name)
 	run := func(binding string) (bool, error) {
 		changed := false
@@ -111,14 +114,14 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		// the mode and revision of the tree running now: an edit or a
 		// tree adopted since the run started counts
 		now := s.trees.Load()
-		inMaintenance, err := Maintenance(now.ConfigData, m)
+		inMaintenance, err := runstate.Maintenance(now.ConfigData, m)
 		if err != nil {
 			return err
 		}
-		s.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
+		s.metrics.Maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
 		start := s.cfg.Now()
 		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.Rev.Commit, Maintenance: inMaintenance})
-		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
+		s.metrics.HelmUpgraded(name, metrics.ModuleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
 			return queue.Terminal(reasonReleaseConflict, err)
 		}
@@ -139,7 +142,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	if err != nil {
 		return err
 	}
-	s.modules.Update(name, func(st *Module) { st.StartupDone = true })
+	s.modules.Update(name, func(st *runstate.Module) { st.StartupDone = true })
 	s.modules.SetState(name, StateReady, nil)
 	s.report.revision(s.report.commit(), name, RevisionApplied, "")
 	healthDeployed(ctx, s.cfg.Health, name, deployed)
@@ -222,7 +225,7 @@ func (s *moduleSteps) modulePurgeTask(name string) *queue.Task {
 			if err != nil {
 				return err
 			}
-			s.metrics.releaseConflicts.DeleteLabelValues(name)
+			s.metrics.ReleaseConflicts.DeleteLabelValues(name)
 			if removed {
 				s.logger.Info("helm release purged: its module is gone", "module", name)
 			}
@@ -251,7 +254,7 @@ func (s *moduleSteps) ensureCRDs(ctx context.Context, model *loader.Model, m *lo
 	if s.cfg.CRDs == nil {
 		return nil
 	}
-	if s.modules.Get(m.Name).CrdsHash == m.Hash {
+	if s.modules.Get(m.Name).CRDsHash == m.Hash {
 		return nil
 	}
 	// through the loader's reader, as the chart is: a crds/ linked through
@@ -263,7 +266,7 @@ func (s *moduleSteps) ensureCRDs(ctx context.Context, model *loader.Model, m *lo
 	if n > 0 {
 		s.logger.Info("CRDs applied", "module", m.Name, "changed", n)
 	}
-	s.modules.Update(m.Name, func(st *Module) { st.CrdsHash = m.Hash })
+	s.modules.Update(m.Name, func(st *runstate.Module) { st.CRDsHash = m.Hash })
 	return nil
 }
 
@@ -285,7 +288,7 @@ const (
 // Disabled with its release in place.
 func (s *moduleSteps) moduleFailed(name string, err error) {
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, kube.ErrNotOurs) {
-		s.metrics.moduleFailed(name, false)
+		s.metrics.ModuleFailed(name, false)
 	}
 	s.modules.SetState(name, StateFailed, err)
 	s.report.failure(name, err)
@@ -297,7 +300,7 @@ func (s *moduleSteps) moduleDeleteFailed(name string, err error) {
 		return
 	}
 	if !errors.Is(err, context.Canceled) {
-		s.metrics.moduleFailed(name, true)
+		s.metrics.ModuleFailed(name, true)
 	}
 	s.modules.SetState(name, StateFailed, err)
 	s.report.failure(name, err)

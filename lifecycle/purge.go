@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/addonops/addon-operator/gitsync"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/addonops/addon-operator/gitsync"
 )
 
 // Config.PurgeLimit's special values; a positive limit is a number of

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -28,10 +31,10 @@ const (
 type treeSteps struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *Trees
-	modules *Modules
-	queues  *Queues
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	run     *runner
 	bind    *bindings
 	loader  *loader.Loader
@@ -123,7 +126,7 @@ type revisions struct {
 // goes to (nil before Run attached them: Run takes it then). The two
 // steps share one lock with attach, so a revision reported while Run
 // starts is taken by one or the other.
-func (r *revisions) offer(rev gitsync.Revision, queues *Queues) *queue.Set {
+func (r *revisions) offer(rev gitsync.Revision, queues *runstate.Queues) *queue.Set {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.incoming = &rev
@@ -132,10 +135,10 @@ func (r *revisions) offer(rev gitsync.Revision, queues *Queues) *queue.Set {
 
 // attach publishes Run's queues and returns a revision reported before
 // (nil for none).
-func (r *revisions) attach(set *queue.Set, queues *Queues) *gitsync.Revision {
+func (r *revisions) attach(set *queue.Set, queues *runstate.Queues) *gitsync.Revision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	queues.p.Store(set)
+	queues.Set(set)
 	return r.incoming
 }
 
@@ -212,7 +215,7 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Admit(model, data, o.activeModules()); err != nil {
+	if _, err := runstate.Admit(model, data, o.activeModules()); err != nil {
 		return nil, refusal(root, model.ModulesDirs, refusedAdmit, err)
 	}
 	return model, nil
@@ -274,7 +277,7 @@ func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
 		return // the operator is stopping: the tree was not judged
 	}
 	s.revs.refused(err)
-	s.metrics.treeRefused()
+	s.metrics.TreeRefused()
 	s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "reason", queue.Reason(err), "err", err)
 	// the commit status says so once, without the error's text
 	// (docs/operator.md, "Commit status")
@@ -303,26 +306,26 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 	}
 	var dropped []values.DroppedOp
 	same := false
-	err := s.trees.Transition(func(cur *Tree) (*Tree, error) {
+	err := s.trees.Transition(func(cur *runstate.Tree) (*runstate.Tree, error) {
 		if same = diff.Empty() && rev.Commit == cur.Rev.Commit; same {
 			return nil, nil
 		}
-		store, err := Admit(model, cur.ConfigData, cur.Store.Sections().Active())
+		store, err := runstate.Admit(model, cur.ConfigData, cur.Store.Sections().Active())
 		if err != nil {
 			return nil, refusal(rev.Dir, model.ModulesDirs, refusedAdmit, err)
 		}
 		dropped = store.RestorePatches(cur.Store.Patches())
-		return &Tree{Model: model, Store: store, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
+		return &runstate.Tree{Model: model, Store: store, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
 			PrevCommit: cur.Rev.Commit, ConfigData: cur.ConfigData, ConfigVersion: cur.ConfigVersion}, nil
 	})
 	if err != nil || same {
 		return err
 	}
-	s.metrics.bindingsOf(model)
+	s.metrics.BindingsOf(model)
 	s.report.revision(rev.Commit, "", RevisionApplying, "")
 	var purges []*queue.Task
 	if diff.OnlyRemoved() {
-		s.modules.Edit(func(modules map[string]*Module, enabled *[]string) {
+		s.modules.Edit(func(modules map[string]*runstate.Module, enabled *[]string) {
 			for _, name := range diff.Removed {
 				delete(modules, name)
 				*enabled = slices.DeleteFunc(*enabled, func(m string) bool { return m == name })
@@ -406,10 +409,10 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 				return nil
 			}
 			// the same modules stay disabled, perhaps for new reasons
-			s.modules.setDisabledReasons(reasons)
+			s.modules.SetDisabledReasons(reasons)
 			s.steps.reload.begin(s.cfg.Now())
 			var runs []moduleRun
-			s.modules.Edit(func(modules map[string]*Module, _ *[]string) {
+			s.modules.Edit(func(modules map[string]*runstate.Module, _ *[]string) {
 				for _, m := range model.Modules {
 					st := modules[m.Name]
 					if st == nil || !st.Enabled || st.ConfigRefused || !slices.Contains(changed, m.Name) {

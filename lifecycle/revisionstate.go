@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/queue"
 )
 
@@ -39,8 +41,8 @@ var errPurgeGuard = errors.New("purge guard")
 // running tree and the module registry, never the steps' own state.
 type revisionReporter struct {
 	on      func(RevisionState)
-	trees   *Trees
-	modules *Modules
+	trees   *runstate.Trees
+	modules *runstate.Modules
 	// held: the last discovery's uninstalls wait for a confirmation
 	// (purgeGuard.discoveryHeld; nil: never)
 	held func() bool

@@ -157,10 +157,10 @@ func TestSectionsOfEnabledModulesReal(t *testing.T) {
 	assertJSON(t, e.releaseValues("istio")["controlPlane"].(map[string]any)["resourcesManagement"],
 		`{"mode":"VPA","vpa":{"mode":"Auto","cpu":{"min":"50m","max":"2"}},"static":{"requests":{"cpu":"100m"}}}`)
 
-	refused := testutil.ToFloat64(e.op.metrics.configValuesErrors)
+	refused := testutil.ToFloat64(e.op.metrics.ConfigValuesErrors)
 	istio := e.upgrades("istio")
 	e.setConfigMap(map[string]string{"istio": e.configMap()["istio"], "prometheusPushgatewayEnabled": "true", "prometheusPushgateway": "instances: 5\n"})
-	e.eventually("the edit refused", func() bool { return testutil.ToFloat64(e.op.metrics.configValuesErrors) > refused })
+	e.eventually("the edit refused", func() bool { return testutil.ToFloat64(e.op.metrics.ConfigValuesErrors) > refused })
 	e.idle()
 	if e.hasRelease("prometheus-pushgateway") || !e.hasRelease("istio") || e.upgrades("istio") != istio {
 		t.Fatalf("after a refused edit: prometheus-pushgateway %v, istio %v (upgrades %v, was %v)",

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/addonops/addon-operator/internal/executor"
@@ -29,10 +31,6 @@ import (
 // settingsCheckTimeout bounds one `hook check`, as --config's default
 // bounds a hook's config: the check answers from the settings alone.
 const settingsCheckTimeout = 30 * time.Second
-
-// ErrTreeMoved: the running tree changed after an edit was checked against
-// it (treeHolder.SetConfig); the edit is checked again.
-var ErrTreeMoved = errors.New("the running tree changed while the settings were checked")
 
 // settingsRefusal is a module's settings check refusing its section.
 type settingsRefusal struct {
@@ -58,12 +56,12 @@ type sdkCheckResult struct {
 type settingsChecks struct {
 	cfg    Config
 	logger *slog.Logger
-	trees  *Trees
+	trees  *runstate.Trees
 	// check runs one module's check (checkModule; tests replace it)
 	check func(ctx context.Context, m *loader.Module, section string) error
 }
 
-func newSettingsChecks(cfg Config, logger *slog.Logger, trees *Trees) *settingsChecks {
+func newSettingsChecks(cfg Config, logger *slog.Logger, trees *runstate.Trees) *settingsChecks {
 	c := &settingsChecks{cfg: cfg, logger: logger, trees: trees}
 	c.check = c.checkModule
 	return c
@@ -85,14 +83,14 @@ func (c *settingsChecks) set(ctx context.Context, data map[string]string, versio
 			return nil, nil, values.Change{}, false, nil
 		}
 		before, model = t.ConfigData, t.Model
-		if !NewerVersion(version, t.ConfigVersion) {
+		if !runstate.NewerVersion(version, t.ConfigVersion) {
 			return before, model, values.Change{}, false, nil
 		}
 		if err := c.checkAll(ctx, t, data); err != nil {
 			return before, model, values.Change{}, false, err
 		}
 		ch, ok, err = c.trees.SetConfig(data, version, model)
-		if !errors.Is(err, ErrTreeMoved) {
+		if !errors.Is(err, runstate.ErrTreeMoved) {
 			return before, model, ch, ok, err
 		}
 		if ctx.Err() != nil {
@@ -107,7 +105,7 @@ func (c *settingsChecks) set(ctx context.Context, data map[string]string, versio
 // when t has none) and is validated when data is set (values.Sections):
 // a disabled module's section refuses nothing (docs/operator.md,
 // "Values"). It joins the refusals.
-func (c *settingsChecks) checkAll(ctx context.Context, t *Tree, data map[string]string) error {
+func (c *settingsChecks) checkAll(ctx context.Context, t *runstate.Tree, data map[string]string) error {
 	checked := t.Store.Sections().Checked(data)
 	var errs []error
 	for _, m := range t.Model.Modules {

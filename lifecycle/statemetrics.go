@@ -1,6 +1,10 @@
 package lifecycle
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+)
 
 var (
 	moduleFailedDesc = prometheus.NewDesc("addon_operator_module_failed",
@@ -14,7 +18,7 @@ var (
 // stateCollector reports the operator's state at scrape time, for the
 // alerts of deploy/monitoring (docs/operator.md, "Monitoring").
 type stateCollector struct {
-	modules *Modules
+	modules *runstate.Modules
 	tree    *treeSteps
 	purge   *purgeGuard
 }

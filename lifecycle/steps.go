@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
@@ -32,10 +35,10 @@ const (
 type steps struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *Trees
-	modules *Modules
-	queues  *Queues
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	run     *runner
 	checks  *settingsChecks // settingscheck.go
 	bind    *bindings
@@ -112,7 +115,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 	var tasks []*queue.Task
 	for _, h := range ordered(model.Global.Hooks, binding) {
 		tasks = append(tasks, &queue.Task{
-			Key:         queue.Key{Kind: kindGlobalHook, Hook: hookLabel(h), Binding: binding},
+			Key:         queue.Key{Kind: kindGlobalHook, Hook: metrics.HookLabel(h), Binding: binding},
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			OnFailure:   func(err error, _ int) { s.report.failure("", err) },
 			Do: func(ctx context.Context) error {
@@ -163,7 +166,7 @@ func (s *steps) convergedTask() *queue.Task {
 		Description: "all modules converged",
 		Do: func(context.Context) error {
 			took, first, again := s.reload.end(s.cfg.Now())
-			s.metrics.converged(first, took)
+			s.metrics.Converged(first, took)
 			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
 			s.bind.syncSchedules()
 			if again {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
 )
@@ -75,8 +77,8 @@ type WebhookBindingStatus struct {
 type webhooks struct {
 	cfg     Config
 	logger  *slog.Logger
-	trees   *Trees
-	modules *Modules
+	trees   *runstate.Trees
+	modules *runstate.Modules
 	run     *runner
 	bind    *bindings
 	reg     WebhookRegistrar // nil: no webhook server configured
