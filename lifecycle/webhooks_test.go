@@ -70,7 +70,7 @@ func withWebhookServer(t *testing.T, e *env, configName string, maxBody int64) {
 const validatingHook = `#!/usr/bin/env bash
 set -euo pipefail
 if [ "${1:-}" = "--config" ]; then cat <<EOF
-ConfigVersion: v1
+configVersion: v1
 kubernetes:
 - name: locks
   kind: ConfigMap
@@ -113,7 +113,7 @@ esac
 const mutatingHook = `#!/usr/bin/env bash
 set -euo pipefail
 if [ "${1:-}" = "--config" ]; then cat <<EOF
-ConfigVersion: v1
+configVersion: v1
 kubernetesMutating:
 - name: cm-label.webhook.test
   labelSelector: {matchLabels: {webhook-test: "%[1]s"}}
@@ -129,7 +129,7 @@ echo "{\"allowed\":true,\"patch\":\"$patch\"}" > "$ADMISSION_RESPONSE_PATH"
 const conversionHook = `#!/usr/bin/env bash
 set -euo pipefail
 if [ "${1:-}" = "--config" ]; then cat <<EOF
-ConfigVersion: v1
+configVersion: v1
 kubernetesCustomResourceConversion:
 - name: widgets
   crdName: %[1]s
