@@ -69,7 +69,7 @@ func newSettingsChecks(cfg Config, logger *slog.Logger, trees *runstate.Trees) *
 
 // set is a ConfigMap edit's way in: the settings checks of the modules
 // whose section it changes run against the running tree, then the data is
-// set (treeHolder.SetConfig), unless a new tree was adopted in between,
+// set (runstate.Trees.SetConfig), unless a new tree was adopted in between,
 // when the checks run again against it, until a tree stays while its
 // checks run: each pass follows an adoption, so this ends once the trees
 // stop coming, and on cancel. Refusing the edit instead would leave the

@@ -37,7 +37,7 @@ func Admit(model *loader.Model, data map[string]string, active []string) (*value
 }
 
 // ErrTreeMoved: the running tree changed after an edit was checked against
-// it (treeHolder.SetConfig); the edit is checked again.
+// it (Trees.SetConfig); the edit is checked again.
 var ErrTreeMoved = errors.New("the running tree changed while the settings were checked")
 
 // Maintenance mode: the ConfigMap key <module>Maintenance, as in the
