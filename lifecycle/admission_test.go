@@ -2,13 +2,14 @@ package lifecycle
 
 import (
 	"context"
-	"github.com/addonops/addon-operator/gitsync"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/addonops/addon-operator/gitsync"
 
 	"github.com/addonops/addon-operator/loader"
 )
@@ -81,12 +82,12 @@ func TestAdmissionOneFunctionFourCallers(t *testing.T) {
 		{"a ConfigMap edit", func(t *testing.T, data map[string]string) string {
 			u := startUnit(t, files, nil, newFakeHelm(nil))
 			var refused string
-			before := maps.Clone(u.op.trees.load().configData)
-			ch, ok, err := u.op.trees.setConfig(data, "", nil)
+			before := maps.Clone(u.op.trees.Load().ConfigData)
+			ch, ok, err := u.op.trees.SetConfig(data, "", nil)
 			if err != nil {
 				refused = err.Error()
 			}
-			after := maps.Clone(u.op.trees.load().configData)
+			after := maps.Clone(u.op.trees.Load().ConfigData)
 			if refused != "" && (!maps.Equal(before, after) || ok || !ch.Empty()) {
 				t.Fatalf("refused data was adopted: %v", after)
 			}

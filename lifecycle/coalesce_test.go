@@ -34,7 +34,7 @@ func TestEventsCoalescePerObject(t *testing.T) {
 		e.updateConfigMap("obj", func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"v": fmt.Sprint(i)} })
 	}
 	e.eventually("every update seen", func() bool {
-		return testutil.ToFloat64(e.op.metrics.kubeEvents.WithLabelValues("watch.sh", "obj")) >= updates
+		return testutil.ToFloat64(e.op.metrics.KubeEvents.WithLabelValues("watch.sh", "obj")) >= updates
 	})
 	var waiting []string
 	for _, q := range e.op.Queues().Dump() {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/kube"
 )
 
@@ -25,11 +27,11 @@ func (s *moduleSteps) conflict(ctx context.Context, name string, err error) bool
 	if !errors.Is(err, kube.ErrNotOurs) {
 		return false
 	}
-	s.metrics.releaseConflicts.WithLabelValues(name).Set(1)
+	s.metrics.ReleaseConflicts.WithLabelValues(name).Set(1)
 	fresh := false
-	s.modules.update(name, func(st *moduleState) {
-		fresh = st.conflict != err.Error()
-		st.conflict = err.Error()
+	s.modules.Update(name, func(st *runstate.Module) {
+		fresh = st.Conflict != err.Error()
+		st.Conflict = err.Error()
 	})
 	if fresh {
 		s.logger.Error("release name taken by another tool; the module's release is left alone", "module", name, "err", err)
@@ -46,11 +48,11 @@ func (s *moduleSteps) conflict(ctx context.Context, name string, err error) bool
 // resolved clears a module's release conflict after its Helm step worked.
 func (s *moduleSteps) resolved(name string) {
 	had := false
-	s.modules.update(name, func(st *moduleState) {
-		had = st.conflict != ""
-		st.conflict = ""
+	s.modules.Update(name, func(st *runstate.Module) {
+		had = st.Conflict != ""
+		st.Conflict = ""
 	})
 	if had {
-		s.metrics.releaseConflicts.WithLabelValues(name).Set(0)
+		s.metrics.ReleaseConflicts.WithLabelValues(name).Set(0)
 	}
 }

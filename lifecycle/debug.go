@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -68,8 +70,8 @@ var orderedBindings = []string{loader.OnStartup, loader.BeforeAll, loader.AfterA
 
 // debugAPI serves the debug endpoints from the running state.
 type debugAPI struct {
-	trees    *treeHolder
-	modules  *moduleRegistry
+	trees    *runstate.Trees
+	modules  *runstate.Modules
 	failures *hookFailures
 	health   HealthTracker // nil: none
 }
@@ -199,7 +201,7 @@ func hostIP(addr string) net.IP {
 // debugCurrent is the running model and store, or an error until the
 // first tree is loaded.
 func (d *debugAPI) debugCurrent() (*loader.Model, *values.Store, error) {
-	model, store := d.trees.current()
+	model, store := d.trees.Current()
 	if model == nil || store == nil {
 		return nil, nil, &debugError{code: http.StatusServiceUnavailable, msg: "starting: no modules loaded yet"}
 	}
@@ -226,13 +228,13 @@ func (d *debugAPI) debugModules() ([]DebugModule, error) {
 	if err != nil {
 		return nil, err
 	}
-	states := d.modules.all()
+	states := d.modules.All()
 	out := make([]DebugModule, 0, len(model.Modules))
 	for _, m := range model.Modules {
 		dm := DebugModule{Name: m.Name, Order: m.Order, State: StateDisabled, Path: m.Dir}
 		if s, ok := states[m.Name]; ok {
-			dm.Enabled, dm.State, dm.LastError, dm.LastErrorOutput = s.enabled, s.state, s.lastError, s.lastOutput
-			dm.DisabledReason, dm.Readiness = s.shownReasons()
+			dm.Enabled, dm.State, dm.LastError, dm.LastErrorOutput = s.Enabled, s.State, s.LastError, s.LastOutput
+			dm.DisabledReason, dm.Readiness = s.ShownReasons()
 		}
 		out = append(out, dm)
 	}
@@ -250,7 +252,7 @@ func (d *debugAPI) debugModuleValues(name string, withGlobal, config bool) (valu
 	var v values.Values
 	if config {
 		v = store.ModuleConfigValues(m.Key)
-	} else if v, err = store.ModuleValues(m.Key, d.modules.enabledList()); err != nil {
+	} else if v, err = store.ModuleValues(m.Key, d.modules.EnabledList()); err != nil {
 		return nil, err
 	}
 	if !withGlobal {
@@ -269,7 +271,7 @@ func (d *debugAPI) debugRender(ctx context.Context, name, namespace string) (str
 	if !m.HasChart {
 		return "", &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q has no chart", name)}
 	}
-	vals, err := store.ModuleValues(m.Key, d.modules.enabledList())
+	vals, err := store.ModuleValues(m.Key, d.modules.EnabledList())
 	if err != nil {
 		return "", err
 	}

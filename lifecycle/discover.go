@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
@@ -21,8 +23,8 @@ func (s *steps) discoverTask() *queue.Task {
 }
 
 func (s *steps) discover(ctx context.Context) error {
-	t := s.trees.load()
-	model, store := t.model, t.store
+	t := s.trees.Load()
+	model, store := t.Model, t.Store
 	releases, err := s.helm.Releases(ctx)
 	if err != nil {
 		return err
@@ -30,8 +32,8 @@ func (s *steps) discover(ctx context.Context) error {
 	// a module whose enabled script fails keeps the state it had: enabled
 	// by the last discovery or, before the first one, while it has a release
 	was := map[string]bool{}
-	for name, st := range s.modules.all() {
-		was[name] = st.enabled
+	for name, st := range s.modules.All() {
+		was[name] = st.Enabled
 	}
 	enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool {
 		return was[name] || slices.Contains(releases, name)
@@ -65,20 +67,20 @@ func (s *steps) discover(ctx context.Context) error {
 	// uninstalls: the deletes that remove a release, but those the
 	// ConfigMap asks for by name, which the purge guard does not hold
 	var deletes, uninstalls []string
-	s.modules.edit(func(modules map[string]*moduleState, enabledList *[]string) {
+	s.modules.Edit(func(modules map[string]*runstate.Module, enabledList *[]string) {
 		*enabledList = enabled
 		for _, m := range model.Modules {
 			st := modules[m.Name]
 			if st == nil {
-				st = &moduleState{state: StateDisabled}
+				st = &runstate.Module{State: StateDisabled}
 				modules[m.Name] = st
 			}
 			refused := isConfigRefusal(failed[m.Name])
-			st.scriptFailed = failed[m.Name] != nil && !refused
-			st.configRefused = refused
-			st.disabledReason = reasons[m.Name]
+			st.ScriptFailed = failed[m.Name] != nil && !refused
+			st.ConfigRefused = refused
+			st.DisabledReason = reasons[m.Name]
 			switch {
-			case st.scriptFailed:
+			case st.ScriptFailed:
 				// neither run nor deleted while its enabled state is unknown
 			case refused:
 				// neither run nor deleted, and enabled if it was
@@ -86,13 +88,13 @@ func (s *steps) discover(ctx context.Context) error {
 				// the values the store holds, until its section is fixed
 				// (onConfigChange reloads then)
 			case slices.Contains(enabled, m.Name):
-				if !st.enabled {
-					st.startupDone, st.crdsHash, st.readiness = false, "", nil
+				if !st.Enabled {
+					st.StartupDone, st.CRDsHash, st.Readiness = false, "", nil
 				}
-				st.enabled = true
-				st.state = StatePending
-				runs = append(runs, moduleRun{module: m, startup: !st.startupDone})
-			case st.enabled || slices.Contains(releases, m.Name) || held[m.Name]:
+				st.Enabled = true
+				st.State = StatePending
+				runs = append(runs, moduleRun{module: m, startup: !st.StartupDone})
+			case st.Enabled || slices.Contains(releases, m.Name) || held[m.Name]:
 				deletes = append(deletes, m.Name)
 				if (slices.Contains(releases, m.Name) || held[m.Name]) && !store.DisabledByConfig(m.Key) {
 					uninstalls = append(uninstalls, m.Name)
@@ -105,7 +107,7 @@ func (s *steps) discover(ctx context.Context) error {
 			}
 		}
 	})
-	s.modules.markDiscovered()
+	s.modules.MarkDiscovered()
 	retry := false
 	for name, err := range failed {
 		if isConfigRefusal(err) {
@@ -124,7 +126,7 @@ func (s *steps) discover(ctx context.Context) error {
 	}
 
 	// every uninstall of this change passes the purge guard together
-	commit := t.rev.Commit
+	commit := t.Rev.Commit
 	token := commit
 	if len(uninstalls) > 0 {
 		token = planToken(commit, append(slices.Clone(uninstalls), purged...))
@@ -139,7 +141,7 @@ func (s *steps) discover(ctx context.Context) error {
 		purged = nil
 	}
 	for _, name := range deletes {
-		s.modules.update(name, func(st *moduleState) { st.enabled = false })
+		s.modules.Update(name, func(st *runstate.Module) { st.Enabled = false })
 	}
 
 	tasks := s.mods.moduleRunTasks(runs)
@@ -154,7 +156,7 @@ func (s *steps) discover(ctx context.Context) error {
 	if retry {
 		tasks = append(tasks, s.enabledRetryTask())
 	}
-	s.queues.main().AddAfterCurrent(tasks...)
+	s.queues.Main().AddAfterCurrent(tasks...)
 	return nil
 }
 
@@ -211,11 +213,11 @@ func (s *steps) enabledRetryTask() *queue.Task {
 		Key:         queue.Key{Kind: kindEnabledRetry},
 		Description: "enabled scripts that failed",
 		Do: func(ctx context.Context) error {
-			model, store := s.trees.current()
-			current := s.modules.enabledList()
+			model, store := s.trees.Current()
+			current := s.modules.EnabledList()
 			var before []string // the modules enabled before each, as in discovery
 			for _, m := range model.Modules {
-				check := s.modules.get(m.Name).scriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
+				check := s.modules.Get(m.Name).ScriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
 				if check {
 					if _, _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
 						s.mods.moduleFailed(m.Name, err)
@@ -227,7 +229,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 				}
 			}
 			s.logger.Info("enabled scripts answer again; reloading all modules")
-			s.queues.main().AddAfterCurrent(s.reloadAllTask())
+			s.queues.Main().AddAfterCurrent(s.reloadAllTask())
 			return nil
 		},
 	}

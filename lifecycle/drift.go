@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -25,14 +28,6 @@ type DriftDetector interface {
 
 var _ DriftDetector = (*drift.Detector)(nil)
 
-// Drift modes: the setting ADDON_OPERATOR_DRIFT and a module's
-// <module>Drift ConfigMap key.
-const (
-	DriftWarn    = "warn"
-	DriftCorrect = "correct"
-	driftSuffix  = "Drift"
-)
-
 const kindDriftCorrect queue.Kind = "DriftCorrect"
 
 // DriftStatus is a module's drift on /status: the objects of its release
@@ -42,19 +37,6 @@ type DriftStatus struct {
 	// Mode is what is done about it: warn or correct (off in maintenance).
 	Mode    string         `json:"mode"`
 	Objects []drift.Object `json:"objects"`
-}
-
-// driftMode is a module's mode: its ConfigMap key, else the default.
-func driftMode(data map[string]string, m *loader.Module, def string) (string, error) {
-	key := m.Key + driftSuffix
-	switch v := data[key]; v {
-	case "":
-		return def, nil
-	case DriftWarn, DriftCorrect:
-		return v, nil
-	default:
-		return "", fmt.Errorf("ConfigMap key %s: want %s or %s, got %q", key, DriftWarn, DriftCorrect, v)
-	}
 }
 
 // driftReports are the modules' last drift checks, under their own lock.
@@ -115,10 +97,10 @@ func driftMessage(module string, objs []drift.Object) string {
 type driftSteps struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *treeHolder
-	modules *moduleRegistry
-	queues  *queueRef
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	reports driftReports // the last drift checks
 	locks   moduleLocks  // one check or correction of a module at a time
 }
@@ -129,7 +111,7 @@ func (s *driftSteps) check(ctx context.Context) {
 	if s.cfg.Drift == nil {
 		return
 	}
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	if model == nil {
 		return
 	}
@@ -149,10 +131,10 @@ func (s *driftSteps) check(ctx context.Context) {
 // is enabled and not ready yet, so an edit's check waits for it. Two
 // checks of one module never overlap.
 func (s *driftSteps) checkModule(ctx context.Context, m *loader.Module) bool {
-	st := s.modules.get(m.Name)
-	if !st.enabled || !m.HasChart || st.state != StateReady {
+	st := s.modules.Get(m.Name)
+	if !st.Enabled || !m.HasChart || st.State != StateReady {
 		s.report(ctx, m.Name, nil)
-		return !st.enabled || !m.HasChart
+		return !st.Enabled || !m.HasChart
 	}
 	defer s.locks.lock(m.Name)()
 	rep, ok, err := s.cfg.Drift.Check(ctx, m.Name)
@@ -179,13 +161,13 @@ func (s *driftSteps) checkModule(ctx context.Context, m *loader.Module) bool {
 // in maintenance) and whether its drift is corrected.
 func (s *driftSteps) modeOf(m *loader.Module) (string, bool) {
 	var data map[string]string
-	if t := s.trees.load(); t != nil {
-		data = t.configData
+	if t := s.trees.Load(); t != nil {
+		data = t.ConfigData
 	}
-	if inMaint, _ := maintenance(data, m); inMaint {
+	if inMaint, _ := runstate.Maintenance(data, m); inMaint {
 		return "maintenance", false
 	}
-	mode, err := driftMode(data, m, s.cfg.DriftMode)
+	mode, err := runstate.DriftMode(data, m, s.cfg.DriftMode)
 	if err != nil {
 		mode = s.cfg.DriftMode // refused with the ConfigMap change
 	}
@@ -199,7 +181,7 @@ func (s *driftSteps) report(ctx context.Context, name string, st *DriftStatus) {
 	if st != nil {
 		n = len(st.Objects)
 	}
-	s.metrics.driftedObjects.WithLabelValues(name).Set(float64(n))
+	s.metrics.DriftedObjects.WithLabelValues(name).Set(float64(n))
 	msg := s.reports.set(name, st)
 	if msg == "" {
 		return
@@ -227,20 +209,20 @@ func (s *driftSteps) correctTask(name string) *queue.Task {
 
 // queue adds a module's correction to "main" unless one waits there.
 func (s *driftSteps) queue(name string) {
-	main := s.queues.main()
+	main := s.queues.Main()
 	if t := s.correctTask(name); !main.HasQueuedKey(t.Key) {
 		main.Add(t)
 	}
 }
 
 func (s *driftSteps) correct(ctx context.Context, name string) error {
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	m := model.Module(name)
 	if m == nil {
 		return nil
 	}
-	st := s.modules.get(name)
-	ready := st.enabled && st.state == StateReady
+	st := s.modules.Get(name)
+	ready := st.Enabled && st.State == StateReady
 	if _, correct := s.modeOf(m); !ready || !correct {
 		return nil
 	}
@@ -280,7 +262,7 @@ func (s *driftSteps) moduleDiff(ctx context.Context, name string) (string, error
 	if s.cfg.Drift == nil {
 		return "", &debugError{code: http.StatusNotFound, msg: "drift checks are off"}
 	}
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	if model == nil || model.Module(name) == nil {
 		return "", &debugError{code: http.StatusNotFound, msg: fmt.Sprintf("module %q not found (addon-operator module list shows the modules)", name)}
 	}

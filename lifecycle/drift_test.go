@@ -65,7 +65,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 		}
 		return d.Spec.Template.Spec.Containers[0].Image
 	}
-	metric := func() float64 { return testutil.ToFloat64(e.op.metrics.driftedObjects.WithLabelValues("web")) }
+	metric := func() float64 { return testutil.ToFloat64(e.op.metrics.DriftedObjects.WithLabelValues("web")) }
 
 	// warn: reported, left as it is; one Event for two checks
 	e.op.drift.check(ctx)
@@ -93,7 +93,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 
 	// correct (the default, once the override goes): the chart's image is back
 	e.setConfigMap(map[string]string{})
-	e.eventually("the ConfigMap without webDrift", func() bool { return len(e.op.trees.load().configData) == 0 })
+	e.eventually("the ConfigMap without webDrift", func() bool { return len(e.op.trees.Load().ConfigData) == 0 })
 	e.op.drift.check(ctx)
 	e.idle()
 	if img := image(); img != "registry.example/web:1" {
@@ -105,7 +105,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 
 	// maintenance: reported, never corrected
 	e.setConfigMap(map[string]string{"webMaintenance": NoResourceReconciliation})
-	e.eventually("web in maintenance", func() bool { return testutil.ToFloat64(e.op.metrics.maintenance.WithLabelValues("web")) == 1 })
+	e.eventually("web in maintenance", func() bool { return testutil.ToFloat64(e.op.metrics.Maintenance.WithLabelValues("web")) == 1 })
 	e.idle()
 	handEditImage(t, e.ns, "registry.example/web:again")
 	e.op.drift.check(ctx)
@@ -118,9 +118,9 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 	}
 
 	// a mode that is neither is refused like values a schema refuses
-	refused := testutil.ToFloat64(e.op.metrics.configValuesErrors)
+	refused := testutil.ToFloat64(e.op.metrics.ConfigValuesErrors)
 	e.setConfigMap(map[string]string{"webDrift": "sometimes"})
-	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.metrics.configValuesErrors) > refused })
+	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.metrics.ConfigValuesErrors) > refused })
 }
 
 func handEditImage(t *testing.T, ns, image string) {

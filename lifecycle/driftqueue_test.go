@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/queue"
 )
 
@@ -13,8 +15,8 @@ import (
 // "main" drops the waiting ones (docs/operator.md, "Drift").
 func TestDriftCorrectKeyed(t *testing.T) {
 	set := queue.NewSet(t.Context(), queue.Options{Logger: quiet()})
-	queues := &queueRef{}
-	queues.p.Store(set)
+	queues := &runstate.Queues{}
+	queues.Set(set)
 	d := &driftSteps{queues: queues}
 	main := set.Main()
 	block, started := make(chan struct{}), make(chan struct{})

@@ -124,7 +124,7 @@ func (w *driftWatch) loop(ctx context.Context) {
 
 // check checks a module of the running tree; false: not ready yet.
 func (w *driftWatch) check(ctx context.Context, name string) bool {
-	model, _ := w.steps.trees.current()
+	model, _ := w.steps.trees.Current()
 	if model == nil {
 		return true
 	}

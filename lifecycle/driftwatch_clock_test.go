@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/addonops/addon-operator/drift"
@@ -56,13 +59,13 @@ func (f *fakeDetector) checks() []time.Time {
 // given state, in warn mode.
 func driftStepsOn(clock *manualClock, det DriftDetector, state ModuleState) *driftSteps {
 	model := &loader.Model{Modules: []*loader.Module{{Name: "web", Key: "web", HasChart: true}}}
-	trees, modules := &treeHolder{}, newModuleRegistry()
-	trees.p.Store(&runningTree{model: model})
-	modules.reset(model)
-	modules.update("web", func(st *moduleState) { st.enabled, st.state = true, state })
+	trees, modules := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(&runstate.Tree{Model: model})
+	modules.Reset(model)
+	modules.Update("web", func(st *runstate.Module) { st.Enabled, st.State = true, state })
 	cfg := Config{Drift: det, DriftMode: DriftWarn, Now: clock.Now, After: clock.After}
-	return &driftSteps{cfg: cfg, logger: quiet(), metrics: newMetrics(prometheus.NewRegistry(), trees.revisionInfo),
-		trees: trees, modules: modules, queues: &queueRef{}}
+	return &driftSteps{cfg: cfg, logger: quiet(), metrics: metrics.New(prometheus.NewRegistry(), trees.RevisionInfo),
+		trees: trees, modules: modules, queues: &runstate.Queues{}}
 }
 
 // Edit checks on the operator's clock: a burst is one check once quiet;
@@ -133,22 +136,22 @@ func TestDriftWatchOnClock(t *testing.T) {
 	}
 
 	// not ready: not checked; checked once ready, within a spacing
-	steps.modules.update("web", func(st *moduleState) { st.state = StateRunning })
+	steps.modules.Update("web", func(st *runstate.Module) { st.State = StateRunning })
 	n := len(det.checks())
 	run(60*time.Second, func(at time.Duration) bool { return at == 52*time.Second })
 	if got := len(det.checks()); got != n {
 		t.Fatalf("%d checks of a running module", got-n)
 	}
-	steps.modules.update("web", func(st *moduleState) { st.state = StateReady })
+	steps.modules.Update("web", func(st *runstate.Module) { st.State = StateReady })
 	run(71*time.Second, nil)
 	if got := offsets()[n:]; len(got) != 1 || got[0] < 60*time.Second {
 		t.Fatalf("checks after the module turned ready: %v, want one", got)
 	}
 	// disabled: the edit is dropped
-	steps.modules.update("web", func(st *moduleState) { st.enabled = false })
+	steps.modules.Update("web", func(st *runstate.Module) { st.Enabled = false })
 	n = len(det.checks())
 	run(90*time.Second, func(at time.Duration) bool { return at == 72*time.Second })
-	steps.modules.update("web", func(st *moduleState) { st.enabled = true })
+	steps.modules.Update("web", func(st *runstate.Module) { st.Enabled = true })
 	run(110*time.Second, nil)
 	if got := len(det.checks()); got != n {
 		t.Fatalf("%d checks of an edit made while the module was disabled", got-n)
@@ -162,7 +165,7 @@ func TestDriftChecksOfAModuleDoNotOverlap(t *testing.T) {
 	hold := make(chan struct{})
 	det := &fakeDetector{now: clock.Now, hold: hold}
 	steps := driftStepsOn(clock, det, StateReady)
-	m := steps.trees.load().model.Modules[0]
+	m := steps.trees.Load().Model.Modules[0]
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() { steps.checkModule(t.Context(), m) })

@@ -107,7 +107,7 @@ func TestDriftOnEdit(t *testing.T) {
 
 	// correct (the default, once the override goes): put back within seconds
 	e.setConfigMap(map[string]string{})
-	e.eventually("the ConfigMap without webDrift", func() bool { return len(e.op.trees.load().configData) == 0 })
+	e.eventually("the ConfigMap without webDrift", func() bool { return len(e.op.trees.Load().ConfigData) == 0 })
 	e.idle()
 	handEditImage(t, e.ns, "registry.example/web:again")
 	start = time.Now()

@@ -40,15 +40,3 @@ func readEnabledReason(module, path string) (string, error) {
 	}
 	return statusLine(string(b)), nil
 }
-
-// setDisabledReasons records the enabled scripts' reasons of a resolution
-// that changed no module's enabled state (a module-scoped reload; a
-// discovery records them itself): every known module gets its own, or
-// none.
-func (r *moduleRegistry) setDisabledReasons(reasons map[string]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for name, st := range r.modules {
-		st.disabledReason = reasons[name]
-	}
-}

@@ -3,6 +3,9 @@ package lifecycle
 import (
 	"context"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
@@ -46,7 +49,7 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 	retry := false // Do ran before: this run is a retry
 	var t *queue.Task
 	t = &queue.Task{
-		Key:          queue.Key{Kind: kind, Module: h.Module, Hook: hookLabel(h), Binding: a.binding},
+		Key:          queue.Key{Kind: kind, Module: h.Module, Hook: metrics.HookLabel(h), Binding: a.binding},
 		Description:  h.Name + ": " + a.binding,
 		AllowFailure: allowFailure,
 		Payload:      run,
@@ -134,12 +137,12 @@ func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding st
 
 // currentHook finds the hook of that name in the current model (nil when
 // its module is not enabled any more or the hook is gone).
-func currentHook(trees *treeHolder, modules *moduleRegistry, h *loader.Hook) *loader.Hook {
-	model, _ := trees.current()
+func currentHook(trees *runstate.Trees, modules *runstate.Modules, h *loader.Hook) *loader.Hook {
+	model, _ := trees.Current()
 	hooks := model.Global.Hooks
 	if h.Module != "" {
 		m := model.Module(h.Module)
-		if m == nil || !modules.isEnabled(h.Module) {
+		if m == nil || !modules.IsEnabled(h.Module) {
 			return nil
 		}
 		hooks = m.Hooks

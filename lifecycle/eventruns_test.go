@@ -66,7 +66,7 @@ func TestEventHookAsksForFollowUps(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	model, _ := op.trees.current()
+	model, _ := op.trees.Current()
 	byName := map[string]*loader.Hook{}
 	for _, h := range append(slices.Clone(model.Global.Hooks), model.Module("alpha").Hooks...) {
 		byName[h.Name] = h

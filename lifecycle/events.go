@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
@@ -20,7 +22,7 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 		return
 	}
 	if err != nil {
-		s.metrics.configRefused()
+		s.metrics.ConfigRefused()
 		s.logger.Error("ConfigMap change refused; keeping the current values", "err", err)
 		return
 	}
@@ -30,14 +32,14 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 	logDropped(s.logger, "the ConfigMap changed", ch.Dropped)
 	// a module's maintenance mode is not values: its run applies it
 	if model != nil {
-		for _, name := range maintenanceChanged(model, before, data) {
+		for _, name := range runstate.MaintenanceChanged(model, before, data) {
 			ch.Modules = append(ch.Modules, model.Module(name).Key)
 		}
 	}
 	if ch.Empty() {
 		return
 	}
-	main := s.queues.main()
+	main := s.queues.Main()
 	if ch.Global || ch.Enabled {
 		s.logger.Info("global values or enabled flags changed; reloading all modules")
 		main.Preempt(s.reloadAllTask(), supersededByReload)
@@ -45,7 +47,7 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 	}
 	for _, key := range ch.Modules {
 		name := values.ModuleName(key)
-		if s.modules.get(name).configRefused {
+		if s.modules.Get(name).ConfigRefused {
 			// discovery refused it for this section: judge it again
 			// (the module is not run before, with a section that may
 			// still be bad)
@@ -56,11 +58,11 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 	}
 	for _, key := range ch.Modules {
 		name := values.ModuleName(key)
-		st := s.modules.get(name)
-		if st.enabled {
+		st := s.modules.Get(name)
+		if st.Enabled {
 			s.logger.Info("module values changed; running module", "module", name)
 			// its run replaces one waiting alone or in a weight group
-			main.Preempt(s.mods.moduleRunTask(name, !st.startupDone), func(k queue.Key) bool { return k == moduleRunKey(name) })
+			main.Preempt(s.mods.moduleRunTask(name, !st.StartupDone), func(k queue.Key) bool { return k == moduleRunKey(name) })
 		}
 	}
 }
@@ -80,13 +82,13 @@ func supersededByReload(k queue.Key) bool {
 
 // queueReloadAll queues 'reload all modules' at the tail unless one waits.
 func (s *steps) queueReloadAll() {
-	if !s.queues.main().HasQueued(kindReloadAll) {
-		s.queues.main().Add(s.reloadAllTask())
+	if !s.queues.Main().HasQueued(kindReloadAll) {
+		s.queues.Main().Add(s.reloadAllTask())
 	}
 }
 
 // queueModuleRun queues a run of the module at the tail (one waiting there
 // takes it).
 func (s *steps) queueModuleRun(name string) {
-	s.queues.main().Add(s.mods.moduleRunTask(name, false))
+	s.queues.Main().Add(s.mods.moduleRunTask(name, false))
 }

@@ -28,6 +28,9 @@ func (e *hookError) Error() string { return e.what + ": " + e.summary }
 
 func (e *hookError) Unwrap() error { return e.err }
 
+// HookOutput is the end of the hook's stderr (runstate.Output).
+func (e *hookError) HookOutput() string { return e.output }
+
 // newHookError summarises an executor error: the exit status, a timeout or
 // a cancel, or why the script could not start; the end of stderr, which
 // the executor appends to an exit error's message, becomes the output.

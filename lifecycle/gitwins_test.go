@@ -83,7 +83,7 @@ func TestLateHookWriteKeepsNewerEdit(t *testing.T) {
 			live["alpha"] = "count: 2\n"
 			e.setConfigMap(live)
 			e.eventually("the edit to reach the operator", func() bool {
-				_, store := e.op.trees.current()
+				_, store := e.op.trees.Current()
 				v, _ := store.ModuleConfigValues("alpha")["alpha"].(map[string]any)
 				return v["count"] == 2.0
 			})

@@ -356,7 +356,7 @@ func (e *env) sequence() []string {
 }
 
 func (e *env) upgrades(module string) float64 {
-	return testutil.ToFloat64(e.op.metrics.helmUpgrades.WithLabelValues(module))
+	return testutil.ToFloat64(e.op.metrics.HelmUpgrades.WithLabelValues(module))
 }
 
 func (e *env) releaseValues(module string) map[string]any {

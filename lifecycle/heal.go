@@ -24,10 +24,10 @@ func (s *steps) healLoop(ctx context.Context, interval time.Duration) {
 }
 
 func (s *steps) checkAbsent(ctx context.Context) {
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	for _, m := range model.Modules {
-		st := s.modules.get(m.Name)
-		ready := st.enabled && st.state == StateReady
+		st := s.modules.Get(m.Name)
+		ready := st.Enabled && st.State == StateReady
 		if !ready || !m.HasChart {
 			continue
 		}
@@ -36,10 +36,10 @@ func (s *steps) checkAbsent(ctx context.Context) {
 			s.logger.Warn("absent-resources check failed", "module", m.Name, "err", err)
 			continue
 		}
-		s.metrics.absentResources.WithLabelValues(m.Name).Set(float64(len(absent)))
+		s.metrics.AbsentResources.WithLabelValues(m.Name).Set(float64(len(absent)))
 		if len(absent) > 0 {
 			s.logger.Info("release resources missing; running module", "module", m.Name, "absent", absent)
-			s.queues.main().Add(s.mods.moduleRunTask(m.Name, false))
+			s.queues.Main().Add(s.mods.moduleRunTask(m.Name, false))
 		}
 	}
 }

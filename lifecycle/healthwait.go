@@ -72,10 +72,10 @@ func (s *moduleSteps) watchHealth(ctx context.Context, name string, hw *healthWa
 }
 
 func (s *moduleSteps) awaitHealth(ctx context.Context, name string, hw *healthWait) error {
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	m := model.Module(name)
-	st := s.modules.get(name)
-	if m == nil || !m.HealthWait.On || !st.enabled || st.state != StateReady {
+	st := s.modules.Get(name)
+	if m == nil || !m.HealthWait.On || !st.Enabled || st.State != StateReady {
 		// gone, no longer asking, or its run failed for good: nothing to
 		// wait for
 		s.waitEnded(ctx, name, waitSkipped, "")
@@ -116,7 +116,7 @@ func (s *moduleSteps) awaitHealth(ctx context.Context, name string, hw *healthWa
 // waitEnded records how a module's wait ended; a wait that did not end
 // Healthy is a Warning Event naming why (docs/operator.md, "Events").
 func (s *moduleSteps) waitEnded(ctx context.Context, name, result, warning string) {
-	s.metrics.healthWaits.WithLabelValues(name, result).Inc()
+	s.metrics.HealthWaits.WithLabelValues(name, result).Inc()
 	if result == waitHealthy {
 		s.logger.Info("module is Healthy; later weights go on", "module", name)
 	}

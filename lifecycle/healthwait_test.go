@@ -137,7 +137,7 @@ func TestHealthWait(t *testing.T) {
 				if r == tt.result {
 					want = 1
 				}
-				if got := testutil.ToFloat64(e.op.metrics.healthWaits.WithLabelValues("dep", r)); got != want {
+				if got := testutil.ToFloat64(e.op.metrics.HealthWaits.WithLabelValues("dep", r)); got != want {
 					t.Fatalf("health waits of dep ending %s = %v, want %v", r, got, want)
 				}
 			}

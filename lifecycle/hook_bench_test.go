@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/internal/benchtree"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
@@ -38,7 +40,7 @@ func BenchmarkHookRun(b *testing.B) {
 	for _, tree := range []struct{ name, dir string }{{"trivial", trivial}, {"reference", reference}} {
 		o, hook := hookBenchOperator(b, tree.dir)
 		// the same inputs the operator hands the hook, written once
-		config, vals, err := o.run.hookInputs(o.trees.load().store, o.trees.load().model.Module(hook.Module).Key, o.modules.enabledList())
+		config, vals, err := o.run.hookInputs(o.trees.Load().Store, o.trees.Load().Model.Module(hook.Module).Key, o.modules.EnabledList())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -81,8 +83,8 @@ func hookBenchOperator(b *testing.B, dir string) (*Operator, *loader.Hook) {
 		b.Fatal(err)
 	}
 	o := New(Config{Logger: quiet()}, newFakeConfig(nil), nil, ld)
-	o.trees.p.Store(&runningTree{model: model, store: store})
-	o.modules.edit(func(_ map[string]*moduleState, enabled *[]string) {
+	o.trees.Start(&runstate.Tree{Model: model, Store: store})
+	o.modules.Edit(func(_ map[string]*runstate.Module, enabled *[]string) {
 		for _, m := range model.Modules {
 			*enabled = append(*enabled, m.Name)
 		}

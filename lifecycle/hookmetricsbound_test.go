@@ -42,7 +42,7 @@ func TestHookMetricsBoundedAndRetained(t *testing.T) {
 	if n == 0 || n >= 900 {
 		t.Fatalf("t_huge: %d series, want fewer than 900 (the 1 MiB budget)", n)
 	}
-	if got := e.op.metrics.hookStore.Bytes(); got > hookmetrics.DefaultBytes*2 {
+	if got := e.op.metrics.HookStore.Bytes(); got > hookmetrics.DefaultBytes*2 {
 		t.Fatalf("store holds %d bytes", got)
 	}
 	self := e.scrape("/metrics")

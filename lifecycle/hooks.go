@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
@@ -21,14 +24,14 @@ import (
 type runner struct {
 	cfg      Config
 	logger   *slog.Logger
-	metrics  *metrics
-	trees    *treeHolder
-	modules  *moduleRegistry
+	metrics  *metrics.Recorder
+	trees    *runstate.Trees
+	modules  *runstate.Modules
 	failures *hookFailures // failure.go
 	backend  ConfigBackend // where config patches are written
 }
 
-func newRunner(cfg Config, m *metrics, trees *treeHolder, modules *moduleRegistry, backend ConfigBackend) *runner {
+func newRunner(cfg Config, m *metrics.Recorder, trees *runstate.Trees, modules *runstate.Modules, backend ConfigBackend) *runner {
 	return &runner{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, failures: &hookFailures{}, backend: backend}
 }
 
@@ -109,7 +112,7 @@ func (r *runner) prepareRun(store *values.Store, moduleKey string, bindingContex
 }
 
 func (f *hookFiles) write(r *runner, store *values.Store, moduleKey string, bindingContext any, extra []string) error {
-	config, vals, err := r.hookInputs(store, moduleKey, r.modules.enabledList())
+	config, vals, err := r.hookInputs(store, moduleKey, r.modules.EnabledList())
 	if err != nil {
 		return err
 	}
@@ -174,7 +177,7 @@ func (r *runner) hookInputs(store *values.Store, moduleKey string, enabledModule
 // applied only when the whole run succeeded (metricsfile.go), its object
 // patches after its values patches (objectpatches.go).
 func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res hookResult, err error) {
-	model, store := r.trees.current()
+	model, store := r.trees.Current()
 	moduleKey, err := moduleKeyOf(model, hook)
 	if err != nil {
 		return res, err
@@ -183,7 +186,7 @@ func (r *runner) runHook(ctx context.Context, hook *loader.Hook, binding string,
 	start := r.cfg.Now()
 	var usage executor.Usage
 	defer func() {
-		r.metrics.hookRan(hookRunOf(hook, binding), binding, r.cfg.Now().Sub(start), &usage, err, allowFailure)
+		r.metrics.HookRan(metrics.HookRunOf(hook, binding), binding, r.cfg.Now().Sub(start), &usage, err, allowFailure)
 		r.observeReadiness(hook, err)
 	}()
 
@@ -257,7 +260,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 				return nil, err
 			}
 			// checked against the schemas current at the write
-			_, store := r.trees.current()
+			_, store := r.trees.Current()
 			if err := store.CheckConfig(next); err != nil {
 				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 			}
@@ -268,7 +271,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 		}
 		// adopted now, so the ConfigMap event that echoes this write is a
 		// no-op; skipped when a newer edit already arrived
-		ch, _, err := r.trees.setConfig(data, version, nil)
+		ch, _, err := r.trees.SetConfig(data, version, nil)
 		if err != nil {
 			return res, err
 		}
@@ -278,7 +281,7 @@ func (r *runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 	if len(vp) > 0 {
 		// the store current now: a tree adopted while the hook ran keeps
 		// the patch (docs/operator.md, "One state transition at a time")
-		pr, err := r.trees.applyValuesPatch(hookName, moduleKey, vp)
+		pr, err := r.trees.ApplyValuesPatch(hookName, moduleKey, vp)
 		if err != nil {
 			return res, err
 		}
@@ -329,7 +332,7 @@ func (r *runner) runEnabledScript(ctx context.Context, store *values.Store, m *l
 		Logger:        r.logger.With("module", m.Name, "hook", "enabled"),
 		Usage:         &usage,
 	})
-	r.metrics.enabledRan(m, r.cfg.Now().Sub(start), &usage, err)
+	r.metrics.EnabledRan(m, r.cfg.Now().Sub(start), &usage, err)
 	if err != nil {
 		return false, "", newHookError("module "+m.Name+": enabled script", err)
 	}

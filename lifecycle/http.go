@@ -2,8 +2,9 @@ package lifecycle
 
 import (
 	"encoding/json"
-	"github.com/addonops/addon-operator/health"
 	"net/http"
+
+	"github.com/addonops/addon-operator/health"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -74,14 +75,14 @@ func (o *Operator) Status() Status {
 	st := Status{Ready: o.steps.converged(), Modules: []ModuleStatus{}}
 	st.TreeError, st.TreeReason = o.tree.revs.treeStatus()
 	st.PurgeError, _ = o.purge.status()
-	if t := o.trees.load(); t != nil {
-		st.Revision = t.rev.Commit
-		states := o.modules.all()
-		for _, m := range t.model.Modules {
+	if t := o.trees.Load(); t != nil {
+		st.Revision = t.Rev.Commit
+		states := o.modules.All()
+		for _, m := range t.Model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
 			if s, ok := states[m.Name]; ok {
-				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.enabled, s.state, s.lastError, s.reason
-				ms.DisabledReason, ms.Readiness = s.shownReasons()
+				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.Enabled, s.State, s.LastError, s.Reason
+				ms.DisabledReason, ms.Readiness = s.ShownReasons()
 			}
 			ms.Drift = o.drift.of(m.Name)
 			ms.Health = moduleHealth(o.cfg.Health, m.Name)
@@ -127,7 +128,7 @@ func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	})))
 	mux.Handle("/metrics", promhttp.HandlerFor(o.cfg.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	// what hooks wrote to METRICS_PATH, apart from the operator's own
-	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.metrics.hookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.metrics.HookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !o.Ready() {

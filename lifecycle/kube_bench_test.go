@@ -53,7 +53,7 @@ grep -o '"watchEvent"' "$BINDING_CONTEXT_PATH" | wc -l >> "$RECORD_FILE"
 	e.waitReady()
 
 	queued := func() float64 {
-		return testutil.ToFloat64(e.op.metrics.kubeEvents.WithLabelValues("bench.sh", "cms"))
+		return testutil.ToFloat64(e.op.metrics.KubeEvents.WithLabelValues("bench.sh", "cms"))
 	}
 	handled := func() (events, runs int) {
 		data, _ := os.ReadFile(e.records)

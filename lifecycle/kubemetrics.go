@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -15,7 +16,7 @@ func kubeLabels(h *loader.Hook, b loader.KubernetesBinding) []string {
 	if q == "" {
 		q = "main"
 	}
-	return []string{h.Module, hookLabel(h), b.Name, q, b.Kind}
+	return []string{h.Module, metrics.HookLabel(h), b.Name, q, b.Kind}
 }
 
 var (

@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -86,10 +89,10 @@ type bindingMonitor struct {
 type bindings struct {
 	cfg       Config
 	logger    *slog.Logger
-	metrics   *metrics
-	trees     *treeHolder
-	modules   *moduleRegistry
-	queues    *queueRef
+	metrics   *metrics.Recorder
+	trees     *runstate.Trees
+	modules   *runstate.Modules
+	queues    *runstate.Queues
 	run       *runner
 	steps     followUps // what a hook's values change asks for (eventruns.go)
 	kube      kubeMonitors
@@ -164,9 +167,9 @@ func (bs *bindings) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 		bm := &bindingMonitor{binding: b}
 		spec := monitorSpec(h, b)
 		labels := kubeLabels(h, b)
-		jq := bs.metrics.kubeJqSeconds.WithLabelValues(labels...)
+		jq := bs.metrics.KubeJqSeconds.WithLabelValues(labels...)
 		spec.OnFilter = func(d time.Duration) { jq.Observe(d.Seconds()) }
-		handled := bs.metrics.kubeEventSeconds.WithLabelValues(labels...)
+		handled := bs.metrics.KubeEventSeconds.WithLabelValues(labels...)
 		m, err := bs.cfg.Monitors.NewMonitor(spec, func(ev kube.ObjectEvent) {
 			// an empty executeHookOnEvent wants no events, which the
 			// monitor reads as all of them
@@ -224,7 +227,7 @@ func (bs *bindings) synchronize(ctx context.Context, hooks []*loader.Hook) error
 			if !b.WaitForSynchronization {
 				// queued before the binding turns live, so no Event run
 				// comes ahead of its Synchronization in that queue
-				bs.queues.get().Queue(b.Queue).Add(bs.kubeSyncTask(h, hm, bm, group))
+				bs.queues.Get().Queue(b.Queue).Add(bs.kubeSyncTask(h, hm, bm, group))
 				markSynced(group, bm)
 				continue
 			}
@@ -264,7 +267,7 @@ func markSynced(group []*bindingMonitor, bm *bindingMonitor) {
 // (waitForSynchronization: false): it runs in the binding's queue.
 func (bs *bindings) kubeSyncTask(h *loader.Hook, hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) *queue.Task {
 	return &queue.Task{
-		Key:          queue.Key{Kind: kindKubeSync, Module: h.Module, Hook: hookLabel(h), Binding: bm.binding.Name},
+		Key:          queue.Key{Kind: kindKubeSync, Module: h.Module, Hook: metrics.HookLabel(h), Binding: bm.binding.Name},
 		Description:  h.Name + ": " + bm.binding.Name,
 		AllowFailure: bm.binding.AllowFailure,
 		Do: func(ctx context.Context) error {
@@ -321,12 +324,12 @@ func (bs *bindings) orderedContext(h *loader.Hook, binding string) []map[string]
 
 // queueKubeEvent queues an Event run in the binding's queue.
 func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.ObjectEvent) {
-	queues := bs.queues.get()
+	queues := bs.queues.Get()
 	if queues == nil {
 		return
 	}
 	b := bm.binding
-	bs.metrics.kubeEvent(h, b.Name)
+	bs.metrics.KubeEvent(h, b.Name)
 	kind := bm.monitor.Kind()
 	key := eventKey(b.Queue, h, b.Name, kind, ev)
 	q := queues.Queue(b.Queue)
@@ -348,14 +351,14 @@ func (bs *bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 // syncMonitors stops the monitors of hooks that are gone from the tree,
 // changed, or whose module is not enabled any more.
 func (bs *bindings) syncMonitors() {
-	model, _ := bs.trees.current()
+	model, _ := bs.trees.Current()
 	want := map[string]bool{}
 	for _, h := range model.Global.Hooks {
 		want[h.Key()] = true
 	}
-	states := bs.modules.all()
+	states := bs.modules.All()
 	for _, m := range model.Modules {
-		if states[m.Name].enabled {
+		if states[m.Name].Enabled {
 			for _, h := range m.Hooks {
 				want[h.Key()] = true
 			}
@@ -427,7 +430,7 @@ func (bs *bindings) globalSyncTask() *queue.Task {
 		Key:         queue.Key{Kind: kindKubeSync},
 		Description: "global hooks: kubernetes Synchronization",
 		Do: func(ctx context.Context) error {
-			model, _ := bs.trees.current()
+			model, _ := bs.trees.Current()
 			return bs.synchronize(ctx, model.Global.Hooks)
 		},
 	}

@@ -130,7 +130,7 @@ EOF`),
 		t.Fatalf("ConfigMap = %q", cm)
 	}
 	// run the module again: the hook now gets param3 in both files
-	e.op.queues.main().Add(e.op.steps.mods.moduleRunTask("some-module", false))
+	e.op.queues.Main().Add(e.op.steps.mods.moduleRunTask("some-module", false))
 	e.idle()
 	recs := e.readRecords()
 	last := recs[len(recs)-1]

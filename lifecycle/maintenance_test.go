@@ -46,7 +46,7 @@ func TestMaintenanceMode(t *testing.T) {
 		t.Fatalf("in maintenance: revision %d, labels %v; want revision 1, labelled", rel.Version, rel.Labels)
 	}
 	assertJSON(t, e.releaseValues("alpha"), `{}`)
-	if n := testutil.ToFloat64(e.op.metrics.maintenance.WithLabelValues("alpha")); n != 1 {
+	if n := testutil.ToFloat64(e.op.metrics.Maintenance.WithLabelValues("alpha")); n != 1 {
 		t.Fatalf("addon_operator_module_maintenance = %v", n)
 	}
 	// no healing in maintenance
@@ -69,9 +69,9 @@ func TestMaintenanceMode(t *testing.T) {
 	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
 
 	// a value that is neither mode is refused like values a schema refuses
-	refused := testutil.ToFloat64(e.op.metrics.configValuesErrors)
+	refused := testutil.ToFloat64(e.op.metrics.ConfigValuesErrors)
 	e.setConfigMap(map[string]string{"alpha": "x: 2\n", "alphaMaintenance": "Sometimes"})
-	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.metrics.configValuesErrors) > refused })
+	e.eventually("the bad mode refused", func() bool { return testutil.ToFloat64(e.op.metrics.ConfigValuesErrors) > refused })
 	e.idle()
 	assertJSON(t, e.releaseValues("alpha"), `{"x":1}`)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -17,7 +18,7 @@ import (
 // original's hook run metrics (issue #24: under 1 ms; BenchmarkHookRun's
 // end-to-end figures are too noisy on a shared machine to show it).
 func BenchmarkHookRunMetricsOverhead(b *testing.B) {
-	m := newMetrics(prometheus.NewRegistry(), func() (string, string) { return "", "" })
+	m := metrics.New(prometheus.NewRegistry(), func() (string, string) { return "", "" })
 	h := &loader.Hook{Name: "001-one/hooks/h.sh", Module: "one", Config: &loader.HookConfig{Orders: map[string]float64{loader.BeforeHelm: 1}}}
 	path := filepath.Join(b.TempDir(), "metrics.json")
 	usage := &executor.Usage{User: time.Millisecond, MaxRSSBytes: 1 << 20}
@@ -29,6 +30,6 @@ func BenchmarkHookRunMetricsOverhead(b *testing.B) {
 		if err != nil || len(ops) != 0 {
 			b.Fatal(err)
 		}
-		m.hookRan(hookRunOf(h, loader.BeforeHelm), loader.BeforeHelm, time.Millisecond, usage, nil, false)
+		m.HookRan(metrics.HookRunOf(h, loader.BeforeHelm), loader.BeforeHelm, time.Millisecond, usage, nil, false)
 	}
 }

@@ -3,9 +3,9 @@ package lifecycle
 import (
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/addonops/addon-operator/hookmetrics"
+	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -28,7 +28,7 @@ func readHookMetrics(hookName, path string) ([]hookmetrics.Op, error) {
 // operations the hook metrics store would refuse (a changed type, a name
 // that collides with a histogram's series).
 func (r *runner) checkHookMetrics(hookName string, ops []hookmetrics.Op) error {
-	if err := r.metrics.hookStore.Check(ops); err != nil {
+	if err := r.metrics.HookStore.Check(ops); err != nil {
 		return fmt.Errorf("hook %s: METRICS_PATH: %w", hookName, err)
 	}
 	return nil
@@ -41,43 +41,15 @@ func (r *runner) applyHookMetrics(h *loader.Hook, ops []hookmetrics.Op, logger *
 	if len(ops) == 0 {
 		return nil
 	}
-	o := hookmetrics.Owner{Module: h.Module, Hook: hookLabel(h), Budget: hookBudget(h)}
-	dropped, err := r.metrics.hookStore.Apply(o, ops)
+	o := hookmetrics.Owner{Module: h.Module, Hook: metrics.HookLabel(h), Budget: metrics.HookBudget(h)}
+	dropped, err := r.metrics.HookStore.Apply(o, ops)
 	if err != nil {
 		return fmt.Errorf("hook %s: METRICS_PATH: %w", h.Name, err)
 	}
 	if dropped > 0 {
-		r.metrics.hookDroppedSeries.WithLabelValues(o.Module, o.Hook).Add(float64(dropped))
+		r.metrics.HookDroppedSeries.WithLabelValues(o.Module, o.Hook).Add(float64(dropped))
 		logger.Warn("hook metrics dropped: the hook's executable spent its budget, or the hook left the tree",
 			"dropped", dropped, "series", hookmetrics.DefaultLimit, "bytes", hookmetrics.DefaultBytes)
 	}
 	return nil
-}
-
-// hookBudget keys a hook's metrics budget by its module and its file
-// beneath the hooks directory: a batch executable's hooks share one, a
-// hook renamed in its config keeps it, and a new checkout (a new
-// directory) does not change it (docs/operator.md, "Metrics from hooks").
-func hookBudget(h *loader.Hook) string {
-	file, err := filepath.Rel(h.WorkingDir, h.Path)
-	if err != nil || h.WorkingDir == "" {
-		file = h.Name
-	}
-	return h.Module + "\x00" + file
-}
-
-// retainHookMetrics drops the series of hooks that are not in model, the
-// tree now running, and refuses what their runs still in flight write.
-func (m *metrics) retainHookMetrics(model *loader.Model) {
-	var hooks []hookmetrics.Hook
-	add := func(h *loader.Hook) { hooks = append(hooks, hookmetrics.Hook{Module: h.Module, Hook: hookLabel(h)}) }
-	for _, h := range model.Global.Hooks {
-		add(h)
-	}
-	for _, mod := range model.Modules {
-		for _, h := range mod.Hooks {
-			add(h)
-		}
-	}
-	m.hookStore.Retain(hooks)
 }

@@ -108,7 +108,7 @@ func TestTakeOverFromOriginal(t *testing.T) {
 	}) {
 		t.Fatalf("/status does not give beta's reason (%v): %s", err, body)
 	}
-	if n := testutil.ToFloat64(e.op.metrics.releaseConflicts.WithLabelValues("beta")); n != 1 {
+	if n := testutil.ToFloat64(e.op.metrics.ReleaseConflicts.WithLabelValues("beta")); n != 1 {
 		t.Fatalf("addon_operator_release_conflicts{module=beta} = %v", n)
 	}
 	events, err := client.CoreV1().Events(e.ns).List(t.Context(), metav1.ListOptions{})

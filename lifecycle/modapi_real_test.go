@@ -41,14 +41,14 @@ func TestSettingsCheckRefusesConfigMapEdit(t *testing.T) {
 		return strings.Contains(logs.String(), "ConfigMap change refused") && strings.Contains(logs.String(), "replicas: at most 3, got 5")
 	})
 	e.idle()
-	if got := testutil.ToFloat64(e.op.metrics.configValuesErrors); got != 1 {
+	if got := testutil.ToFloat64(e.op.metrics.ConfigValuesErrors); got != 1 {
 		t.Fatalf("refused edits counted: %v", got)
 	}
 	if e.upgrades("sized") != upgrades {
 		t.Fatal("a refused edit reached Helm")
 	}
 	assertJSON(t, e.releaseValues("sized"), `{"replicas":2}`)
-	assertJSON(t, e.op.trees.load().configData, `{"sized":"replicas: 2\n"}`)
+	assertJSON(t, e.op.trees.Load().ConfigData, `{"sized":"replicas: 2\n"}`)
 
 	e.setConfigMap(map[string]string{"sized": "replicas: 3\n"})
 	e.eventually("the accepted edit in the chart", func() bool {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/addonops/addon-operator/internal/batchtest"
@@ -76,7 +78,7 @@ func TestSettingsCheckJudgesEdits(t *testing.T) {
 	}
 	for _, s := range steps {
 		n := len(readJSONLines[checkRun](t, records))
-		before := u.op.trees.load().configData
+		before := u.op.trees.Load().ConfigData
 		_, _, _, ok, err := u.op.steps.checks.set(t.Context(), s.data, "")
 		runs := readJSONLines[checkRun](t, records)[n:]
 		switch {
@@ -84,10 +86,10 @@ func TestSettingsCheckJudgesEdits(t *testing.T) {
 			t.Fatalf("%s: refused: %v", s.name, err)
 		case s.refused != "" && (err == nil || !strings.Contains(err.Error(), s.refused)):
 			t.Fatalf("%s: err = %v, want one saying %q", s.name, err, s.refused)
-		case s.refused != "" && (ok || !maps.Equal(u.op.trees.load().configData, before)):
-			t.Fatalf("%s: refused data was adopted: %v", s.name, u.op.trees.load().configData)
-		case s.refused == "" && !maps.Equal(u.op.trees.load().configData, s.data):
-			t.Fatalf("%s: admitted data not held: %v", s.name, u.op.trees.load().configData)
+		case s.refused != "" && (ok || !maps.Equal(u.op.trees.Load().ConfigData, before)):
+			t.Fatalf("%s: refused data was adopted: %v", s.name, u.op.trees.Load().ConfigData)
+		case s.refused == "" && !maps.Equal(u.op.trees.Load().ConfigData, s.data):
+			t.Fatalf("%s: admitted data not held: %v", s.name, u.op.trees.Load().ConfigData)
 		case s.checked == nil && len(runs) != 0:
 			t.Fatalf("%s: the check ran: %+v", s.name, runs)
 		case s.checked != nil && (len(runs) != 1 || runs[0].Hook != "check" || runs[0].Module != "sized"):
@@ -104,10 +106,10 @@ func TestSettingsCheckJudgesEdits(t *testing.T) {
 func TestSettingsCheckedAgainstTheRunningTree(t *testing.T) {
 	u := startUnit(t, merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha")), nil, newFakeHelm(nil))
 	other := &loader.Model{}
-	if _, ok, err := u.op.trees.setConfig(map[string]string{"alpha": "x: 1\n"}, "", other); !errors.Is(err, errTreeMoved) || ok {
+	if _, ok, err := u.op.trees.SetConfig(map[string]string{"alpha": "x: 1\n"}, "", other); !errors.Is(err, runstate.ErrTreeMoved) || ok {
 		t.Fatalf("setConfig checked against another model: ok %v, err %v", ok, err)
 	}
-	if _, ok, err := u.op.trees.setConfig(map[string]string{"alpha": "x: 1\n"}, "", u.op.trees.load().model); err != nil || !ok {
+	if _, ok, err := u.op.trees.SetConfig(map[string]string{"alpha": "x: 1\n"}, "", u.op.trees.Load().Model); err != nil || !ok {
 		t.Fatalf("setConfig checked against the running model: ok %v, err %v", ok, err)
 	}
 	if _, _, _, ok, err := u.op.steps.checks.set(t.Context(), map[string]string{"alpha": "x: 2\n"}, ""); err != nil || !ok {
@@ -255,7 +257,7 @@ func runShell(t *testing.T, script string) ([]byte, error) {
 // disabled one's, and one the ConfigMap's own flag enables.
 func TestSettingsChecksFollowValidatedSections(t *testing.T) {
 	u := startUnit(t, merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha"), chartOnly("002-beta")), nil, newFakeHelm(nil))
-	for _, m := range u.op.trees.load().model.Modules {
+	for _, m := range u.op.trees.Load().Model.Modules {
 		m.SettingsCheck = m.Dir + "/hooks/check"
 	}
 	var asked []string
@@ -288,15 +290,15 @@ func TestSettingsChecksFollowValidatedSections(t *testing.T) {
 // a refusal (neither logged as one nor counted).
 func TestSettingsChecksSettle(t *testing.T) {
 	u := startUnit(t, merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha")), nil, newFakeHelm(nil))
-	u.op.trees.load().model.Modules[0].SettingsCheck = "check"
+	u.op.trees.Load().Model.Modules[0].SettingsCheck = "check"
 	moves := 5
 	u.op.steps.checks.check = func(ctx context.Context, _ *loader.Module, _ string) error {
 		if moves > 0 {
 			moves--
 			// a new tree adopted while the check runs
-			_ = u.op.trees.transition(func(cur *runningTree) (*runningTree, error) {
-				next, model := *cur, *cur.model
-				next.model = &model
+			_ = u.op.trees.Transition(func(cur *runstate.Tree) (*runstate.Tree, error) {
+				next, model := *cur, *cur.Model
+				next.Model = &model
 				return &next, nil
 			})
 		}
@@ -306,15 +308,15 @@ func TestSettingsChecksSettle(t *testing.T) {
 	if _, _, _, ok, err := u.op.steps.checks.set(t.Context(), data, ""); err != nil || !ok || moves != 0 {
 		t.Fatalf("ok %v, err %v, moves left %d", ok, err, moves)
 	}
-	if got := u.op.trees.load().configData; !maps.Equal(got, data) {
+	if got := u.op.trees.Load().ConfigData; !maps.Equal(got, data) {
 		t.Fatalf("data held %v", got)
 	}
 
-	refused := testutil.ToFloat64(u.op.metrics.configValuesErrors)
+	refused := testutil.ToFloat64(u.op.metrics.ConfigValuesErrors)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	u.op.steps.onConfigChange(ctx, map[string]string{"alpha": "x: 2\n"}, "")
-	if got := testutil.ToFloat64(u.op.metrics.configValuesErrors); got != refused {
+	if got := testutil.ToFloat64(u.op.metrics.ConfigValuesErrors); got != refused {
 		t.Fatalf("a cancelled check counted as a refusal: %v, was %v", got, refused)
 	}
 }

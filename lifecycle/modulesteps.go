@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -18,10 +21,10 @@ import (
 type moduleSteps struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *treeHolder
-	modules *moduleRegistry
-	queues  *queueRef
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	run     *runner
 	bind    *bindings
 	helm    Helm
@@ -62,13 +65,13 @@ type moduleRunPayload struct{ startup bool }
 func (moduleRunPayload) TaskKind() queue.Kind { return kindModuleRun }
 
 func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) error {
-	model, store := s.trees.current()
+	model, store := s.trees.Current()
 	m := model.Module(name)
 	if m == nil {
 		return nil // removed from the tree since the task was queued
 	}
-	s.modules.setState(name, StateRunning, nil)
-	defer s.metrics.moduleRan(name, s.cfg.Now, s.cfg.Now())
+	s.modules.SetState(name, StateRunning, nil)
+	defer s.metrics.ModuleRan(name, s.cfg.Now, s.cfg.Now())
 	logger := s.logger.With("module", name)
 	run := func(binding string) (bool, error) {
 		changed := false
@@ -104,21 +107,21 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 			return queue.Terminal(reasonValuesRefused, fmt.Errorf("module %s: values for Helm: %w", name, err))
 		}
 		// charts read global.enabledModules as hooks do (docs/operator.md, "Helm releases")
-		vals, err := store.ModuleValues(m.Key, s.modules.enabledList())
+		vals, err := store.ModuleValues(m.Key, s.modules.EnabledList())
 		if err != nil {
 			return err
 		}
 		// the mode and revision of the tree running now: an edit or a
 		// tree adopted since the run started counts
-		now := s.trees.load()
-		inMaintenance, err := maintenance(now.configData, m)
+		now := s.trees.Load()
+		inMaintenance, err := runstate.Maintenance(now.ConfigData, m)
 		if err != nil {
 			return err
 		}
-		s.metrics.maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
+		s.metrics.Maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
 		start := s.cfg.Now()
-		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.rev.Commit, Maintenance: inMaintenance})
-		s.metrics.helmUpgraded(name, moduleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
+		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.Rev.Commit, Maintenance: inMaintenance})
+		s.metrics.HelmUpgraded(name, metrics.ModuleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
 		if s.conflict(ctx, name, err) {
 			return queue.Terminal(reasonReleaseConflict, err)
 		}
@@ -139,14 +142,14 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	if err != nil {
 		return err
 	}
-	s.modules.update(name, func(st *moduleState) { st.startupDone = true })
-	s.modules.setState(name, StateReady, nil)
+	s.modules.Update(name, func(st *runstate.Module) { st.StartupDone = true })
+	s.modules.SetState(name, StateReady, nil)
 	s.report.revision(s.report.commit(), name, RevisionApplied, "")
 	healthDeployed(ctx, s.cfg.Health, name, deployed)
 	s.bind.syncSchedules()
 	if changed {
 		logger.Info("afterHelm hooks changed module values; running module again")
-		s.queues.main().AddAfterCurrent(s.moduleRunTask(name, false))
+		s.queues.Main().AddAfterCurrent(s.moduleRunTask(name, false))
 	}
 	return nil
 }
@@ -159,7 +162,7 @@ func (s *moduleSteps) moduleDeleteTask(name string) *queue.Task {
 		Description: name,
 		OnFailure:   func(err error, _ int) { s.moduleDeleteFailed(name, err) },
 		Do: func(ctx context.Context) error {
-			model, _ := s.trees.current()
+			model, _ := s.trees.Current()
 			m := model.Module(name)
 			hooks := func(binding string) error {
 				if m == nil {
@@ -199,7 +202,7 @@ func (s *moduleSteps) moduleDeleteTask(name string) *queue.Task {
 					return err
 				}
 			}
-			s.modules.setState(name, StateDisabled, nil)
+			s.modules.SetState(name, StateDisabled, nil)
 			healthRemoved(s.cfg.Health, name)
 			s.bind.syncSchedules()
 			s.bind.syncMonitors()
@@ -222,7 +225,7 @@ func (s *moduleSteps) modulePurgeTask(name string) *queue.Task {
 			if err != nil {
 				return err
 			}
-			s.metrics.releaseConflicts.DeleteLabelValues(name)
+			s.metrics.ReleaseConflicts.DeleteLabelValues(name)
 			if removed {
 				s.logger.Info("helm release purged: its module is gone", "module", name)
 			}
@@ -251,7 +254,7 @@ func (s *moduleSteps) ensureCRDs(ctx context.Context, model *loader.Model, m *lo
 	if s.cfg.CRDs == nil {
 		return nil
 	}
-	if s.modules.get(m.Name).crdsHash == m.Hash {
+	if s.modules.Get(m.Name).CRDsHash == m.Hash {
 		return nil
 	}
 	// through the loader's reader, as the chart is: a crds/ linked through
@@ -263,7 +266,7 @@ func (s *moduleSteps) ensureCRDs(ctx context.Context, model *loader.Model, m *lo
 	if n > 0 {
 		s.logger.Info("CRDs applied", "module", m.Name, "changed", n)
 	}
-	s.modules.update(m.Name, func(st *moduleState) { st.crdsHash = m.Hash })
+	s.modules.Update(m.Name, func(st *runstate.Module) { st.CRDsHash = m.Hash })
 	return nil
 }
 
@@ -285,20 +288,20 @@ const (
 // Disabled with its release in place.
 func (s *moduleSteps) moduleFailed(name string, err error) {
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, kube.ErrNotOurs) {
-		s.metrics.moduleFailed(name, false)
+		s.metrics.ModuleFailed(name, false)
 	}
-	s.modules.setState(name, StateFailed, err)
+	s.modules.SetState(name, StateFailed, err)
 	s.report.failure(name, err)
 }
 
 func (s *moduleSteps) moduleDeleteFailed(name string, err error) {
 	if errors.Is(err, kube.ErrNotOurs) {
-		s.modules.setState(name, StateDisabled, err)
+		s.modules.SetState(name, StateDisabled, err)
 		return
 	}
 	if !errors.Is(err, context.Canceled) {
-		s.metrics.moduleFailed(name, true)
+		s.metrics.ModuleFailed(name, true)
 	}
-	s.modules.setState(name, StateFailed, err)
+	s.modules.SetState(name, StateFailed, err)
 	s.report.failure(name, err)
 }

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/addonops/addon-operator/gitsync"
@@ -148,10 +151,10 @@ func (cfg Config) withDefaults() Config {
 type Operator struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *treeHolder
-	modules *moduleRegistry
-	queues  *queueRef
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	run     *runner
 	bind    *bindings
 	steps   *steps
@@ -169,8 +172,8 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	if ld == nil {
 		ld = loader.New(loader.WithLogger(cfg.Logger))
 	}
-	trees, modules, queues := &treeHolder{}, newModuleRegistry(), &queueRef{}
-	m := newMetrics(cfg.Registry, trees.revisionInfo)
+	trees, modules, queues := &runstate.Trees{}, runstate.NewModules(), &runstate.Queues{}
+	m := metrics.New(cfg.Registry, trees.RevisionInfo)
 	run := newRunner(cfg, m, trees, modules, backend)
 	bind := &bindings{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, schedules: newSchedules(cfg.Now, cfg.After),
@@ -186,7 +189,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
 	bind.steps = st
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
-	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.wasDiscovered}
+	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.WasDiscovered}
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
 }
@@ -219,13 +222,13 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := admit(model, data, nil)
+	store, err := runstate.Admit(model, data, nil)
 	if err != nil {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
-	o.modules.reset(model)
-	o.trees.p.Store(&runningTree{model: model, store: store, configData: data, rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
-	o.metrics.bindingsOf(model)
+	o.modules.Reset(model)
+	o.trees.Start(&runstate.Tree{Model: model, Store: store, ConfigData: data, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
+	o.metrics.BindingsOf(model)
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
 	o.tree.report.revision(rev.Commit, "", RevisionApplying, "")
 	o.bind.runCtx = ctx
@@ -235,15 +238,15 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.bind.schedules.start(ctx)
 	queues := queue.NewSet(ctx, queue.Options{
 		RetryMin: o.cfg.RetryMin, RetryMax: o.cfg.RetryMax, Logger: o.logger, After: o.cfg.After, Now: o.cfg.Now,
-		OnLength: func(q string, n int) { o.metrics.queueLength.WithLabelValues(q).Set(float64(n)) },
+		OnLength: func(q string, n int) { o.metrics.QueueLength.WithLabelValues(q).Set(float64(n)) },
 		OnStart: func(q string, t *queue.Task, waited time.Duration) {
-			o.metrics.taskWait.WithLabelValues(t.Key.Module, t.Key.Hook, t.Key.Binding, q).Add(waited.Seconds())
+			o.metrics.TaskWait.WithLabelValues(t.Key.Module, t.Key.Hook, t.Key.Binding, q).Add(waited.Seconds())
 		},
 		OnAction: func(q, action string, took time.Duration) {
-			o.metrics.queueActionSeconds.WithLabelValues(q, action).Observe(took.Seconds())
+			o.metrics.QueueActionSeconds.WithLabelValues(q, action).Observe(took.Seconds())
 		},
 	})
-	go o.metrics.tick(ctx, o.cfg.After)
+	go o.metrics.Tick(ctx, o.cfg.After)
 	// a revision reported while the first one was loading
 	pending := o.tree.revs.attach(queues, o.queues)
 	main := queues.Main()
@@ -271,4 +274,4 @@ func (o *Operator) Run(ctx context.Context) error {
 func (o *Operator) Ready() bool { return o.steps.converged() }
 
 // Queues exposes the task queues; nil until Run has created them.
-func (o *Operator) Queues() *queue.Set { return o.queues.get() }
+func (o *Operator) Queues() *queue.Set { return o.queues.Get() }

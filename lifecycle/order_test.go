@@ -79,7 +79,7 @@ func TestEqualWeightsRunInParallel(t *testing.T) {
 			t.Fatalf("no release for %s", m)
 		}
 	}
-	if n := testutil.ToFloat64(e.op.metrics.moduleRunErrs.WithLabelValues("ccc")); n != 1 {
+	if n := testutil.ToFloat64(e.op.metrics.ModuleRunErrs.WithLabelValues("ccc")); n != 1 {
 		t.Fatalf("module run errors of ccc = %v, want 1", n)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 )
@@ -56,7 +59,7 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	if err != nil {
 		return nil, err
 	}
-	store, err := admit(model, config, nil)
+	store, err := runstate.Admit(model, config, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +67,8 @@ func RenderPreview(ctx context.Context, ld *loader.Loader, root, modulesDir, glo
 	if execHooks {
 		// the hook runner alone, with no cluster: enabled scripts only
 		cfg := Config{Logger: logger}.withDefaults()
-		trees := &treeHolder{}
-		r := newRunner(cfg, newMetrics(cfg.Registry, trees.revisionInfo), trees, newModuleRegistry(), nil)
+		trees := &runstate.Trees{}
+		r := newRunner(cfg, metrics.New(cfg.Registry, trees.RevisionInfo), trees, runstate.NewModules(), nil)
 		var failed map[string]error
 		if p.Enabled, failed, _, err = r.resolveEnabled(ctx, model, store, func(string) bool { return false }); err != nil {
 			return nil, err

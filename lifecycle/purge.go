@@ -5,11 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/addonops/addon-operator/gitsync"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/addonops/addon-operator/gitsync"
 )
 
 // Config.PurgeLimit's special values; a positive limit is a number of
@@ -205,9 +206,9 @@ func (o *Operator) ConfirmPurge(commit string) {
 	if commit == "" {
 		return
 	}
-	_, running := o.trees.revisionInfo()
+	_, running := o.trees.RevisionInfo()
 	refused, rerun := o.purge.confirm(commit, running)
-	queues := o.queues.get()
+	queues := o.queues.Get()
 	switch {
 	case refused != nil:
 		o.logger.Info("purge confirmed; loading the revision again", "revision", commit)

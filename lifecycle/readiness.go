@@ -3,24 +3,14 @@ package lifecycle
 import (
 	"encoding/json"
 	"strings"
-	"time"
+
+	"github.com/addonops/addon-operator/lifecycle/runstate"
 
 	"github.com/addonops/addon-operator/loader"
 )
 
-// Readiness is the last result of a module's readiness hook (module-sdk's
-// `hook ready`, docs/operator.md "Readiness hooks"), shown on /status and
-// by `module list`. It runs on its own schedule from the module's first
-// run on, as the original's schedules do; its result changes nothing else.
-type Readiness struct {
-	Ready bool `json:"ready"`
-	// Message is what the hook said failed: the message of module-sdk's
-	// error line ({"message": ...} on stderr), one line.
-	Message string `json:"message,omitempty"`
-	// Error is the run's error, one line ("hook …-readiness (…): exited 1").
-	Error   string    `json:"error,omitempty"`
-	Checked time.Time `json:"checked"`
-}
+// Readiness is a readiness hook's last result (runstate.Readiness).
+type Readiness = runstate.Readiness
 
 // isReadinessHook: a batch executable's readiness hook of a module.
 func isReadinessHook(h *loader.Hook) bool {
@@ -38,7 +28,7 @@ func (r *runner) observeReadiness(h *loader.Hook, err error) {
 		rd.Error = firstLine(err.Error())
 		rd.Message = sdkErrorMessage(hookOutput(err))
 	}
-	r.modules.update(h.Module, func(st *moduleState) { st.readiness = rd })
+	r.modules.Update(h.Module, func(st *runstate.Module) { st.Readiness = rd })
 }
 
 // sdkErrorMessage is the message of the last line of a module-sdk
@@ -59,13 +49,4 @@ func sdkErrorMessage(stderr string) string {
 func lastLineJSON(stderr string, v any) bool {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	return json.Unmarshal([]byte(strings.TrimSpace(lines[len(lines)-1])), v) == nil
-}
-
-// shownReasons are the disabled reason and the readiness /status shows: the
-// first while the module is disabled, the second while it is enabled.
-func (st moduleState) shownReasons() (string, *Readiness) {
-	if st.enabled {
-		return "", st.readiness
-	}
-	return st.disabledReason, nil
 }

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -28,10 +31,10 @@ const (
 type treeSteps struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *treeHolder
-	modules *moduleRegistry
-	queues  *queueRef
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	run     *runner
 	bind    *bindings
 	loader  *loader.Loader
@@ -102,8 +105,8 @@ func (o *Operator) TreeChanged(rev gitsync.Revision) {
 // syncer keeps these on disk.
 func (o *Operator) InUse() []string {
 	var out []string
-	if t := o.trees.load(); t != nil {
-		out = append(out, t.rev.Commit, t.prevCommit)
+	if t := o.trees.Load(); t != nil {
+		out = append(out, t.Rev.Commit, t.PrevCommit)
 	}
 	out = append(out, o.tree.revs.incomingCommit(), o.purge.refusedCommit())
 	return slices.DeleteFunc(out, func(c string) bool { return c == "" })
@@ -123,19 +126,19 @@ type revisions struct {
 // goes to (nil before Run attached them: Run takes it then). The two
 // steps share one lock with attach, so a revision reported while Run
 // starts is taken by one or the other.
-func (r *revisions) offer(rev gitsync.Revision, queues *queueRef) *queue.Set {
+func (r *revisions) offer(rev gitsync.Revision, queues *runstate.Queues) *queue.Set {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.incoming = &rev
-	return queues.get()
+	return queues.Get()
 }
 
 // attach publishes Run's queues and returns a revision reported before
 // (nil for none).
-func (r *revisions) attach(set *queue.Set, queues *queueRef) *gitsync.Revision {
+func (r *revisions) attach(set *queue.Set, queues *runstate.Queues) *gitsync.Revision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	queues.p.Store(set)
+	queues.Set(set)
 	return r.incoming
 }
 
@@ -212,7 +215,7 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 	if err != nil {
 		return nil, err
 	}
-	if _, err := admit(model, data, o.activeModules()); err != nil {
+	if _, err := runstate.Admit(model, data, o.activeModules()); err != nil {
 		return nil, refusal(root, model.ModulesDirs, refusedAdmit, err)
 	}
 	return model, nil
@@ -274,7 +277,7 @@ func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
 		return // the operator is stopping: the tree was not judged
 	}
 	s.revs.refused(err)
-	s.metrics.treeRefused()
+	s.metrics.TreeRefused()
 	s.logger.Error("changed tree refused; keeping the previous one", "revision", rev.Commit, "reason", queue.Reason(err), "err", err)
 	// the commit status says so once, without the error's text
 	// (docs/operator.md, "Commit status")
@@ -293,8 +296,8 @@ func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
 // modules alone run those modules; any other change reloads all modules.
 func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *loader.Model) error {
 	// only adopt changes the model, and it runs in "main", one at a time
-	old, _ := s.trees.current()
-	enabled := s.modules.enabledList()
+	old, _ := s.trees.Current()
+	enabled := s.modules.EnabledList()
 	diff := loader.Compare(old, model)
 	purged := slices.DeleteFunc(slices.Clone(diff.Removed), func(m string) bool { return !slices.Contains(enabled, m) })
 	if err := s.purge.checkTree(rev, purged, len(enabled)); err != nil {
@@ -303,26 +306,26 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 	}
 	var dropped []values.DroppedOp
 	same := false
-	err := s.trees.transition(func(cur *runningTree) (*runningTree, error) {
-		if same = diff.Empty() && rev.Commit == cur.rev.Commit; same {
+	err := s.trees.Transition(func(cur *runstate.Tree) (*runstate.Tree, error) {
+		if same = diff.Empty() && rev.Commit == cur.Rev.Commit; same {
 			return nil, nil
 		}
-		store, err := admit(model, cur.configData, cur.store.Sections().Active())
+		store, err := runstate.Admit(model, cur.ConfigData, cur.Store.Sections().Active())
 		if err != nil {
 			return nil, refusal(rev.Dir, model.ModulesDirs, refusedAdmit, err)
 		}
-		dropped = store.RestorePatches(cur.store.Patches())
-		return &runningTree{model: model, store: store, rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
-			prevCommit: cur.rev.Commit, configData: cur.configData, configVersion: cur.configVersion}, nil
+		dropped = store.RestorePatches(cur.Store.Patches())
+		return &runstate.Tree{Model: model, Store: store, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
+			PrevCommit: cur.Rev.Commit, ConfigData: cur.ConfigData, ConfigVersion: cur.ConfigVersion}, nil
 	})
 	if err != nil || same {
 		return err
 	}
-	s.metrics.bindingsOf(model)
+	s.metrics.BindingsOf(model)
 	s.report.revision(rev.Commit, "", RevisionApplying, "")
 	var purges []*queue.Task
 	if diff.OnlyRemoved() {
-		s.modules.edit(func(modules map[string]*moduleState, enabled *[]string) {
+		s.modules.Edit(func(modules map[string]*runstate.Module, enabled *[]string) {
 			for _, name := range diff.Removed {
 				delete(modules, name)
 				*enabled = slices.DeleteFunc(*enabled, func(m string) bool { return m == name })
@@ -334,7 +337,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 	// the old tree's schedules and monitors stop; new ones start as modules run
 	s.bind.syncSchedules()
 	s.bind.syncMonitors()
-	main := s.queues.main()
+	main := s.queues.Main()
 	switch {
 	case len(purges) > 0:
 		s.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
@@ -364,7 +367,7 @@ func (s *treeSteps) moduleScoped(diff loader.Diff) bool {
 	if len(diff.Changed) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || diff.Global || diff.Reordered || !s.steps.converged() {
 		return false
 	}
-	main := s.queues.main()
+	main := s.queues.Main()
 	for _, kind := range []queue.Kind{kindReloadAll, kindDiscover, kindConverged} {
 		if main.HasQueued(kind) {
 			return false
@@ -388,35 +391,35 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 		Do: func(ctx context.Context) error {
 			// the model current when it runs: a newer tree's own task
 			// covers what changed since
-			model, store := s.trees.current()
-			current := s.modules.enabledList()
+			model, store := s.trees.Current()
+			current := s.modules.EnabledList()
 			enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
 			if err != nil {
 				return err
 			}
-			main := s.queues.main()
+			main := s.queues.Main()
 			// a failed enabled script is discovery's to handle, and so is a
 			// section refused, or no longer refused, since it last ran; a
 			// module still refused for its section stays as discovery left
 			// it (not run below)
-			refusedChanged := refusalsChanged(model, failed, func(name string) bool { return s.modules.get(name).configRefused })
+			refusedChanged := refusalsChanged(model, failed, func(name string) bool { return s.modules.Get(name).ConfigRefused })
 			if refusedChanged || !slices.Equal(enabled, current) {
 				s.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
 				main.AddAfterCurrent(s.steps.reloadAllTask())
 				return nil
 			}
 			// the same modules stay disabled, perhaps for new reasons
-			s.modules.setDisabledReasons(reasons)
+			s.modules.SetDisabledReasons(reasons)
 			s.steps.reload.begin(s.cfg.Now())
 			var runs []moduleRun
-			s.modules.edit(func(modules map[string]*moduleState, _ *[]string) {
+			s.modules.Edit(func(modules map[string]*runstate.Module, _ *[]string) {
 				for _, m := range model.Modules {
 					st := modules[m.Name]
-					if st == nil || !st.enabled || st.configRefused || !slices.Contains(changed, m.Name) {
+					if st == nil || !st.Enabled || st.ConfigRefused || !slices.Contains(changed, m.Name) {
 						continue
 					}
-					st.state = StatePending
-					runs = append(runs, moduleRun{module: m, startup: hooksChanged[m.Name] || !st.startupDone})
+					st.State = StatePending
+					runs = append(runs, moduleRun{module: m, startup: hooksChanged[m.Name] || !st.StartupDone})
 				}
 			})
 			if len(runs) == 0 {
@@ -447,7 +450,7 @@ func sameHooks(a, b *loader.Module) bool {
 
 // reloading: a reload is queued whose converged task reports the revision.
 func (s *treeSteps) reloading() bool {
-	main := s.queues.main()
+	main := s.queues.Main()
 	for _, kind := range []queue.Kind{kindReloadAll, kindReloadChanged, kindDiscover, kindConverged, kindRevisionApplied} {
 		if main.HasQueued(kind) {
 			return true

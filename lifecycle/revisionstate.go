@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/queue"
 )
 
@@ -39,8 +41,8 @@ var errPurgeGuard = errors.New("purge guard")
 // running tree and the module registry, never the steps' own state.
 type revisionReporter struct {
 	on      func(RevisionState)
-	trees   *treeHolder
-	modules *moduleRegistry
+	trees   *runstate.Trees
+	modules *runstate.Modules
 	// held: the last discovery's uninstalls wait for a confirmation
 	// (purgeGuard.discoveryHeld; nil: never)
 	held func() bool
@@ -78,8 +80,8 @@ func (r *revisionReporter) told(s RevisionState) bool {
 // else applied.
 func (r *revisionReporter) outcome() {
 	reason := ""
-	for _, name := range r.modules.enabledList() {
-		if r.modules.get(name).state == StateFailed {
+	for _, name := range r.modules.EnabledList() {
+		if r.modules.Get(name).State == StateFailed {
 			reason = "module " + name + ": see /status"
 			break
 		}
@@ -117,8 +119,8 @@ func (r *revisionReporter) failure(module string, err error) {
 
 // commit is the running revision's commit.
 func (r *revisionReporter) commit() string {
-	if t := r.trees.load(); t != nil {
-		return t.rev.Commit
+	if t := r.trees.Load(); t != nil {
+		return t.Rev.Commit
 	}
 	return ""
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 
@@ -200,9 +202,9 @@ func TestRevisionStateGlobalHookFailure(t *testing.T) {
 func TestOutcomeWhilePurgeHeld(t *testing.T) {
 	for _, held := range []bool{false, true} {
 		rec := &revisionStates{}
-		trees := &treeHolder{}
-		trees.p.Store(&runningTree{rev: gitsync.Revision{Commit: sha('9')}})
-		r := &revisionReporter{on: rec.record, trees: trees, modules: newModuleRegistry(), held: func() bool { return held }}
+		trees := &runstate.Trees{}
+		trees.Start(&runstate.Tree{Rev: gitsync.Revision{Commit: sha('9')}})
+		r := &revisionReporter{on: rec.record, trees: trees, modules: runstate.NewModules(), held: func() bool { return held }}
 		r.outcome()
 		want := []string{"applied"}
 		if held {

@@ -108,7 +108,7 @@ func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
 func (bs *bindings) syncSchedules() {
 	bs.schedMu.Lock()
 	defer bs.schedMu.Unlock()
-	model, _ := bs.trees.current()
+	model, _ := bs.trees.Current()
 	want := map[string]scheduled{}
 	add := func(h *loader.Hook) {
 		for i, b := range h.Config.Schedules {
@@ -120,9 +120,9 @@ func (bs *bindings) syncSchedules() {
 			add(h)
 		}
 	}
-	states := bs.modules.all()
+	states := bs.modules.All()
 	for _, m := range model.Modules {
-		if st := states[m.Name]; st.enabled && st.startupDone {
+		if st := states[m.Name]; st.Enabled && st.StartupDone {
 			for _, h := range m.Hooks {
 				add(h)
 			}
@@ -136,7 +136,7 @@ func (bs *bindings) syncSchedules() {
 // (hookRunTask); a v0 hook's firing is absorbed by a run of the same
 // binding still waiting there, since its context would say nothing more.
 func (bs *bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
-	queues := bs.queues.get()
+	queues := bs.queues.Get()
 	if queues == nil {
 		return
 	}

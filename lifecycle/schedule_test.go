@@ -104,6 +104,6 @@ func TestAutoHeal(t *testing.T) {
 	}
 	// the next check finds nothing missing
 	e.eventually("the gauge back at 0", func() bool {
-		return testutil.ToFloat64(e.op.metrics.absentResources.WithLabelValues("alpha")) == 0
+		return testutil.ToFloat64(e.op.metrics.AbsentResources.WithLabelValues("alpha")) == 0
 	})
 }

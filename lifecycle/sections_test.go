@@ -33,17 +33,17 @@ func TestStepsSectionsOfEnabledModules(t *testing.T) {
 	if !u.state("alpha").Enabled || u.state("prometheus-pushgateway").Enabled {
 		t.Fatalf("status %+v", u.op.Status().Modules)
 	}
-	if _, _, err := u.op.trees.setConfig(map[string]string{"prometheusPushgateway": "instances: 5\n"}, "", nil); err != nil {
+	if _, _, err := u.op.trees.SetConfig(map[string]string{"prometheusPushgateway": "instances: 5\n"}, "", nil); err != nil {
 		t.Fatalf("a disabled module's section refused the ConfigMap: %v", err)
 	}
 
 	bad := map[string]string{"prometheusPushgatewayEnabled": "true", "prometheusPushgateway": "instances: 5\n"}
-	before := maps.Clone(u.op.trees.load().configData)
-	_, _, err := u.op.trees.setConfig(bad, "", nil)
+	before := maps.Clone(u.op.trees.Load().ConfigData)
+	_, _, err := u.op.trees.SetConfig(bad, "", nil)
 	if err == nil || !strings.Contains(err.Error(), "module prometheus-pushgateway") || !strings.Contains(err.Error(), "prometheusPushgateway.instances in body must be of type array") {
 		t.Fatalf("enabling with a bad section: err = %v", err)
 	}
-	if got := u.op.trees.load().configData; !maps.Equal(got, before) {
+	if got := u.op.trees.Load().ConfigData; !maps.Equal(got, before) {
 		t.Fatalf("refused data adopted: %v", got)
 	}
 	calls := len(helm.called())
@@ -60,7 +60,7 @@ func TestStepsSectionsOfEnabledModules(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	// now that it is enabled, its section is validated on every edit
-	if _, _, err := u.op.trees.setConfig(map[string]string{"prometheusPushgateway": "instances: 5\n"}, "", nil); err == nil || !strings.Contains(err.Error(), "module prometheus-pushgateway") {
+	if _, _, err := u.op.trees.SetConfig(map[string]string{"prometheusPushgateway": "instances: 5\n"}, "", nil); err == nil || !strings.Contains(err.Error(), "module prometheus-pushgateway") {
 		t.Fatalf("a bad section of an enabled module: err = %v", err)
 	}
 }
@@ -157,10 +157,10 @@ func TestSectionsOfEnabledModulesReal(t *testing.T) {
 	assertJSON(t, e.releaseValues("istio")["controlPlane"].(map[string]any)["resourcesManagement"],
 		`{"mode":"VPA","vpa":{"mode":"Auto","cpu":{"min":"50m","max":"2"}},"static":{"requests":{"cpu":"100m"}}}`)
 
-	refused := testutil.ToFloat64(e.op.metrics.configValuesErrors)
+	refused := testutil.ToFloat64(e.op.metrics.ConfigValuesErrors)
 	istio := e.upgrades("istio")
 	e.setConfigMap(map[string]string{"istio": e.configMap()["istio"], "prometheusPushgatewayEnabled": "true", "prometheusPushgateway": "instances: 5\n"})
-	e.eventually("the edit refused", func() bool { return testutil.ToFloat64(e.op.metrics.configValuesErrors) > refused })
+	e.eventually("the edit refused", func() bool { return testutil.ToFloat64(e.op.metrics.ConfigValuesErrors) > refused })
 	e.idle()
 	if e.hasRelease("prometheus-pushgateway") || !e.hasRelease("istio") || e.upgrades("istio") != istio {
 		t.Fatalf("after a refused edit: prometheus-pushgateway %v, istio %v (upgrades %v, was %v)",
@@ -225,8 +225,8 @@ func TestStepsRefusedSectionLeavesModuleAsItWas(t *testing.T) {
 				u.until("prometheus-pushgateway installed", func() bool { return u.state("prometheus-pushgateway").State == StateReady })
 				// a section that got past admission (none validates it
 				// now), as one written while the operator was down does
-				u.op.trees.load().store.Sections().SetActive(nil)
-				if _, _, err := u.op.trees.setConfig(bad, "", nil); err != nil {
+				u.op.trees.Load().Store.Sections().SetActive(nil)
+				if _, _, err := u.op.trees.SetConfig(bad, "", nil); err != nil {
 					t.Fatal(err)
 				}
 				u.op.steps.queueReloadAll()
@@ -234,7 +234,7 @@ func TestStepsRefusedSectionLeavesModuleAsItWas(t *testing.T) {
 				u.idle()
 			}
 			want := []string{"alpha", "prometheus-pushgateway", "gamma"}
-			if got := u.op.steps.modules.enabledList(); !slices.Equal(got, want) {
+			if got := u.op.steps.modules.EnabledList(); !slices.Equal(got, want) {
 				t.Fatalf("enabled list %v, want %v", got, want)
 			}
 			st := u.state("prometheus-pushgateway")
@@ -262,7 +262,7 @@ func TestStepsRefusedSectionLeavesModuleAsItWas(t *testing.T) {
 			if got := helm.called()[calls:]; !slices.Equal(got, []string{"upgrade alpha"}) {
 				t.Fatalf("a change of alpha alone: Helm calls %v, want alpha's alone", got)
 			}
-			if got := u.op.steps.modules.enabledList(); !slices.Equal(got, want) {
+			if got := u.op.steps.modules.EnabledList(); !slices.Equal(got, want) {
 				t.Fatalf("enabled list %v, want %v", got, want)
 			}
 		})

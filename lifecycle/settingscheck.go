@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/addonops/addon-operator/internal/executor"
@@ -29,10 +31,6 @@ import (
 // settingsCheckTimeout bounds one `hook check`, as --config's default
 // bounds a hook's config: the check answers from the settings alone.
 const settingsCheckTimeout = 30 * time.Second
-
-// errTreeMoved: the running tree changed after an edit was checked against
-// it (treeHolder.setConfig); the edit is checked again.
-var errTreeMoved = errors.New("the running tree changed while the settings were checked")
 
 // settingsRefusal is a module's settings check refusing its section.
 type settingsRefusal struct {
@@ -58,12 +56,12 @@ type sdkCheckResult struct {
 type settingsChecks struct {
 	cfg    Config
 	logger *slog.Logger
-	trees  *treeHolder
+	trees  *runstate.Trees
 	// check runs one module's check (checkModule; tests replace it)
 	check func(ctx context.Context, m *loader.Module, section string) error
 }
 
-func newSettingsChecks(cfg Config, logger *slog.Logger, trees *treeHolder) *settingsChecks {
+func newSettingsChecks(cfg Config, logger *slog.Logger, trees *runstate.Trees) *settingsChecks {
 	c := &settingsChecks{cfg: cfg, logger: logger, trees: trees}
 	c.check = c.checkModule
 	return c
@@ -71,7 +69,7 @@ func newSettingsChecks(cfg Config, logger *slog.Logger, trees *treeHolder) *sett
 
 // set is a ConfigMap edit's way in: the settings checks of the modules
 // whose section it changes run against the running tree, then the data is
-// set (treeHolder.setConfig), unless a new tree was adopted in between,
+// set (runstate.Trees.SetConfig), unless a new tree was adopted in between,
 // when the checks run again against it, until a tree stays while its
 // checks run: each pass follows an adoption, so this ends once the trees
 // stop coming, and on cancel. Refusing the edit instead would leave the
@@ -80,19 +78,19 @@ func newSettingsChecks(cfg Config, logger *slog.Logger, trees *treeHolder) *sett
 // returned.
 func (c *settingsChecks) set(ctx context.Context, data map[string]string, version string) (before map[string]string, model *loader.Model, ch values.Change, ok bool, err error) {
 	for {
-		t := c.trees.load()
+		t := c.trees.Load()
 		if t == nil {
 			return nil, nil, values.Change{}, false, nil
 		}
-		before, model = t.configData, t.model
-		if !newerVersion(version, t.configVersion) {
+		before, model = t.ConfigData, t.Model
+		if !runstate.NewerVersion(version, t.ConfigVersion) {
 			return before, model, values.Change{}, false, nil
 		}
 		if err := c.checkAll(ctx, t, data); err != nil {
 			return before, model, values.Change{}, false, err
 		}
-		ch, ok, err = c.trees.setConfig(data, version, model)
-		if !errors.Is(err, errTreeMoved) {
+		ch, ok, err = c.trees.SetConfig(data, version, model)
+		if !errors.Is(err, runstate.ErrTreeMoved) {
 			return before, model, ch, ok, err
 		}
 		if ctx.Err() != nil {
@@ -107,14 +105,14 @@ func (c *settingsChecks) set(ctx context.Context, data map[string]string, versio
 // when t has none) and is validated when data is set (values.Sections):
 // a disabled module's section refuses nothing (docs/operator.md,
 // "Values"). It joins the refusals.
-func (c *settingsChecks) checkAll(ctx context.Context, t *runningTree, data map[string]string) error {
-	checked := t.store.Sections().Checked(data)
+func (c *settingsChecks) checkAll(ctx context.Context, t *runstate.Tree, data map[string]string) error {
+	checked := t.Store.Sections().Checked(data)
 	var errs []error
-	for _, m := range t.model.Modules {
+	for _, m := range t.Model.Modules {
 		if m.SettingsCheck == "" || !slices.Contains(checked, m.Key) {
 			continue
 		}
-		if t.configData != nil && t.configData[m.Key] == data[m.Key] {
+		if t.ConfigData != nil && t.ConfigData[m.Key] == data[m.Key] {
 			continue
 		}
 		if err := c.check(ctx, m, data[m.Key]); err != nil {

@@ -1,6 +1,10 @@
 package lifecycle
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+)
 
 var (
 	moduleFailedDesc = prometheus.NewDesc("addon_operator_module_failed",
@@ -14,7 +18,7 @@ var (
 // stateCollector reports the operator's state at scrape time, for the
 // alerts of deploy/monitoring (docs/operator.md, "Monitoring").
 type stateCollector struct {
-	modules *moduleRegistry
+	modules *runstate.Modules
 	tree    *treeSteps
 	purge   *purgeGuard
 }
@@ -26,10 +30,10 @@ func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
-	states := s.modules.all()
+	states := s.modules.All()
 	failed := make(map[string]bool, len(states))
 	for name, st := range states {
-		failed[name] = st.state == StateFailed
+		failed[name] = st.State == StateFailed
 	}
 	treeErr, _ := s.tree.revs.treeStatus()
 	tree := treeErr != ""

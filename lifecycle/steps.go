@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
@@ -32,10 +35,10 @@ const (
 type steps struct {
 	cfg     Config
 	logger  *slog.Logger
-	metrics *metrics
-	trees   *treeHolder
-	modules *moduleRegistry
-	queues  *queueRef
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+	queues  *runstate.Queues
 	run     *runner
 	checks  *settingsChecks // settingscheck.go
 	bind    *bindings
@@ -108,11 +111,11 @@ func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
 // Each runs the hook of that name in the model current when it runs, so a
 // retry after a tree change runs the new tree's hook.
 func (s *steps) globalHookTasks(binding string) []*queue.Task {
-	model, _ := s.trees.current()
+	model, _ := s.trees.Current()
 	var tasks []*queue.Task
 	for _, h := range ordered(model.Global.Hooks, binding) {
 		tasks = append(tasks, &queue.Task{
-			Key:         queue.Key{Kind: kindGlobalHook, Hook: hookLabel(h), Binding: binding},
+			Key:         queue.Key{Kind: kindGlobalHook, Hook: metrics.HookLabel(h), Binding: binding},
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			OnFailure:   func(err error, _ int) { s.report.failure("", err) },
 			Do: func(ctx context.Context) error {
@@ -143,13 +146,13 @@ func (s *steps) reloadAllTask() *queue.Task {
 		Do: func(ctx context.Context) error {
 			s.reload.begin(s.cfg.Now())
 			var tasks []*queue.Task
-			model, _ := s.trees.current()
+			model, _ := s.trees.Current()
 			if len(withKubernetes(model.Global.Hooks)) > 0 {
 				tasks = append(tasks, s.bind.globalSyncTask())
 			}
 			tasks = append(tasks, s.globalHookTasks(loader.BeforeAll)...)
 			tasks = append(tasks, s.discoverTask())
-			s.queues.main().AddAfterCurrent(tasks...)
+			s.queues.Main().AddAfterCurrent(tasks...)
 			return nil
 		},
 	}
@@ -163,12 +166,12 @@ func (s *steps) convergedTask() *queue.Task {
 		Description: "all modules converged",
 		Do: func(context.Context) error {
 			took, first, again := s.reload.end(s.cfg.Now())
-			s.metrics.converged(first, took)
+			s.metrics.Converged(first, took)
 			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
 			s.bind.syncSchedules()
 			if again {
 				s.logger.Info("afterAll hooks changed global values; reloading all modules")
-				s.queues.main().AddAfterCurrent(s.reloadAllTask())
+				s.queues.Main().AddAfterCurrent(s.reloadAllTask())
 			} else {
 				s.report.outcome()
 			}

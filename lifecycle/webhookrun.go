@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
 )
@@ -182,7 +183,7 @@ func (w *webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string,
 // answers the API server and changes nothing else.
 func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding string, bc map[string]any) (_ []byte, err error) {
 	r := w.run
-	model, store := r.trees.current()
+	model, store := r.trees.Current()
 	moduleKey, err := moduleKeyOf(model, h)
 	if err != nil {
 		return nil, err
@@ -191,8 +192,8 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 	start := r.cfg.Now()
 	var usage executor.Usage
 	defer func() {
-		run := hookRun{module: h.Module, hook: hookLabel(h), bindingType: bc["type"].(string), activation: "Webhook", queue: "webhook", oldName: h.Name}
-		r.metrics.hookRan(run, binding, r.cfg.Now().Sub(start), &usage, err, false)
+		run := metrics.HookRun{Module: h.Module, Hook: metrics.HookLabel(h), BindingType: bc["type"].(string), Activation: "Webhook", Queue: "webhook", OldName: h.Name}
+		r.metrics.HookRan(run, binding, r.cfg.Now().Sub(start), &usage, err, false)
 	}()
 	files, err := r.prepareRun(store, moduleKey, []map[string]any{bc}, "response.json")
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
 )
@@ -75,8 +77,8 @@ type WebhookBindingStatus struct {
 type webhooks struct {
 	cfg     Config
 	logger  *slog.Logger
-	trees   *treeHolder
-	modules *moduleRegistry
+	trees   *runstate.Trees
+	modules *runstate.Modules
 	run     *runner
 	bind    *bindings
 	reg     WebhookRegistrar // nil: no webhook server configured
@@ -162,7 +164,7 @@ func (w *webhooks) waitingFor(h *loader.Hook) string {
 	if h.Module == "" {
 		return ""
 	}
-	return moduleWaiting(h.Module, w.discovered == nil || w.discovered(), w.modules.inEnabledList(h.Module))
+	return moduleWaiting(h.Module, w.discovered == nil || w.discovered(), w.modules.InEnabledList(h.Module))
 }
 
 // desired is the webhook bindings to register: global hooks' and enabled
@@ -173,7 +175,7 @@ func (w *webhooks) waitingFor(h *loader.Hook) string {
 func (w *webhooks) desired(known bool, inherited map[string]bool) (webhook.Bindings, webhookTable, []WebhookBindingStatus, []webhook.Kind) {
 	w.mu.Lock() // only one desired at a time
 	defer w.mu.Unlock()
-	model, _ := w.trees.current()
+	model, _ := w.trees.Current()
 	var b webhook.Bindings
 	t := webhookTable{admission: map[string]admissionRoute{}, hooks: map[string]*loader.Hook{}}
 	status := []WebhookBindingStatus{}
@@ -184,7 +186,7 @@ func (w *webhooks) desired(known bool, inherited map[string]bool) (webhook.Bindi
 	// routes of hooks not registered (a disabled module's): a call the API
 	// server still sends is answered by the failurePolicy
 	fallback := map[string]admissionRoute{}
-	for _, c := range candidates(model, known, w.modules.enabledList()) {
+	for _, c := range candidates(model, known, w.modules.EnabledList()) {
 		h := c.hook
 		// a module's webhook while it does not run: registered only when
 		// the last run registered it and its enabled state is not known

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 
@@ -113,19 +115,19 @@ func TestWebhooksBeforeDiscovery(t *testing.T) {
 				"lenient.guard.example.com": "allowed: ",
 			}},
 	}
-	trees := &treeHolder{}
-	modules := newModuleRegistry()
+	trees := &runstate.Trees{}
+	modules := runstate.NewModules()
 	reg := &recordingRegistrar{registered: map[string]bool{
 		"validating/strict.guard.example.com": true, "validating/lenient.guard.example.com": true, "validating/global.example.com": true,
 	}}
 	w := &webhooks{cfg: Config{Now: time.Now}, logger: slog.New(slog.DiscardHandler), trees: trees, modules: modules,
-		reg: reg, discovered: modules.wasDiscovered}
+		reg: reg, discovered: modules.WasDiscovered}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
-			trees.p.Store(&runningTree{model: s.model})
+			trees.Start(&runstate.Tree{Model: s.model})
 			if s.enabled != nil {
-				modules.edit(func(_ map[string]*moduleState, enabled *[]string) { *enabled = s.enabled })
-				modules.markDiscovered()
+				modules.Edit(func(_ map[string]*runstate.Module, enabled *[]string) { *enabled = s.enabled })
+				modules.MarkDiscovered()
 				if len(s.enabled) > 0 {
 					// a request right after discovery, before the next
 					// sync: the module's own Helm upgrade

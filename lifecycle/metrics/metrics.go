@@ -1,4 +1,4 @@
-package lifecycle
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,37 +11,37 @@ import (
 // types, ours where it has none, and, for one release, our former names
 // marked DEPRECATED in their help. hookStore holds what hooks write to
 // METRICS_PATH, served apart on /metrics/hooks.
-type metrics struct {
+type Recorder struct {
 	// the original's names
 	bindingCount       *prometheus.GaugeVec
-	configValuesErrors prometheus.Counter
+	ConfigValuesErrors prometheus.Counter
 	globalHook, module hookRunMetrics
 	moduleDiscoverErrs prometheus.Counter
-	moduleRunErrs      *prometheus.CounterVec
+	ModuleRunErrs      *prometheus.CounterVec
 	moduleDeleteErrs   *prometheus.CounterVec
 	moduleRunSeconds   *prometheus.HistogramVec
 	moduleHelmSeconds  *prometheus.HistogramVec
 	helmOpSeconds      *prometheus.HistogramVec
 	convergenceSeconds *prometheus.CounterVec
 	convergenceTotal   *prometheus.CounterVec
-	queueLength        *prometheus.GaugeVec
-	taskWait           *prometheus.CounterVec
+	QueueLength        *prometheus.GaugeVec
+	TaskWait           *prometheus.CounterVec
 	liveTicks          prometheus.Counter
-	kubeJqSeconds      *prometheus.HistogramVec
-	kubeEventSeconds   *prometheus.HistogramVec
-	queueActionSeconds *prometheus.HistogramVec
+	KubeJqSeconds      *prometheus.HistogramVec
+	KubeEventSeconds   *prometheus.HistogramVec
+	QueueActionSeconds *prometheus.HistogramVec
 
 	// ours
 	convergence       prometheus.Histogram
-	helmUpgrades      *prometheus.CounterVec
+	HelmUpgrades      *prometheus.CounterVec
 	treeErrors        prometheus.Counter
-	kubeEvents        *prometheus.CounterVec
-	absentResources   *prometheus.GaugeVec
-	driftedObjects    *prometheus.GaugeVec
-	healthWaits       *prometheus.CounterVec
-	releaseConflicts  *prometheus.GaugeVec
-	maintenance       *prometheus.GaugeVec
-	hookDroppedSeries *prometheus.CounterVec
+	KubeEvents        *prometheus.CounterVec
+	AbsentResources   *prometheus.GaugeVec
+	DriftedObjects    *prometheus.GaugeVec
+	HealthWaits       *prometheus.CounterVec
+	ReleaseConflicts  *prometheus.GaugeVec
+	Maintenance       *prometheus.GaugeVec
+	HookDroppedSeries *prometheus.CounterVec
 
 	// deprecated: our former names, served for one release
 	old struct {
@@ -50,8 +50,8 @@ type metrics struct {
 		configErrors, treeErrors                                                 prometheus.Counter
 	}
 
-	hookStore    *hookmetrics.Store
-	hookRegistry *prometheus.Registry
+	HookStore    *hookmetrics.Store
+	HookRegistry *prometheus.Registry
 }
 
 // hookRunMetrics are one family of the original's hook run metrics
@@ -65,13 +65,13 @@ type hookRunMetrics struct {
 var revisionInfo = prometheus.NewDesc("addon_operator_git_revision_info",
 	"The git revision the operator runs (its model was loaded from it): 1, labelled with the ref it was resolved from and the commit.", []string{"ref", "commit"}, nil)
 
-// revisionCollector reports addon_operator_git_revision_info for the
+// RevisionFunc reports addon_operator_git_revision_info for the
 // adopted revision (nothing without git).
-type revisionCollector func() (ref, commit string)
+type RevisionFunc func() (ref, commit string)
 
-func (c revisionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- revisionInfo }
+func (c RevisionFunc) Describe(ch chan<- *prometheus.Desc) { ch <- revisionInfo }
 
-func (c revisionCollector) Collect(ch chan<- prometheus.Metric) {
+func (c RevisionFunc) Collect(ch chan<- prometheus.Metric) {
 	if ref, commit := c(); commit != "" {
 		ch <- prometheus.MustNewConstMetric(revisionInfo, prometheus.GaugeValue, 1, ref, commit)
 	}
@@ -110,7 +110,7 @@ func (b *builder) counter0(name, help string) prometheus.Counter {
 	return c
 }
 
-func (b *builder) hookRun(prefix, what string, labels []string) hookRunMetrics {
+func (b *builder) HookRun(prefix, what string, labels []string) hookRunMetrics {
 	return hookRunMetrics{
 		seconds:       b.histogram(prefix+"_seconds", "Duration of "+what+" runs.", buckets, labels...),
 		errors:        b.counter(prefix+"_errors_total", "Failed "+what+" runs (without allowFailure).", labels...),
@@ -122,44 +122,44 @@ func (b *builder) hookRun(prefix, what string, labels []string) hookRunMetrics {
 	}
 }
 
-func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics {
+func New(reg prometheus.Registerer, revision RevisionFunc) *Recorder {
 	b := &builder{}
-	m := &metrics{}
+	m := &Recorder{}
 	hookLabels := []string{"hook", "binding", "activation", "queue"}
 	m.bindingCount = b.gauge("addon_operator_binding_count", "Bindings of each hook (module is empty for a global hook).", "module", "hook")
-	m.configValuesErrors = b.counter0("addon_operator_config_values_errors_total", "ConfigMap changes refused as invalid.")
-	m.globalHook = b.hookRun("addon_operator_global_hook_run", "global hook", hookLabels)
-	m.module = b.hookRun("addon_operator_module_hook_run", "module hook", append([]string{"module"}, hookLabels...))
+	m.ConfigValuesErrors = b.counter0("addon_operator_config_values_errors_total", "ConfigMap changes refused as invalid.")
+	m.globalHook = b.HookRun("addon_operator_global_hook_run", "global hook", hookLabels)
+	m.module = b.HookRun("addon_operator_module_hook_run", "module hook", append([]string{"module"}, hookLabels...))
 	m.moduleDiscoverErrs = b.counter0("addon_operator_module_discover_errors_total", "Failed module discoveries: an enabled script failed, or a changed tree was refused.")
-	m.moduleRunErrs = b.counter("addon_operator_module_run_errors_total", "Failed module runs.", "module")
+	m.ModuleRunErrs = b.counter("addon_operator_module_run_errors_total", "Failed module runs.", "module")
 	m.moduleDeleteErrs = b.counter("addon_operator_module_delete_errors_total", "Failed module deletes.", "module")
 	m.moduleRunSeconds = b.histogram("addon_operator_module_run_seconds", "Duration of module runs (hooks and Helm).", buckets, "module")
 	m.moduleHelmSeconds = b.histogram("addon_operator_module_helm_seconds", "Duration of the Helm upgrade of module runs.", buckets, "module", "activation")
 	m.helmOpSeconds = b.histogram("addon_operator_helm_operation_seconds", "Duration of Helm operations.", buckets, "module", "activation", "operation")
 	m.convergenceSeconds = b.counter("addon_operator_convergence_seconds", "Seconds spent in 'reload all modules' until convergence; activation=OperatorStartup is the first.", "activation")
 	m.convergenceTotal = b.counter("addon_operator_convergence_total", "Completed 'reload all modules' convergences.", "activation")
-	m.queueLength = b.gauge("addon_operator_tasks_queue_length", "Tasks in each queue, the running one included.", "queue")
-	m.taskWait = b.counter("addon_operator_task_wait_in_queue_seconds_total", "Seconds tasks waited in their queue before their first attempt.", "module", "hook", "binding", "queue")
+	m.QueueLength = b.gauge("addon_operator_tasks_queue_length", "Tasks in each queue, the running one included.", "queue")
+	m.TaskWait = b.counter("addon_operator_task_wait_in_queue_seconds_total", "Seconds tasks waited in their queue before their first attempt.", "module", "hook", "binding", "queue")
 	m.liveTicks = b.counter0("addon_operator_live_ticks", "Increases every 10 seconds while the operator's loop runs.")
 	kubeLabels := []string{"module", "hook", "binding", "queue", "kind"}
-	m.kubeJqSeconds = b.histogram("addon_operator_kube_jq_filter_duration_seconds", "Duration of jqFilter runs.", buckets, kubeLabels...)
-	m.kubeEventSeconds = b.histogram("addon_operator_kube_event_duration_seconds", "Duration of handling a kubernetes event (queueing the hook run).", buckets, kubeLabels...)
-	m.queueActionSeconds = b.histogram("addon_operator_tasks_queue_action_duration_seconds", "Duration of queue operations.",
+	m.KubeJqSeconds = b.histogram("addon_operator_kube_jq_filter_duration_seconds", "Duration of jqFilter runs.", buckets, kubeLabels...)
+	m.KubeEventSeconds = b.histogram("addon_operator_kube_event_duration_seconds", "Duration of handling a kubernetes event (queueing the hook run).", buckets, kubeLabels...)
+	m.QueueActionSeconds = b.histogram("addon_operator_tasks_queue_action_duration_seconds", "Duration of queue operations.",
 		[]float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1}, "queue_name", "queue_action")
 
 	m.convergence = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "addon_operator_convergence_duration_seconds", Help: "Duration of 'reload all modules' to convergence.", Buckets: buckets,
 	})
 	b.add(m.convergence)
-	m.helmUpgrades = b.counter("addon_operator_helm_upgrades_total", "Helm installs and upgrades (skipped unchanged releases not counted).", "module")
+	m.HelmUpgrades = b.counter("addon_operator_helm_upgrades_total", "Helm installs and upgrades (skipped unchanged releases not counted).", "module")
 	m.treeErrors = b.counter0("addon_operator_tree_errors_total", "Changed trees refused (failed to load or to validate).")
-	m.kubeEvents = b.counter("addon_operator_kube_events_total", "Kubernetes events queued for hooks (before compaction).", "hook", "binding")
-	m.absentResources = b.gauge("addon_operator_modules_absent_resources", "Resources of a module's release missing from the cluster at the last check.", "module")
-	m.driftedObjects = b.gauge("addon_operator_module_drifted_objects", "Objects of a module's release that differ from the chart, in the fields it sets, at the last drift check.", "module")
-	m.healthWaits = b.counter("addon_operator_health_waits_total", "Health waits that ended, by how: healthy, degraded, timeout or skipped.", "module", "result")
-	m.releaseConflicts = b.gauge("addon_operator_release_conflicts", "1 while a module's release name is taken by a Helm release another tool owns.", "module")
-	m.maintenance = b.gauge("addon_operator_module_maintenance", "1 while a module is in maintenance mode (NoResourceReconciliation): its release is left as it is.", "module")
-	m.hookDroppedSeries = b.counter("addon_operator_hook_metrics_dropped_series_total",
+	m.KubeEvents = b.counter("addon_operator_kube_events_total", "Kubernetes events queued for hooks (before compaction).", "hook", "binding")
+	m.AbsentResources = b.gauge("addon_operator_modules_absent_resources", "Resources of a module's release missing from the cluster at the last check.", "module")
+	m.DriftedObjects = b.gauge("addon_operator_module_drifted_objects", "Objects of a module's release that differ from the chart, in the fields it sets, at the last drift check.", "module")
+	m.HealthWaits = b.counter("addon_operator_health_waits_total", "Health waits that ended, by how: healthy, degraded, timeout or skipped.", "module", "result")
+	m.ReleaseConflicts = b.gauge("addon_operator_release_conflicts", "1 while a module's release name is taken by a Helm release another tool owns.", "module")
+	m.Maintenance = b.gauge("addon_operator_module_maintenance", "1 while a module is in maintenance mode (NoResourceReconciliation): its release is left as it is.", "module")
+	m.HookDroppedSeries = b.counter("addon_operator_hook_metrics_dropped_series_total",
 		"New series a hook wrote to METRICS_PATH beyond its limit, dropped (module is empty for a global hook).", "module", "hook")
 
 	m.old.moduleRunErrors = b.counter("addon_operator_module_run_errors", deprecated+"addon_operator_module_run_errors_total and addon_operator_module_delete_errors_total.", "module")
@@ -173,8 +173,8 @@ func newMetrics(reg prometheus.Registerer, revision revisionCollector) *metrics 
 	m.old.treeErrors = b.counter0("addon_operator_tree_errors", deprecated+"addon_operator_tree_errors_total.")
 
 	reg.MustRegister(append(b.all, revision)...)
-	m.hookStore = hookmetrics.New(hookmetrics.Limits{})
-	m.hookRegistry = prometheus.NewRegistry()
-	m.hookRegistry.MustRegister(m.hookStore)
+	m.HookStore = hookmetrics.New(hookmetrics.Limits{})
+	m.HookRegistry = prometheus.NewRegistry()
+	m.HookRegistry.MustRegister(m.HookStore)
 	return m
 }

@@ -1,0 +1,134 @@
+package runstate
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/values"
+)
+
+// Tree is the running tree: the model, the values store built from it,
+// the revision it came from and the ConfigMap data the store holds. A
+// tree is never changed: a transition replaces it whole. Its store is
+// the one mutable part: the hooks' values patches and a ConfigMap edit
+// change its values, under the holder's lock.
+type Tree struct {
+	Model         *loader.Model
+	Store         *values.Store
+	Rev           gitsync.Revision // without its Checked model
+	PrevCommit    string           // the revision adopted before it
+	ConfigData    map[string]string
+	ConfigVersion string // the ConfigMap's resourceVersion
+}
+
+// Trees holds the running tree. Readers load it without waiting;
+// transitions (adopt, a ConfigMap edit, a values patch) run one at a time
+// under mu, so a ConfigMap change or a values patch cannot land in the old
+// store after adopt copied it (docs/operator.md, "One state transition at
+// a time").
+type Trees struct {
+	mu     sync.Mutex
+	p      atomic.Pointer[Tree]
+	notify notifier
+}
+
+// Start sets the first running tree (Run's start-up, before any task).
+func (h *Trees) Start(t *Tree) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.p.Store(t)
+	h.notify.bump()
+}
+
+// Changed is the version of the running tree and a channel closed when a
+// transition replaces it (not when a values patch or ConfigMap edit
+// changes its store's values: those keep the model).
+func (h *Trees) Changed() (uint64, <-chan struct{}) { return h.notify.changed() }
+
+// Load is the running tree (nil before Run adopted the first).
+func (h *Trees) Load() *Tree { return h.p.Load() }
+
+// Current is the running model and store (nil before Run).
+func (h *Trees) Current() (*loader.Model, *values.Store) {
+	if t := h.Load(); t != nil {
+		return t.Model, t.Store
+	}
+	return nil, nil
+}
+
+// RevisionInfo is the adopted revision for addon_operator_git_revision_info.
+func (h *Trees) RevisionInfo() (ref, commit string) {
+	if t := h.Load(); t != nil {
+		return t.Rev.Ref, t.Rev.Commit
+	}
+	return "", ""
+}
+
+// Transition runs fn on the running tree under the lock; the tree it
+// returns (nil: none) replaces the running one unless fn fails.
+func (h *Trees) Transition(fn func(cur *Tree) (*Tree, error)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	next, err := fn(h.Load())
+	if err == nil && next != nil {
+		h.p.Store(next)
+		h.notify.bump()
+	}
+	return err
+}
+
+// SetConfig adopts ConfigMap data into the running store unless it is
+// older than the data the store holds; ok is false when it was skipped.
+// The data is admitted (Admit) first; the running store, which keeps the
+// hooks' values patches, then takes it and says what changed. checked,
+// when not nil, is the model the data's settings checks ran against
+// (lifecycle's settings checks): another running model is ErrTreeMoved.
+func (h *Trees) SetConfig(data map[string]string, version string, checked *loader.Model) (ch values.Change, ok bool, err error) {
+	err = h.Transition(func(cur *Tree) (*Tree, error) {
+		if cur == nil || !NewerVersion(version, cur.ConfigVersion) {
+			return nil, nil
+		}
+		if checked != nil && cur.Model != checked {
+			return nil, ErrTreeMoved
+		}
+		if _, err := Admit(cur.Model, data, cur.Store.Sections().Active()); err != nil {
+			return nil, err
+		}
+		if ch, err = cur.Store.SetConfig(data); err != nil {
+			return nil, err
+		}
+		next := *cur
+		next.ConfigData, next.ConfigVersion = data, version
+		ok = true
+		return &next, nil
+	})
+	return ch, ok, err
+}
+
+// ApplyValuesPatch applies a hook's values patch to the store running now:
+// a tree adopted while the hook ran keeps the patch.
+func (h *Trees) ApplyValuesPatch(hook, moduleKey string, p values.Patch) (pr values.PatchResult, err error) {
+	err = h.Transition(func(cur *Tree) (*Tree, error) {
+		pr, err = cur.Store.ApplyValuesPatch(hook, moduleKey, p)
+		return nil, err
+	})
+	return pr, err
+}
+
+// NewerVersion compares resourceVersions. They are opaque to clients, but
+// etcd's are increasing integers; anything else counts as newer, and so
+// does data without a version (a deleted ConfigMap).
+func NewerVersion(v, than string) bool {
+	if v == "" || than == "" {
+		return true
+	}
+	a, errA := strconv.ParseUint(v, 10, 64)
+	b, errB := strconv.ParseUint(than, 10, 64)
+	if errA != nil || errB != nil {
+		return v != than
+	}
+	return a > b
+}
