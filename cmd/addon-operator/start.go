@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/addonops/addon-operator/commithealth"
 	"github.com/addonops/addon-operator/commitstatus"
 	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/gitsync"
@@ -134,7 +135,7 @@ type startup struct {
 	configuredRef string
 	waiting       waitingFor
 	notifier      *commitstatus.Notifier // nil: commit status off
-	runHealth     func(context.Context)
+	health        *health.Tracker        // nil: health off
 }
 
 func start(o *startOptions) error {
@@ -224,35 +225,29 @@ func start(o *startOptions) error {
 	if s.notifier, err = o.cs.notifier(gt.URL, logger); err != nil {
 		return err
 	}
-	var onRevision func(lifecycle.RevisionState)
-	var onHealth func(health.Transition)
+	// the revision states go to the commit status, through the merger that
+	// adds their modules' health once applied when health is on
+	var reporter commitstatus.Reporter // nil: commit status off
+	var merger *commithealth.Merger
 	if s.notifier != nil {
-		onRevision = revisionStates(s.notifier)
+		reporter = s.notifier
+		if o.hl.Enabled {
+			merger = commithealth.New(s.notifier)
+			reporter = merger
+		}
 	}
 	var onEdited func(string) // drift checks on edits (docs/operator.md, "Drift")
 	if detector != nil {
 		// s.operator is set before the tracker runs
 		onEdited = func(module string) { s.operator.ReleaseEdited(module) }
 	}
-	tracker, runHealth := newHealth(o.hl, watcher, helm, valuesCM, reg, logger, func(tr health.Transition) {
-		if onHealth != nil {
-			onHealth(tr)
-		}
-	}, onEdited)
-	s.runHealth = runHealth
-	var healthTracker lifecycle.HealthTracker // a nil *health.Tracker must stay a nil interface
-	if tracker != nil {
-		healthTracker = tracker
+	var onTransition func(health.Transition) // after the transition's Event
+	if merger != nil {
+		onTransition = merger.Transition
 	}
-	if s.notifier != nil && tracker != nil {
-		// the revision's commit status follows its modules' health once applied
-		ch := newCommitHealth(s.notifier, tracker.Modules)
-		onHealth = ch.transition
-		states := onRevision
-		onRevision = func(st lifecycle.RevisionState) {
-			states(st)
-			ch.revision(st)
-		}
+	s.health = newHealth(o.hl, watcher, helm, valuesCM, reg, logger, onTransition, onEdited)
+	if merger != nil {
+		merger.Follow(s.health)
 	}
 	ext, err := apiextensions.NewForConfig(restConfig)
 	if err != nil {
@@ -260,10 +255,6 @@ func start(o *startOptions) error {
 	}
 	if s.webhooks, err = newWebhookServers(o.wh, op.Namespace, instance, client, ext, logger); err != nil {
 		return err
-	}
-	var webhooks lifecycle.WebhookRegistrar
-	if s.webhooks != nil {
-		webhooks = s.webhooks
 	}
 	// without git, an alias maps onto the working copy's top, which then
 	// bounds the tree (docs/operator.md, "Trees from git")
@@ -273,14 +264,24 @@ func start(o *startOptions) error {
 			return err
 		}
 	}
-	s.operator = lifecycle.New(lifecycle.Config{
+	cfg := lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir, Root: root,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher, OnRevisionState: onRevision, Health: healthTracker, Webhooks: webhooks,
-		Drift: detector, DriftMode: op.Drift,
-	}, valuesCM, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
+		ObjectPatcher: patcher, Drift: detector, DriftMode: op.Drift,
+	}
+	// the optional parts: an interface field stays nil when its part is off
+	if reporter != nil {
+		cfg.OnRevisionState = revisionStates(reporter)
+	}
+	if s.health != nil {
+		cfg.Health = s.health
+	}
+	if s.webhooks != nil {
+		cfg.Webhooks = s.webhooks
+	}
+	s.operator = lifecycle.New(cfg, valuesCM, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
 	if gt.URL != "" {
 		// a refused commit's status: failed, from the leader alone
 		refused := func(rev gitsync.Revision, err error) {
@@ -385,8 +386,8 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	if s.notifier != nil {
 		g.Go(func() error { s.notifier.Run(ctx); return nil })
 	}
-	if s.runHealth != nil {
-		g.Go(func() error { s.runHealth(ctx); return nil })
+	if s.health != nil {
+		g.Go(func() error { s.health.Run(ctx); return nil })
 	}
 	if s.webhooks != nil {
 		g.Go(func() error { s.webhooks.run(ctx, s.operator.Webhooks()); return nil })
