@@ -32,6 +32,7 @@ import (
 	"github.com/addonops/addon-operator/lifecycle"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/objectpatch"
+	"github.com/addonops/addon-operator/webhook"
 )
 
 // startOptions are start's settings, and its notes about the original
@@ -127,10 +128,10 @@ type startup struct {
 	gt       gitOptions
 	logger   *slog.Logger
 	operator *lifecycle.Operator
-	src      *source         // nil in no-git mode
-	leader   *kube.Leader    // nil without leader election
-	webhooks *webhookServers // nil without webhook certificates
-	sourceCM *kube.ConfigMap // the live ref
+	src      *source          // nil in no-git mode
+	leader   *kube.Leader     // nil without leader election
+	webhooks *webhook.Servers // nil without webhook certificates
+	sourceCM *kube.ConfigMap  // the live ref
 	// configuredRef is GIT_REF, what removing the live ref goes back to.
 	configuredRef string
 	waiting       waitingFor
@@ -390,7 +391,7 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 		g.Go(func() error { s.health.Run(ctx); return nil })
 	}
 	if s.webhooks != nil {
-		g.Go(func() error { s.webhooks.run(ctx, s.operator.Webhooks()); return nil })
+		g.Go(func() error { s.webhooks.Run(ctx, s.operator.Webhooks()); return nil })
 	}
 	g.Go(func() error {
 		if s.src != nil {
