@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"github.com/addonops/addon-operator/gitsync"
 	"maps"
 	"os"
 	"path/filepath"
@@ -74,7 +73,7 @@ func TestAdmissionOneFunctionFourCallers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			u.op.TreeChanged(gitsync.Revision{})
+			u.op.TreeChanged(Revision{})
 			u.until("the tree judged", func() bool { return u.op.Status().TreeError != "" || len(u.op.Status().Modules) == 1 })
 			return u.op.Status().TreeError
 		}},

@@ -30,7 +30,7 @@ import (
 type runningTree struct {
 	model         *loader.Model
 	store         *values.Store
-	rev           gitsync.Revision // without its Checked model
+	rev           gitsync.Revision // without its model
 	prevCommit    string           // the revision adopted before it
 	configData    map[string]string
 	configVersion string // the ConfigMap's resourceVersion
