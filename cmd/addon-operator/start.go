@@ -283,10 +283,13 @@ func start(o *startOptions) error {
 		cfg.Webhooks = s.webhooks
 	}
 	s.operator = lifecycle.New(cfg, valuesCM, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
+	if s.leader, err = o.le.leader(restConfig, op.Namespace, op.ConfigMap, logger); err != nil {
+		return err
+	}
 	if gt.URL != "" {
 		// a refused commit's status: failed, from the leader alone
 		refused := func(rev gitsync.Revision, err error) {
-			if s.leader == nil || s.leader.Leading() {
+			if acting(s.leader) {
 				s.operator.Refused(rev.Commit, err)
 			}
 		}
@@ -302,25 +305,10 @@ func start(o *startOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listenAddress, err)
 	}
-	if o.le.Enabled {
-		name := o.le.Name
-		if name == "" {
-			name = op.ConfigMap
-		}
-		// client-go's election writes the Lease under the user agent's name
-		leaseClient, err := kubernetes.NewForConfig(kube.WithUserAgent(restConfig, kube.FieldManagerLeader))
-		if err != nil {
-			return err
-		}
-		s.leader, err = kube.NewLeader(leaseClient, kube.LeaderOptions{Namespace: op.Namespace, Name: name, LeaseDuration: o.le.LeaseDuration, Logger: logger})
-		if err != nil {
-			return err
-		}
-	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "addon_operator_leader", Help: "1 while this process acts on the cluster (always, without leader election), 0 while it stands by.",
 	}, func() float64 {
-		if s.leader == nil || s.leader.Leading() {
+		if acting(s.leader) {
 			return 1
 		}
 		return 0
