@@ -72,31 +72,17 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 	return src, nil
 }
 
-// first is the revision the operator starts with: the newest revision on
-// disk that the current keys and configuration still accept, at once
-// (the poll loop then syncs with the remote, which may hang or send a pack
-// that takes long to index: docs/git.md), else the remote's. With neither,
-// it retries with backoff until one comes; it fails only when ctx is done.
-func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor, logger *slog.Logger) (lifecycle.Revision, error) {
-	if restored := src.syncer.Restore(ctx); restored != nil {
-		logger.Info("running the revision on disk; syncing with the remote next", "revision", restored.Commit)
-		return *restored, nil
-	}
-	for attempt := 0; ; attempt++ {
-		rev, _, err := src.syncer.Sync(ctx)
-		if err == nil {
-			logger.Info("git source ready", "url", gitsync.Scrub(gt.URL), "ref", gt.Ref, "revision", rev.Commit)
-			return *rev, nil
-		}
-		wait := min(time.Second<<min(attempt, 5), gt.PollInterval)
+// first is the revision the operator starts with (gitsync.First: the
+// newest on disk still accepted, else the remote's, retried); /readyz says
+// why it is not there yet. It fails only when ctx is done.
+func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor) (lifecycle.Revision, error) {
+	rev, err := gitsync.First(ctx, src.syncer, gt.PollInterval, func(err error, _ time.Duration) {
 		waiting.set("the first sync from git: " + err.Error())
-		logger.Error("first sync failed; retrying", "err", err, "retry_in", wait)
-		select {
-		case <-ctx.Done():
-			return lifecycle.Revision{}, ctx.Err()
-		case <-time.After(wait):
-		}
+	})
+	if err != nil {
+		return lifecycle.Revision{}, err
 	}
+	return *rev, nil
 }
 
 // followSource runs the syncer in g, and follows live ref changes (`source

@@ -383,7 +383,7 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	}
 	g.Go(func() error {
 		if s.src != nil {
-			first, err := s.src.first(ctx, s.gt, &s.waiting, s.logger)
+			first, err := s.src.first(ctx, s.gt, &s.waiting)
 			if err != nil {
 				return nil // stopped before a revision came
 			}
