@@ -239,7 +239,10 @@ func start(o *startOptions) error {
 	}
 	var onEdited func(string) // drift checks on edits (docs/operator.md, "Drift")
 	if detector != nil {
-		// s.operator is set before the tracker runs
+		// the tracker and the operator take each other (Config.Health, and
+		// this): the operator is made after the tracker, which tells edits
+		// only from Run, once both exist. A tracker that announced edits for
+		// the operator to subscribe to would end this closure.
 		onEdited = func(module string) { s.operator.ReleaseEdited(module) }
 	}
 	var onTransition func(health.Transition) // after the transition's Event
