@@ -96,7 +96,7 @@ func TestStoreConfigLosesOldCredentials(t *testing.T) {
 	must(t, err)
 	_, err = repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{"https://alice:s3cret@host/x.git"}})
 	must(t, err)
-	_, err = New(Options{URL: "https://alice:s3cret@host/x.git", CheckoutDir: checkout,
+	_, err = New(Options[any]{URL: "https://alice:s3cret@host/x.git", CheckoutDir: checkout,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	noSecretOnDisk(t, checkout, "s3cret")

@@ -144,7 +144,7 @@ func TestHelperSync(t *testing.T) {
 	if p := os.Getenv("HELPER_SYNC_PATHS"); p != "" {
 		paths = strings.Split(p, ",")
 	}
-	s, err := New(Options{URL: url, Ref: "main", CheckoutDir: os.Getenv("HELPER_SYNC_DIR"), Paths: paths,
+	s, err := New(Options[any]{URL: url, Ref: "main", CheckoutDir: os.Getenv("HELPER_SYNC_DIR"), Paths: paths,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

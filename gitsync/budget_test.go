@@ -25,14 +25,14 @@ func TestPackOverBudgetIsRefused(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		opts  Options
+		opts  Options[any]
 		files map[string]string
 		want  string
 	}{
-		{name: "objects", opts: Options{MaxFiles: 10}, files: many, want: "objects, more than 100 (10 for each file"},
-		{name: "bytes", opts: Options{MaxCheckoutSize: 64 << 10},
+		{name: "objects", opts: Options[any]{MaxFiles: 10}, files: many, want: "objects, more than 100 (10 for each file"},
+		{name: "bytes", opts: Options[any]{MaxCheckoutSize: 64 << 10},
 			files: map[string]string{"other/noise.bin": noise(1, 1<<20)}, want: "bigger than 128 KiB"},
-		{name: "expanded", opts: Options{MaxCheckoutSize: 64 << 10},
+		{name: "expanded", opts: Options[any]{MaxCheckoutSize: 64 << 10},
 			files: map[string]string{"other/zeros.bin": strings.Repeat("\x00", 1<<20)}, want: "come to more than 256 KiB"},
 	}
 	for _, tt := range tests {
@@ -90,7 +90,7 @@ func TestScanPackBoundsDeltaOutput(t *testing.T) {
 func TestIndexingStopsWithTheContext(t *testing.T) {
 	blob := []byte("") // inflates to nothing: the scan has nothing to stop on
 	pack := buildPack(t, []packObject{{typ: plumbing.BlobObject, data: blob}})
-	s, err := New(Options{URL: "file:///nowhere", CheckoutDir: filepath.Join(t.TempDir(), "c"),
+	s, err := New(Options[any]{URL: "file:///nowhere", CheckoutDir: filepath.Join(t.TempDir(), "c"),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	ctx, cancel := context.WithCancel(t.Context())

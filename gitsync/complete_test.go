@@ -51,7 +51,7 @@ func TestIncompletePackIsRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f.setMain(t, f.c2)
 			s := f.syncer(t, f.http.URL("addons"), "main", auth)
-			var prev *Revision
+			var prev *Checked[any]
 			if !tt.first {
 				var err error
 				prev, _, err = s.Sync(t.Context())

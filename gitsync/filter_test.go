@@ -127,7 +127,7 @@ func (m *monorepo) sameWithinPaths(t *testing.T, dir, commit string) {
 }
 
 // storeBlobs lists the blobs in the syncer's object store.
-func storeBlobs(t *testing.T, s *Syncer) map[string]bool {
+func storeBlobs(t *testing.T, s *Syncer[any]) map[string]bool {
 	t.Helper()
 	iter, err := storeOf(s).repo.BlobObjects()
 	must(t, err)
@@ -139,9 +139,9 @@ func storeBlobs(t *testing.T, s *Syncer) map[string]bool {
 	return out
 }
 
-func (m *monorepo) syncer(t *testing.T, url, ref, dir string) *Syncer {
+func (m *monorepo) syncer(t *testing.T, url, ref, dir string) *Syncer[any] {
 	t.Helper()
-	s, err := New(Options{URL: url, Ref: ref, CheckoutDir: dir, Paths: checkedOut, Require: []string{"modules"},
+	s, err := New(Options[any]{URL: url, Ref: ref, CheckoutDir: dir, Paths: checkedOut, Require: []string{"modules"},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	return s
@@ -280,7 +280,7 @@ func TestPartialFetchIsComplete(t *testing.T) {
 			f := m.f
 			f.setMain(t, m.head)
 			s := m.syncer(t, m.filtered.URL("mono"), "main", filepath.Join(t.TempDir(), "c"))
-			var prev *Revision
+			var prev *Checked[any]
 			if !tt.first {
 				var err error
 				prev, _, err = s.Sync(t.Context())
@@ -324,7 +324,7 @@ func TestPartialFetchVerifiesSignatures(t *testing.T) {
 	must(t, err)
 	m.repo.SignWith(home, fpr)
 	signed := m.commit(t, "signed", map[string]string{"modules/values.yaml": "global: {v: signed}\n", "big/data.bin": noise(5, bigSize)})
-	s, err := New(Options{URL: m.filtered.URL("mono"), Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"), Paths: checkedOut,
+	s, err := New(Options[any]{URL: m.filtered.URL("mono"), Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"), Paths: checkedOut,
 		VerifyKeysDir: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	rev, _, err := s.Sync(t.Context())
@@ -370,7 +370,7 @@ func TestPartialFetchOverTheLimitIsNotAskedAgain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMonorepo(t)
 			m.commit(t, tt.name, tt.files)
-			s, err := New(Options{URL: m.filtered.URL("mono"), Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"), Paths: checkedOut,
+			s, err := New(Options[any]{URL: m.filtered.URL("mono"), Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"), Paths: checkedOut,
 				MaxFileSize: 1000, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			must(t, err)
 			for round := range 2 {
@@ -395,7 +395,7 @@ func TestPartialFetchOverTheLimitIsNotAskedAgain(t *testing.T) {
 func TestPartialStoreAfterChanges(t *testing.T) {
 	m := newMonorepo(t)
 	dir := filepath.Join(t.TempDir(), "c")
-	opts := Options{URL: m.filtered.URL("mono"), Ref: "main", CheckoutDir: dir, Paths: []string{"modules"},
+	opts := Options[any]{URL: m.filtered.URL("mono"), Ref: "main", CheckoutDir: dir, Paths: []string{"modules"},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s, err := New(opts)
 	must(t, err)

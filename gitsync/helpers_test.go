@@ -79,9 +79,9 @@ func (f *fixture) commit(t *testing.T, msg string, files map[string]string, remo
 	return sha
 }
 
-func (f *fixture) syncer(t *testing.T, url, ref string, auth Auth) *Syncer {
+func (f *fixture) syncer(t *testing.T, url, ref string, auth Auth) *Syncer[any] {
 	t.Helper()
-	s, err := New(Options{URL: url, Ref: ref, CheckoutDir: filepath.Join(t.TempDir(), "checkout"), Auth: auth,
+	s, err := New(Options[any]{URL: url, Ref: ref, CheckoutDir: filepath.Join(t.TempDir(), "checkout"), Auth: auth,
 		Require: []string{"modules"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	return s
@@ -96,5 +96,5 @@ func listing(t *testing.T, root string) map[string]string {
 }
 
 // fetcherOf and storeOf reach the syncer's parts.
-func fetcherOf(s *Syncer) *fetcher   { return s.remote.(*fetcher) }
-func storeOf(s *Syncer) *objectStore { return s.commits.(*objectStore) }
+func fetcherOf(s *Syncer[any]) *fetcher   { return s.remote.(*fetcher) }
+func storeOf(s *Syncer[any]) *objectStore { return s.commits.(*objectStore) }

@@ -28,7 +28,7 @@ type limits struct {
 }
 
 // limitsOf reads the limits of o: zero is the default, negative is none.
-func limitsOf(o Options) limits {
+func limitsOf[T any](o Options[T]) limits {
 	pick := func(v, def int64) int64 {
 		switch {
 		case v == 0:

@@ -20,17 +20,17 @@ func TestLimitsRefuseTheRevision(t *testing.T) {
 	f := newFixture(t)
 	tests := []struct {
 		name   string
-		limits Options
+		limits Options[any]
 		files  map[string]string
 		want   []string
 	}{
-		{name: "a file over MaxFileSize", limits: Options{MaxFileSize: 100},
+		{name: "a file over MaxFileSize", limits: Options[any]{MaxFileSize: 100},
 			files: map[string]string{"modules/big.yaml": strings.Repeat("x", 101)},
 			want:  []string{"modules/big.yaml", "101 B", "100 B"}},
-		{name: "more entries than MaxFiles", limits: Options{MaxFiles: 6},
+		{name: "more entries than MaxFiles", limits: Options[any]{MaxFiles: 6},
 			files: map[string]string{"modules/a.yaml": "a", "modules/b.yaml": "b", "modules/c.yaml": "c"},
 			want:  []string{"modules/", "6 files, symlinks and directories"}},
-		{name: "a checkout over MaxCheckoutSize", limits: Options{MaxCheckoutSize: 1000},
+		{name: "a checkout over MaxCheckoutSize", limits: Options[any]{MaxCheckoutSize: 1000},
 			files: map[string]string{"modules/a.yaml": strings.Repeat("a", 600), "modules/b.yaml": strings.Repeat("b", 600)},
 			want:  []string{"modules/", "1000 B"}},
 	}
@@ -82,7 +82,7 @@ func TestHelperRefusedSync(t *testing.T) {
 	if url == "" {
 		return // not a child: nothing to do
 	}
-	s, err := New(Options{URL: url, Ref: "main", CheckoutDir: os.Getenv("HELPER_REFUSED_DIR"),
+	s, err := New(Options[any]{URL: url, Ref: "main", CheckoutDir: os.Getenv("HELPER_REFUSED_DIR"),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

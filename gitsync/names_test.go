@@ -58,7 +58,7 @@ func TestCraftedTreesAreRefused(t *testing.T) {
 		t.Run(from, func(t *testing.T) {
 			f := newFixture(t)
 			s := f.syncer(t, f.http.URL("addons"), "main", Auth{Username: "alice", PasswordFile: f.passFile})
-			var prev *Revision
+			var prev *Checked[any]
 			if from != "first checkout" {
 				var err error
 				prev, _, err = s.Sync(t.Context())

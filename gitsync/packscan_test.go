@@ -136,7 +136,7 @@ func TestScanPackRefusesMalformedPacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := scanPack(t.Context(), bytes.NewReader(tt.pack), io.Discard, limitsOf(Options{}))
+			_, err := scanPack(t.Context(), bytes.NewReader(tt.pack), io.Discard, limitsOf(Options[any]{}))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}

@@ -63,8 +63,8 @@ func TestRefsResolveAsGit(t *testing.T) {
 func TestBranchBesideTagDoesNotTakeOver(t *testing.T) {
 	f := newFixture(t)
 	dir := filepath.Join(t.TempDir(), "checkout")
-	open := func(ref string) *Syncer {
-		s, err := New(Options{URL: "file://" + f.repo.Bare, Ref: ref, CheckoutDir: dir,
+	open := func(ref string) *Syncer[any] {
+		s, err := New(Options[any]{URL: "file://" + f.repo.Bare, Ref: ref, CheckoutDir: dir,
 			Require: []string{"modules"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		must(t, err)
 		return s
@@ -75,7 +75,7 @@ func TestBranchBesideTagDoesNotTakeOver(t *testing.T) {
 	if rev.Commit != f.c1 {
 		t.Fatalf("rev = %+v", rev)
 	}
-	refused := func(s *Syncer, want string) {
+	refused := func(s *Syncer[any], want string) {
 		t.Helper()
 		rev, changed, err := s.Sync(t.Context())
 		if err == nil || changed || !strings.Contains(err.Error(), want) {

@@ -51,7 +51,7 @@ func TestRefusedRevisionsKeepTheCurrentOne(t *testing.T) {
 	refuse("no modules dir", func() { must(t, f.repo.Remove("modules")) }, "has no modules")
 
 	// with the checkout limited to modules/, an escaping link elsewhere is not checked out
-	limited, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
+	limited, err := New(Options[any]{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
 		Paths: []string{"modules"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	must(t, os.Symlink("/etc/passwd", filepath.Join(f.repo.Dir, "outside-link")))

@@ -16,7 +16,7 @@ import (
 // runs it while the remote is unreachable, and the next revision is
 // written incrementally. It returns nil when none qualifies. A revision
 // refused here is never run, even if it was published before.
-func (s *Syncer) Restore(ctx context.Context) *Revision {
+func (s *Syncer[T]) Restore(ctx context.Context) *Checked[T] {
 	for _, rev := range s.history.read() {
 		dir := filepath.Join(s.opts.CheckoutDir, "revisions", rev.Commit)
 		if !shaRe.MatchString(rev.Commit) {
@@ -25,43 +25,44 @@ func (s *Syncer) Restore(ctx context.Context) *Revision {
 		if _, err := os.Stat(dir); err != nil {
 			continue
 		}
-		if err := s.reuse(ctx, &rev); err != nil {
+		model, err := s.reuse(ctx, &rev)
+		if err != nil {
 			s.logger.Warn("revision on disk not resumed", "revision", rev.Commit, "err", Scrub(err.Error()))
 			continue
 		}
 		s.mu.Lock()
-		s.current = &rev
+		s.current = &Checked[T]{Revision: rev, Model: model}
 		s.status.History = []Revision{rev}
 		s.mu.Unlock()
 		s.logger.Info("resumed the revision on disk", "revision", rev.Commit, "subject", rev.Subject)
-		c := rev
-		return &c
+		return &Checked[T]{Revision: rev, Model: model}
 	}
 	return nil
 }
 
 // reuse checks a revision on disk as a new one is checked (its commit's
 // signature against today's keys, its files against the commit's tree,
-// rewriting what differs, Require and Validate), and publishes it.
-func (s *Syncer) reuse(ctx context.Context, rev *Revision) error {
+// rewriting what differs, Require and Validate), and publishes it. It
+// returns what Validate made of it.
+func (s *Syncer[T]) reuse(ctx context.Context, rev *Revision) (model T, err error) {
 	c, err := s.commits.commit(plumbing.NewHash(rev.Commit))
 	if err != nil {
-		return err
+		return model, err
 	}
 	if err := verify(s.opts.VerifyKeysDir, c); err != nil {
-		return err
+		return model, err
 	}
 	rev.Subject, rev.Author, rev.Time = firstLine(c.Message), c.Author.Name+" <"+c.Author.Email+">", c.Author.When
 	if rev.Dir, err = s.revisions.checkout(c, nil); err != nil {
-		return err
+		return model, err
 	}
 	if err := require(s.opts.Require, rev); err != nil {
-		return err
+		return model, err
 	}
 	if s.opts.Validate != nil {
-		if rev.Checked, err = s.opts.Validate(ctx, rev.Dir); err != nil {
-			return err
+		if model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+			return model, err
 		}
 	}
-	return s.history.publish(rev.Dir)
+	return model, s.history.publish(rev.Dir)
 }

@@ -18,7 +18,7 @@ func TestRevisionsPinnedWhileInUse(t *testing.T) {
 	f := newFixture(t)
 	var mu sync.Mutex
 	var inUse []string
-	s, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
+	s, err := New(Options[any]{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		InUse:  func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(inUse) }})
 	must(t, err)
@@ -63,8 +63,8 @@ func TestRevisionsPinnedWhileInUse(t *testing.T) {
 func TestIncrementalCheckout(t *testing.T) {
 	f := newFixture(t)
 	dir := filepath.Join(t.TempDir(), "checkout")
-	open := func() *Syncer {
-		s, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	open := func() *Syncer[any] {
+		s, err := New(Options[any]{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		must(t, err)
 		return s
 	}
@@ -110,13 +110,13 @@ func TestIncrementalCheckout(t *testing.T) {
 // unchanged files are hard links to the previous revision's.
 func TestIncrementalEqualsFullCheckout(t *testing.T) {
 	f := newFixture(t)
-	opts := func(dir string) Options {
-		return Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: dir, Paths: []string{"modules", "global-hooks"},
+	opts := func(dir string) Options[any] {
+		return Options[any]{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: dir, Paths: []string{"modules", "global-hooks"},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	}
 	kept, err := New(opts(filepath.Join(t.TempDir(), "kept")))
 	must(t, err)
-	step := func(t *testing.T, change func()) *Revision {
+	step := func(t *testing.T, change func()) *Checked[any] {
 		t.Helper()
 		change()
 		_, err := f.repo.Commit("step")

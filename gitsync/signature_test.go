@@ -23,7 +23,7 @@ func TestSignatureVerification(t *testing.T) {
 
 	f.repo.SignWith(home, fpr)
 	signed := f.commit(t, "signed release", map[string]string{"modules/values.yaml": "global: {v: signed}\n"})
-	s, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
+	s, err := New(Options[any]{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "c"),
 		VerifyKeysDir: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	rev, _, err := s.Sync(t.Context())
@@ -51,7 +51,7 @@ func TestSignatureVerification(t *testing.T) {
 	// a restart re-verifies the revision on disk against the keys of now
 	must(t, os.Remove(trusted))
 	must(t, os.Rename(otherPub, trusted))
-	restarted, err := New(Options{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: s.opts.CheckoutDir,
+	restarted, err := New(Options[any]{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: s.opts.CheckoutDir,
 		VerifyKeysDir: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	must(t, err)
 	if rev := restarted.Restore(t.Context()); rev != nil {

@@ -17,7 +17,7 @@ import (
 // Sync resolves the desired ref and, when it moved, fetches, checks out,
 // validates and publishes the new revision. It reports whether a new
 // revision was published. On error the current revision stays.
-func (s *Syncer) Sync(ctx context.Context) (*Revision, bool, error) {
+func (s *Syncer[T]) Sync(ctx context.Context) (*Checked[T], bool, error) {
 	rev, changed, err := s.sync(ctx)
 	s.mu.Lock()
 	s.status.LastSync = s.opts.Now()
@@ -32,10 +32,14 @@ func (s *Syncer) Sync(ctx context.Context) (*Revision, bool, error) {
 	return rev, changed, nil
 }
 
-func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
+func (s *Syncer[T]) sync(ctx context.Context) (*Checked[T], bool, error) {
 	s.mu.Lock()
 	ref, resolvedBefore, cur := s.ref, s.resolved, s.current
 	s.mu.Unlock()
+	var curRev *Revision
+	if cur != nil {
+		curRev = &cur.Revision
+	}
 	auth, err := s.opts.Auth.method(s.opts.URL)
 	if err != nil {
 		return nil, false, err
@@ -61,23 +65,24 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 		return cur, false, nil // one round trip, no objects
 	}
 	t := target{ref: ref, remoteRef: remoteRef, hash: hash, auth: auth}
-	rev, err := s.prepare(netCtx, sess, ar, t, cur)
+	prepared, err := s.prepare(netCtx, sess, ar, t, curRev)
 	if isDamaged(err) {
-		rev, err = s.prepareAgain(netCtx, t, cur, err)
+		prepared, err = s.prepareAgain(netCtx, t, curRev, err)
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	if rev == cur {
+	if prepared == curRev {
 		s.mu.Lock()
 		s.resolved = hash
 		s.mu.Unlock()
 		return cur, false, nil
 	}
+	rev := &Checked[T]{Revision: *prepared}
 	if s.opts.Validate != nil {
-		if rev.Checked, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+		if rev.Model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
 			if s.opts.Refused != nil && ctx.Err() == nil {
-				s.opts.Refused(*rev, err)
+				s.opts.Refused(rev.Revision, err)
 			}
 			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
 		}
@@ -89,7 +94,7 @@ func (s *Syncer) sync(ctx context.Context) (*Revision, bool, error) {
 	s.remote.published()
 	s.mu.Lock()
 	s.current, s.resolved = rev, hash
-	s.status.History = append([]Revision{*rev}, s.status.History...)
+	s.status.History = append([]Revision{rev.Revision}, s.status.History...)
 	if len(s.status.History) > historySize {
 		s.status.History = s.status.History[:historySize]
 	}
@@ -114,7 +119,7 @@ func pinnable(ref string) bool {
 // one: a tag deleted and a branch pushed under its name (or the reverse)
 // must not change what runs unless someone who may set the ref says so
 // (docs/security.md).
-func (s *Syncer) pin(ref, full string) error {
+func (s *Syncer[T]) pin(ref, full string) error {
 	if !pinnable(ref) {
 		return nil
 	}
@@ -141,7 +146,7 @@ type target struct {
 // commit), fetches the blobs of its checked-out paths a filtered fetch
 // left out, and writes its revision (checkout refuses an incomplete or
 // unsafe one); it returns cur when the commit is the current one.
-func (s *Syncer) prepare(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, t target, cur *Revision) (*Revision, error) {
+func (s *Syncer[T]) prepare(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, t target, cur *Revision) (*Revision, error) {
 	if err := s.remote.fetch(ctx, sess, ar, t.remoteRef, t.hash, t.auth); err != nil {
 		return nil, err
 	}
@@ -172,7 +177,7 @@ func (s *Syncer) prepare(ctx context.Context, sess transport.UploadPackSession, 
 // missing or unreadable (a damaged store, or a pack the remote sent
 // without it), and prepares once more from a fresh fetch. Failing again,
 // the remote is at fault: it sends an incomplete pack.
-func (s *Syncer) prepareAgain(ctx context.Context, t target, cur *Revision, cause error) (*Revision, error) {
+func (s *Syncer[T]) prepareAgain(ctx context.Context, t target, cur *Revision, cause error) (*Revision, error) {
 	s.logger.Warn("the object store lacks or cannot read an object; starting it over and fetching again", "err", Scrub(cause.Error()))
 	if err := s.remote.reset(); err != nil {
 		return nil, errors.Join(cause, err)
@@ -206,7 +211,7 @@ func require(paths []string, rev *Revision) error {
 // keep names the revisions that must stay on disk: the current and the
 // previous published one (a restart falls back to it when the current
 // one is refused) and those Options.InUse names (the running model's).
-func (s *Syncer) keep() map[string]bool {
+func (s *Syncer[T]) keep() map[string]bool {
 	s.mu.Lock()
 	keep := map[string]bool{}
 	for i, r := range s.status.History {

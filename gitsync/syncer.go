@@ -22,8 +22,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
-// Options configure a Syncer.
-type Options struct {
+// Options configure a Syncer; T is what Validate makes of a revision.
+type Options[T any] struct {
 	URL string
 	// Ref is a branch, a tag, a full ref (refs/pull/42/head) or a commit
 	// SHA; empty means the remote's HEAD.
@@ -62,9 +62,9 @@ type Options struct {
 	MaxCheckoutSize int64
 	// Validate checks a checked-out revision before it is published, and
 	// a revision restored from disk before it is used again; what it
-	// returns rides on the Revision (Checked), opaque to the syncer. A
-	// refused revision is never current.
-	Validate func(ctx context.Context, dir string) (any, error)
+	// returns rides on the revision (Checked.Model), typed, unread by the
+	// syncer. A refused revision is never current.
+	Validate func(ctx context.Context, dir string) (T, error)
 	// Refused is told of a fetched revision that Validate refused, with
 	// Validate's error, on each sync that refuses it: whoever follows the
 	// commit learns that it will not run (the commit status). Not for a
@@ -80,9 +80,8 @@ type Options struct {
 }
 
 // Revision is one tree the operator can run: a checked-out commit, or
-// (Commit "") a working copy. The operator runs what Checked holds when it
-// is set (the files are not read again), and records Commit on releases
-// and in /status.
+// (Commit "") a working copy. The operator records Commit on releases and
+// in /status.
 type Revision struct {
 	Commit string `json:"commit"`
 	Ref    string `json:"ref"`
@@ -95,9 +94,14 @@ type Revision struct {
 	AppliedAt time.Time `json:"appliedAt,omitzero"`
 	// Dir is the revision's checkout ("" for a working copy).
 	Dir string `json:"-"`
-	// Checked is what Options.Validate returned for Dir (nil without it):
-	// the operator's loaded model.
-	Checked any `json:"-"`
+}
+
+// Checked is a published revision and what Options.Validate returned for
+// its Dir (T's zero value without Validate): the operator's loaded model,
+// which it runs without reading the files again.
+type Checked[T any] struct {
+	Revision
+	Model T
 }
 
 // Status is what `source status` and /status show.
@@ -121,8 +125,8 @@ const (
 // (whether the ref moved, which full ref it may resolve to, publishing).
 // It fetches through a fetcher, reads commits from the object store,
 // writes revisions through a checkoutWriter and records them in history.
-type Syncer struct {
-	opts      Options
+type Syncer[T any] struct {
+	opts      Options[T]
 	logger    *slog.Logger
 	remote    fetching
 	commits   commitReader
@@ -131,7 +135,7 @@ type Syncer struct {
 
 	mu      sync.Mutex
 	ref     string
-	current *Revision
+	current *Checked[T]
 	// resolved is the remote hash the current revision came from (a tag
 	// object for an annotated tag), compared on every poll.
 	resolved string
@@ -178,7 +182,7 @@ type historyKeeper interface {
 var shaRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // New opens (or creates) the object store under CheckoutDir.
-func New(opts Options) (*Syncer, error) {
+func New[T any](opts Options[T]) (*Syncer[T], error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 60 * time.Second
 	}
@@ -222,7 +226,7 @@ func New(opts Options) (*Syncer, error) {
 	if opts.RootAlias == "" {
 		pl.alias = ""
 	}
-	s := &Syncer{
+	s := &Syncer[T]{
 		opts: opts, logger: logger, ref: opts.Ref, trigger: make(chan struct{}, 1),
 		remote: &fetcher{url: opts.URL, dir: opts.CheckoutDir, logger: logger, limits: lim, paths: paths,
 			store: store, plan: pl, dropped: left},
@@ -258,7 +262,7 @@ func forgetOtherPaths(checkoutDir string, paths []string) error {
 }
 
 // SetRef changes the desired ref and triggers a sync.
-func (s *Syncer) SetRef(ref string) {
+func (s *Syncer[T]) SetRef(ref string) {
 	s.mu.Lock()
 	changed := s.ref != ref
 	s.ref = ref
@@ -271,7 +275,7 @@ func (s *Syncer) SetRef(ref string) {
 }
 
 // Trigger asks the poll loop to sync now.
-func (s *Syncer) Trigger() {
+func (s *Syncer[T]) Trigger() {
 	select {
 	case s.trigger <- struct{}{}:
 	default:
@@ -279,37 +283,37 @@ func (s *Syncer) Trigger() {
 }
 
 // Status reports the source.
-func (s *Syncer) Status() Status {
+func (s *Syncer[T]) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.status
 	st.History = slices.Clone(s.status.History)
 	if s.current != nil {
-		c := *s.current
+		c := s.current.Revision
 		st.Current = &c
 	}
 	return st
 }
 
 // Current is the published revision (nil before the first sync).
-func (s *Syncer) Current() *Revision {
+func (s *Syncer[T]) Current() *Revision {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.current == nil {
 		return nil
 	}
-	c := *s.current
+	c := s.current.Revision
 	return &c
 }
 
 // CurrentDir is the stable path of the published revision (a symlink).
-func (s *Syncer) CurrentDir() string { return s.history.currentDir() }
+func (s *Syncer[T]) CurrentDir() string { return s.history.currentDir() }
 
 // Run syncs every interval (and at once on Trigger) until ctx is done,
-// calling onPublish for each new revision. Failures back off exponentially
+// calling onPublish for each new revision and its model. Failures back off exponentially
 // up to the interval; the current revision keeps running meanwhile. A
 // panic in a sync is logged and counts as a failure.
-func (s *Syncer) Run(ctx context.Context, interval time.Duration, onPublish func(*Revision)) {
+func (s *Syncer[T]) Run(ctx context.Context, interval time.Duration, onPublish func(*Checked[T])) {
 	defer s.revisions.wait()
 	failures := 0
 	for {
@@ -333,7 +337,7 @@ func (s *Syncer) Run(ctx context.Context, interval time.Duration, onPublish func
 	}
 }
 
-func (s *Syncer) safeSync(ctx context.Context) (rev *Revision, changed bool, err error) {
+func (s *Syncer[T]) safeSync(ctx context.Context) (rev *Checked[T], changed bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("sync panicked: %v\n%s", r, debug.Stack())

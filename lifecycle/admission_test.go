@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/addonops/addon-operator/gitsync"
-
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -75,7 +73,7 @@ func TestAdmissionOneFunctionFourCallers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			u.op.TreeChanged(gitsync.Revision{})
+			u.op.TreeChanged(Revision{})
 			u.until("the tree judged", func() bool { return u.op.Status().TreeError != "" || len(u.op.Status().Modules) == 1 })
 			return u.op.Status().TreeError
 		}},

@@ -135,7 +135,7 @@ func TestBatchHookWebhookRun(t *testing.T) {
 	serve := e.beforeRun
 	e.beforeRun = func(o *Operator) {
 		serve(o)
-		o.TreeChanged(gitsync.Revision{Commit: strings.Repeat("b", 40), Dir: e.dir, Checked: model})
+		o.TreeChanged(Revision{Revision: gitsync.Revision{Commit: strings.Repeat("b", 40), Dir: e.dir}, Model: model})
 	}
 	e.start()
 	e.waitReady()

@@ -8,8 +8,6 @@ import (
 
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/addonops/addon-operator/gitsync"
 )
 
 // A module's crds/ is applied before its chart, which may then create
@@ -66,7 +64,7 @@ spec:
 	if err := os.WriteFile(filepath.Join(e.dir, "modules/001-widgets/crds/widgets.yaml"), []byte(crd("Widget", "widgets", "b")+"---\n"+crd("Gadget", "gadgets", "a")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.op.TreeChanged(gitsync.Revision{})
+	e.op.TreeChanged(Revision{})
 	e.eventually("the widgets CRD updated", func() bool {
 		got, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(t.Context(), "widgets."+group, metav1.GetOptions{})
 		return err == nil && got.Labels["tier"] == "b"

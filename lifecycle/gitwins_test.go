@@ -107,14 +107,14 @@ func gatedHook(config, gate, body string) string {
 
 // checked is a revision of the tree files, checked as the git syncer
 // checks one before it publishes it.
-func (e *env) checked(commit string, files map[string]string) gitsync.Revision {
+func (e *env) checked(commit string, files map[string]string) Revision {
 	e.t.Helper()
 	dir := tree(e.t, files)
 	model, err := e.op.CheckTree(e.t.Context(), dir, "modules", "global-hooks")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return gitsync.Revision{Commit: commit, Dir: dir, Checked: model}
+	return Revision{Revision: gitsync.Revision{Commit: commit, Dir: dir}, Model: model}
 }
 
 // Two revisions reported while the queue is busy: the newest runs, and

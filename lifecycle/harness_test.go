@@ -269,7 +269,7 @@ func (e *env) start() {
 	}
 	e.op = New(cfg, backend, e.helm, loader.New(loader.WithLogger(quiet())))
 	if e.commit != "" {
-		e.op.TreeChanged(gitsync.Revision{Commit: e.commit})
+		e.op.TreeChanged(Revision{Revision: gitsync.Revision{Commit: e.commit}})
 	}
 	if e.beforeRun != nil {
 		e.beforeRun(e.op)

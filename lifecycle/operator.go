@@ -209,10 +209,8 @@ func (o *Operator) Webhooks() webhook.Reviewer { return o.hooks }
 // start-up is an error: the operator stops (docs/operator.md, "Events").
 func (o *Operator) Run(ctx context.Context) error {
 	rev := o.tree.revs.takeIncoming()
-	model, err := modelOf(rev)
-	if err != nil {
-		return err
-	}
+	model := rev.Model
+	var err error
 	if model == nil {
 		if model, err = o.tree.load(ctx); err != nil {
 			return fmt.Errorf("load modules: %w", err)

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/addonops/addon-operator/gitsync"
 )
 
 // Config.PurgeLimit's special values; a positive limit is a number of
@@ -37,11 +35,11 @@ type purgeGuard struct {
 	events EventRecorder // and recorded on the source ConfigMap (nil: not)
 
 	mu        sync.Mutex
-	confirmed string            // the token allowed past the guard
-	refused   *gitsync.Revision // the revision a changed tree's check refused
-	err       string            // why the last discovery purged nothing
-	token     string            // what confirms the uninstalls it refused
-	warned    string            // the refusal last recorded as an Event
+	confirmed string    // the token allowed past the guard
+	refused   *Revision // the revision a changed tree's check refused
+	err       string    // why the last discovery purged nothing
+	token     string    // what confirms the uninstalls it refused
+	warned    string    // the refusal last recorded as an Event
 }
 
 // verdict is the guard's rule, with mu held. purged lists every release
@@ -74,7 +72,7 @@ func (g *purgeGuard) verdict(commit, token string, purged []string, total int) e
 
 // checkTree judges a changed tree that removes module directories; a
 // refused revision is kept, for a confirmation to load it again.
-func (g *purgeGuard) checkTree(rev gitsync.Revision, purged []string, total int) error {
+func (g *purgeGuard) checkTree(rev Revision, purged []string, total int) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	err := g.verdict(rev.Commit, rev.Commit, purged, total)
@@ -133,7 +131,7 @@ func (g *purgeGuard) discoveryHeld() bool {
 // the refused revision it lets through, to load again, or whether the
 // running revision's discovery (its commit is running) refused it, to
 // reload; nothing for a confirmation it already had.
-func (g *purgeGuard) confirm(token, running string) (reload *gitsync.Revision, rerun bool) {
+func (g *purgeGuard) confirm(token, running string) (reload *Revision, rerun bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if token == g.confirmed {

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -45,20 +44,12 @@ type treeSteps struct {
 	revs    revisions         // the revisions on the way
 }
 
-// modelOf is the model a revision was checked with (CheckTree's, which
-// gitsync carries opaque in Checked): it is the one that runs, and the
-// commit recorded on releases and in /status is the one it came from.
-// None (a working copy) means the configured directories are loaded when
-// the revision is adopted.
-func modelOf(rev gitsync.Revision) (*loader.Model, error) {
-	switch m := rev.Checked.(type) {
-	case nil:
-		return nil, nil
-	case *loader.Model:
-		return m, nil
-	}
-	return nil, fmt.Errorf("revision %s was checked as a %T, not a module tree", rev.Commit, rev.Checked)
-}
+// Revision is a revision as the operator takes it: the git revision and
+// the model CheckTree made of it, which is the one that runs (the commit
+// recorded on releases and in /status is the one it came from). No model
+// (a working copy) means the configured directories are loaded when the
+// revision is adopted.
+type Revision = gitsync.Checked[*loader.Model]
 
 // resolve follows symlinks so a model's paths stay valid if a link in
 // the configured directories moves on; a missing path is kept as is.
@@ -83,7 +74,7 @@ func (s *treeSteps) load(ctx context.Context) (*loader.Model, error) {
 // of "main", ahead of a task that keeps failing (docs/operator.md, "Changes
 // pre-empt failures"), and replaces a reload of an older revision still
 // waiting there.
-func (o *Operator) TreeChanged(rev gitsync.Revision) {
+func (o *Operator) TreeChanged(rev Revision) {
 	// a newer revision replaces one the purge guard refused
 	o.purge.forgetRefused()
 	queues := o.tree.revs.offer(rev, o.queues)
@@ -117,7 +108,7 @@ func (o *Operator) InUse() []string {
 // was refused.
 type revisions struct {
 	mu         sync.Mutex
-	incoming   *gitsync.Revision
+	incoming   *Revision
 	treeError  string
 	treeReason string // its TerminalError's reason
 }
@@ -126,7 +117,7 @@ type revisions struct {
 // goes to (nil before Run attached them: Run takes it then). The two
 // steps share one lock with attach, so a revision reported while Run
 // starts is taken by one or the other.
-func (r *revisions) offer(rev gitsync.Revision, queues *runstate.Queues) *queue.Set {
+func (r *revisions) offer(rev Revision, queues *runstate.Queues) *queue.Set {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.incoming = &rev
@@ -135,7 +126,7 @@ func (r *revisions) offer(rev gitsync.Revision, queues *runstate.Queues) *queue.
 
 // attach publishes Run's queues and returns a revision reported before
 // (nil for none).
-func (r *revisions) attach(set *queue.Set, queues *runstate.Queues) *gitsync.Revision {
+func (r *revisions) attach(set *queue.Set, queues *runstate.Queues) *Revision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	queues.Set(set)
@@ -144,10 +135,10 @@ func (r *revisions) attach(set *queue.Set, queues *runstate.Queues) *gitsync.Rev
 
 // takeIncoming is the revision Run starts with (zero: the configured
 // directories).
-func (r *revisions) takeIncoming() gitsync.Revision {
+func (r *revisions) takeIncoming() Revision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var rev gitsync.Revision
+	var rev Revision
 	if r.incoming != nil {
 		rev, r.incoming = *r.incoming, nil
 	}
@@ -165,14 +156,14 @@ func (r *revisions) incomingCommit() string {
 }
 
 // stale: a newer revision than rev was reported since.
-func (r *revisions) stale(rev gitsync.Revision) bool {
+func (r *revisions) stale(rev Revision) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.incoming != nil && *r.incoming != rev
 }
 
 // done: rev was judged; a success clears the last refusal.
-func (r *revisions) done(rev gitsync.Revision, ok bool) {
+func (r *revisions) done(rev Revision, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.incoming != nil && *r.incoming == rev {
@@ -252,12 +243,13 @@ const (
 // previous model stays in force (treeRefused keeps the error for /status):
 // a bad tree waits for the next change, not for a retry. A revision older
 // than one reported since is skipped: the newer one's reload follows.
-func (s *treeSteps) reloadTree(ctx context.Context, rev gitsync.Revision) error {
+func (s *treeSteps) reloadTree(ctx context.Context, rev Revision) error {
 	if s.revs.stale(rev) {
 		return nil
 	}
-	model, err := modelOf(rev)
-	if err == nil && model == nil {
+	model := rev.Model
+	var err error
+	if model == nil {
 		model, err = s.load(ctx)
 	}
 	if err == nil {
@@ -272,7 +264,7 @@ func (s *treeSteps) reloadTree(ctx context.Context, rev gitsync.Revision) error 
 
 // treeRefused is a refused tree's failure path: the error and its reason
 // for /status, the metric and the log.
-func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
+func (s *treeSteps) treeRefused(rev Revision, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // the operator is stopping: the tree was not judged
 	}
@@ -294,7 +286,7 @@ func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
 // land in the old store after it was copied (docs/operator.md, "One state
 // transition at a time"). Removed modules alone are purged; changes inside
 // modules alone run those modules; any other change reloads all modules.
-func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *loader.Model) error {
+func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model) error {
 	// only adopt changes the model, and it runs in "main", one at a time
 	old, _ := s.trees.Current()
 	enabled := s.modules.EnabledList()

@@ -105,7 +105,7 @@ func TestRevisionStates(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(e.dir, "modules/values.yaml"), []byte("alphaEnabled: [\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			e.op.TreeChanged(gitsync.Revision{Commit: st.commit})
+			e.op.TreeChanged(Revision{Revision: gitsync.Revision{Commit: st.commit}})
 		}
 		last := ""
 		e.eventually(fmt.Sprintf("%s: %v", st.name, st.want), func() bool {

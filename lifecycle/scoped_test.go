@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-
-	"github.com/addonops/addon-operator/gitsync"
 )
 
 const scopedModuleHook = `{"onStartup": 1, "beforeHelm": 1, "afterHelm": 1, "afterDeleteHelm": 1}`
@@ -77,7 +75,7 @@ func TestModuleScopedReloads(t *testing.T) {
 	}} {
 		base := len(e.readRecords())
 		tc.edit()
-		e.op.TreeChanged(gitsync.Revision{})
+		e.op.TreeChanged(Revision{})
 		e.eventually(tc.name+" to converge", func() bool {
 			got := e.sequence()[base:]
 			return len(got) > 0 && got[len(got)-1] == "g:afterAll"

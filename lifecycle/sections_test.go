@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -93,7 +92,7 @@ func TestStepsDiscoveryChecksEnabledSections(t *testing.T) {
 			u := startUnit(t, merged(tt.start, chartOnly("001-alpha"), pushgateway()), nil, helm)
 			if tt.change != nil {
 				writeFiles(t, u.dir, tt.change)
-				u.op.TreeChanged(gitsync.Revision{})
+				u.op.TreeChanged(Revision{})
 				u.until("the new tree judged", func() bool {
 					return u.state("prometheus-pushgateway").State == StateFailed || u.op.Status().TreeError != ""
 				})
@@ -256,7 +255,7 @@ func TestStepsRefusedSectionLeavesModuleAsItWas(t *testing.T) {
 
 			calls := len(helm.called())
 			writeFiles(t, u.dir, map[string]string{"modules/001-alpha/values.yaml": "alpha:\n  answer: 42\n"})
-			u.op.TreeChanged(gitsync.Revision{})
+			u.op.TreeChanged(Revision{})
 			u.until("alpha run", func() bool { return slices.Contains(helm.called()[calls:], "upgrade alpha") })
 			u.idle()
 			if got := helm.called()[calls:]; !slices.Equal(got, []string{"upgrade alpha"}) {

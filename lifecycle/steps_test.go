@@ -72,7 +72,7 @@ func TestStepsPurgeLeavesForeignRelease(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(u.dir, "modules/002-beta")); err != nil {
 		t.Fatal(err)
 	}
-	u.op.TreeChanged(gitsync.Revision{})
+	u.op.TreeChanged(Revision{})
 	u.until("beta gone from the modules", func() bool { return len(u.op.Status().Modules) == 2 })
 	u.idle()
 	if _, ok := helm.releases["beta"]; !ok {
@@ -93,7 +93,7 @@ func TestStepsModuleScopedReload(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(u.dir, "modules/002-beta/values.yaml"), []byte("beta:\n  x: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	u.op.TreeChanged(gitsync.Revision{})
+	u.op.TreeChanged(Revision{})
 	u.until("beta upgraded", func() bool { return len(helm.called()) > before })
 	u.idle()
 	if got := helm.called()[before:]; !slices.Equal(got, []string{"upgrade beta"}) {
@@ -242,7 +242,7 @@ func TestStepsTerminalFailures(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(u.dir, tt.fixFile), []byte(tt.fixBody), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			u.op.TreeChanged(gitsync.Revision{})
+			u.op.TreeChanged(Revision{})
 			u.until("alpha upgraded", func() bool { return slices.Contains(helm.called(), "upgrade alpha") })
 			u.idle()
 			if st := u.state("alpha"); st.State != StateReady || st.Reason != "" {
@@ -260,7 +260,7 @@ func TestStepsTreeRefusedReason(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(u.dir, "modules/values.yaml"), []byte("alphaEnabled: [\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	u.op.TreeChanged(gitsync.Revision{})
+	u.op.TreeChanged(Revision{})
 	u.until("the refusal", func() bool { return u.op.Status().TreeError != "" })
 	u.idle()
 	if st := u.op.Status(); st.TreeReason != reasonTreeRefused || u.state("alpha").State != StateReady {
@@ -275,9 +275,9 @@ func TestStepsTreeRefusedReason(t *testing.T) {
 func TestPurgeGuardConfirmationRacingACheck(t *testing.T) {
 	for i := range 500 {
 		g := &purgeGuard{limit: PurgeNone, logger: quiet()}
-		rev := gitsync.Revision{Commit: fmt.Sprintf("%040d", i)}
+		rev := Revision{Revision: gitsync.Revision{Commit: fmt.Sprintf("%040d", i)}}
 		var checkErr error
-		var reload *gitsync.Revision
+		var reload *Revision
 		var wg sync.WaitGroup
 		wg.Go(func() { checkErr = g.checkTree(rev, []string{"alpha"}, 2) })
 		wg.Go(func() { reload, _ = g.confirm(rev.Commit, "") })

@@ -22,7 +22,7 @@ func TestWorkingCopyEdits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w := gitsync.NewTreeWatcher(quiet(), 100*time.Millisecond, filepath.Join(e.dir, "modules"), filepath.Join(e.dir, "global-hooks"))
-	go func() { _ = w.Run(ctx, func() { e.op.TreeChanged(gitsync.Revision{}) }) }()
+	go func() { _ = w.Run(ctx, func() { e.op.TreeChanged(Revision{}) }) }()
 	time.Sleep(100 * time.Millisecond)
 	write := func(p, c string) {
 		t.Helper()
@@ -84,7 +84,7 @@ func TestTreeChangedBeforeRun(t *testing.T) {
 	const first, latest = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
 	e := setup(t, twoModules(), nil)
 	e.commit = first
-	e.beforeRun = func(o *Operator) { o.TreeChanged(gitsync.Revision{Commit: latest}) }
+	e.beforeRun = func(o *Operator) { o.TreeChanged(Revision{Revision: gitsync.Revision{Commit: latest}}) }
 	e.start()
 	e.waitReady()
 	for _, m := range []string{"alpha", "beta"} {

@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/webhook"
@@ -336,7 +335,7 @@ func TestWebhooksRealAPIServer(t *testing.T) {
   rules:
   - {apiGroups: [""], apiVersions: ["v1"], operations: ["DELETE"], resources: ["secrets"]}`
 	write("global-hooks/validate.sh", fmt.Sprintf(validatingHook, e.ns, second))
-	e.op.TreeChanged(gitsync.Revision{})
+	e.op.TreeChanged(Revision{})
 	e.eventually("a third webhook", func() bool {
 		cfg, err := vwc.Get(ctx, configName, metav1.GetOptions{})
 		return err == nil && len(cfg.Webhooks) == 3
@@ -350,7 +349,7 @@ func TestWebhooksRealAPIServer(t *testing.T) {
 	if err := os.Remove(filepath.Join(e.dir, "global-hooks/mutate.sh")); err != nil {
 		t.Fatal(err)
 	}
-	e.op.TreeChanged(gitsync.Revision{})
+	e.op.TreeChanged(Revision{})
 	e.eventually("the configuration deleted", func() bool {
 		_, err := vwc.Get(ctx, configName, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)

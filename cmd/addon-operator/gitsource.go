@@ -12,12 +12,13 @@ import (
 
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/lifecycle"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // source is git mode: the syncer and where the tree is inside the
 // repository.
 type source struct {
-	syncer *gitsync.Syncer
+	syncer *gitsync.Syncer[*loader.Model]
 	// modulesDirs are MODULES_DIR's directories, each inside the repository
 	modulesDirs    []string
 	globalHooksDir string
@@ -51,20 +52,16 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 		return nil, err
 	}
 	modulesDir := strings.Join(src.modulesDirs, string(filepath.ListSeparator))
-	src.syncer, err = gitsync.New(gitsync.Options{
+	src.syncer, err = gitsync.New(gitsync.Options[*loader.Model]{
 		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout, VerifyKeysDir: gt.VerifyKeysDir,
 		Require: src.modulesDirs, Paths: append(append(slices.Clone(src.modulesDirs), src.globalHooksDir), extra...), Logger: logger, RootAlias: op.TreeRootAlias,
 		MaxFileSize: gt.MaxFileSize, MaxFiles: gt.MaxFiles, MaxCheckoutSize: gt.MaxCheckoutSize,
 		Auth: gitsync.Auth{Username: gt.Username, PasswordFile: gt.PasswordFile, TokenFile: gt.TokenFile,
 			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},
-		// the model rides on the revision (Checked) to the operator,
+		// the model rides on the revision (Checked.Model) to the operator,
 		// which runs it without reading the files again
-		Validate: func(ctx context.Context, dir string) (any, error) {
-			model, err := operator.CheckTree(ctx, dir, modulesDir, src.globalHooksDir)
-			if err != nil {
-				return nil, err
-			}
-			return model, nil
+		Validate: func(ctx context.Context, dir string) (*loader.Model, error) {
+			return operator.CheckTree(ctx, dir, modulesDir, src.globalHooksDir)
 		},
 		Refused: refused,
 		InUse:   operator.InUse,
@@ -75,31 +72,17 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 	return src, nil
 }
 
-// first is the revision the operator starts with: the newest revision on
-// disk that the current keys and configuration still accept, at once
-// (the poll loop then syncs with the remote, which may hang or send a pack
-// that takes long to index: docs/git.md), else the remote's. With neither,
-// it retries with backoff until one comes; it fails only when ctx is done.
-func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor, logger *slog.Logger) (gitsync.Revision, error) {
-	if restored := src.syncer.Restore(ctx); restored != nil {
-		logger.Info("running the revision on disk; syncing with the remote next", "revision", restored.Commit)
-		return *restored, nil
-	}
-	for attempt := 0; ; attempt++ {
-		rev, _, err := src.syncer.Sync(ctx)
-		if err == nil {
-			logger.Info("git source ready", "url", gitsync.Scrub(gt.URL), "ref", gt.Ref, "revision", rev.Commit)
-			return *rev, nil
-		}
-		wait := min(time.Second<<min(attempt, 5), gt.PollInterval)
+// first is the revision the operator starts with (gitsync.First: the
+// newest on disk still accepted, else the remote's, retried); /readyz says
+// why it is not there yet. It fails only when ctx is done.
+func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor) (lifecycle.Revision, error) {
+	rev, err := gitsync.First(ctx, src.syncer, gt.PollInterval, func(err error, _ time.Duration) {
 		waiting.set("the first sync from git: " + err.Error())
-		logger.Error("first sync failed; retrying", "err", err, "retry_in", wait)
-		select {
-		case <-ctx.Done():
-			return gitsync.Revision{}, ctx.Err()
-		case <-time.After(wait):
-		}
+	})
+	if err != nil {
+		return lifecycle.Revision{}, err
 	}
+	return *rev, nil
 }
 
 // followSource runs the syncer in g, and follows live ref changes (`source
@@ -107,7 +90,7 @@ func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor
 // standby: SetRef syncs at once.
 func (s *startup) followSource(ctx context.Context, g *errgroup.Group) {
 	g.Go(func() error {
-		s.src.syncer.Run(ctx, s.gt.PollInterval, func(rev *gitsync.Revision) { s.operator.TreeChanged(*rev) })
+		s.src.syncer.Run(ctx, s.gt.PollInterval, func(rev *lifecycle.Revision) { s.operator.TreeChanged(*rev) })
 		return nil
 	})
 	g.Go(func() error {

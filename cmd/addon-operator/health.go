@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -26,22 +25,22 @@ func (o *healthOptions) bind(fs *pflag.FlagSet, e *env) {
 }
 
 // newHealth wires the health tracker: the shared watches, the releases,
-// Events on the values ConfigMap and its metrics; also is told of every
-// transition after the Events are recorded (the commit status); edited
-// (nil: none) of each edit of a release's objects (the drift checks). It
-// returns nil and a no-op when health is off.
-func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events health.Recorder, reg prometheus.Registerer, logger *slog.Logger, also func(health.Transition), edited func(string)) (*health.Tracker, func(context.Context)) {
+// Events on the values ConfigMap and its metrics; onTransition (nil: none)
+// is told of every transition after its Event is recorded (the commit
+// status), onEdited (nil: none) of each edit of a release's objects (the
+// drift checks). It returns nil when health is off.
+func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events health.Recorder, reg prometheus.Registerer, logger *slog.Logger, onTransition func(health.Transition), onEdited func(string)) *health.Tracker {
 	if !o.Enabled {
-		return nil, func(context.Context) {}
+		return nil
 	}
 	record := health.Events(events, logger)
+	if onTransition != nil {
+		event := record
+		record = func(tr health.Transition) { event(tr); onTransition(tr) }
+	}
 	t := health.NewTracker(health.KubeWatches(watcher), helm, health.Options{
-		ProgressTimeout: o.ProgressTimeout, Logger: logger, Objects: watcher, OnTransition: func(tr health.Transition) {
-			record(tr)
-			also(tr)
-		},
-		OnEdited: edited,
+		ProgressTimeout: o.ProgressTimeout, Logger: logger, Objects: watcher, OnTransition: record, OnEdited: onEdited,
 	})
 	reg.MustRegister(t.Collector())
-	return t, t.Run
+	return t
 }

@@ -137,7 +137,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 	if o.ExecHooks {
 		verify = o.VerifyKeysDir
 	}
-	s, err := gitsync.New(gitsync.Options{URL: repo, Ref: ref, CheckoutDir: dir, Auth: o.Auth, Logger: logger,
+	s, err := gitsync.New(gitsync.Options[struct{}]{URL: repo, Ref: ref, CheckoutDir: dir, Auth: o.Auth, Logger: logger,
 		Require: modulesDirs, Paths: append(append(slices.Clone(modulesDirs), global), extra...), VerifyKeysDir: verify, RootAlias: o.TreeRootAlias})
 	if err != nil {
 		return nil, err

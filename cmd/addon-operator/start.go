@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/addonops/addon-operator/commithealth"
 	"github.com/addonops/addon-operator/commitstatus"
 	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/gitsync"
@@ -31,6 +32,7 @@ import (
 	"github.com/addonops/addon-operator/lifecycle"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/objectpatch"
+	"github.com/addonops/addon-operator/webhook"
 )
 
 // startOptions are start's settings, and its notes about the original
@@ -126,15 +128,15 @@ type startup struct {
 	gt       gitOptions
 	logger   *slog.Logger
 	operator *lifecycle.Operator
-	src      *source         // nil in no-git mode
-	leader   *kube.Leader    // nil without leader election
-	webhooks *webhookServers // nil without webhook certificates
-	sourceCM *kube.ConfigMap // the live ref
+	src      *source          // nil in no-git mode
+	leader   *kube.Leader     // nil without leader election
+	webhooks *webhook.Servers // nil without webhook certificates
+	sourceCM *kube.ConfigMap  // the live ref
 	// configuredRef is GIT_REF, what removing the live ref goes back to.
 	configuredRef string
 	waiting       waitingFor
 	notifier      *commitstatus.Notifier // nil: commit status off
-	runHealth     func(context.Context)
+	health        *health.Tracker        // nil: health off
 }
 
 func start(o *startOptions) error {
@@ -224,35 +226,32 @@ func start(o *startOptions) error {
 	if s.notifier, err = o.cs.notifier(gt.URL, logger); err != nil {
 		return err
 	}
-	var onRevision func(lifecycle.RevisionState)
-	var onHealth func(health.Transition)
+	// the revision states go to the commit status, through the merger that
+	// adds their modules' health once applied when health is on
+	var reporter commitstatus.Reporter // nil: commit status off
+	var merger *commithealth.Merger
 	if s.notifier != nil {
-		onRevision = revisionStates(s.notifier)
+		reporter = s.notifier
+		if o.hl.Enabled {
+			merger = commithealth.New(s.notifier)
+			reporter = merger
+		}
 	}
 	var onEdited func(string) // drift checks on edits (docs/operator.md, "Drift")
 	if detector != nil {
-		// s.operator is set before the tracker runs
+		// the tracker and the operator take each other (Config.Health, and
+		// this): the operator is made after the tracker, which tells edits
+		// only from Run, once both exist. A tracker that announced edits for
+		// the operator to subscribe to would end this closure.
 		onEdited = func(module string) { s.operator.ReleaseEdited(module) }
 	}
-	tracker, runHealth := newHealth(o.hl, watcher, helm, valuesCM, reg, logger, func(tr health.Transition) {
-		if onHealth != nil {
-			onHealth(tr)
-		}
-	}, onEdited)
-	s.runHealth = runHealth
-	var healthTracker lifecycle.HealthTracker // a nil *health.Tracker must stay a nil interface
-	if tracker != nil {
-		healthTracker = tracker
+	var onTransition func(health.Transition) // after the transition's Event
+	if merger != nil {
+		onTransition = merger.Transition
 	}
-	if s.notifier != nil && tracker != nil {
-		// the revision's commit status follows its modules' health once applied
-		ch := newCommitHealth(s.notifier, tracker.Modules)
-		onHealth = ch.transition
-		states := onRevision
-		onRevision = func(st lifecycle.RevisionState) {
-			states(st)
-			ch.revision(st)
-		}
+	s.health = newHealth(o.hl, watcher, helm, valuesCM, reg, logger, onTransition, onEdited)
+	if merger != nil {
+		merger.Follow(s.health)
 	}
 	ext, err := apiextensions.NewForConfig(restConfig)
 	if err != nil {
@@ -260,10 +259,6 @@ func start(o *startOptions) error {
 	}
 	if s.webhooks, err = newWebhookServers(o.wh, op.Namespace, instance, client, ext, logger); err != nil {
 		return err
-	}
-	var webhooks lifecycle.WebhookRegistrar
-	if s.webhooks != nil {
-		webhooks = s.webhooks
 	}
 	// without git, an alias maps onto the working copy's top, which then
 	// bounds the tree (docs/operator.md, "Trees from git")
@@ -273,18 +268,31 @@ func start(o *startOptions) error {
 			return err
 		}
 	}
-	s.operator = lifecycle.New(lifecycle.Config{
+	cfg := lifecycle.Config{
 		ModulesDir: op.ModulesDir, GlobalHooksDir: op.GlobalHooksDir, Root: root,
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher, OnRevisionState: onRevision, Health: healthTracker, Webhooks: webhooks,
-		Drift: detector, DriftMode: op.Drift,
-	}, valuesCM, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
+		ObjectPatcher: patcher, Drift: detector, DriftMode: op.Drift,
+	}
+	// the optional parts: an interface field stays nil when its part is off
+	if reporter != nil {
+		cfg.OnRevisionState = revisionStates(reporter)
+	}
+	if s.health != nil {
+		cfg.Health = s.health
+	}
+	if s.webhooks != nil {
+		cfg.Webhooks = s.webhooks
+	}
+	s.operator = lifecycle.New(cfg, valuesCM, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
+	if s.leader, err = o.le.leader(restConfig, op.Namespace, op.ConfigMap, logger); err != nil {
+		return err
+	}
 	if gt.URL != "" {
 		// a refused commit's status: failed, from the leader alone
 		refused := func(rev gitsync.Revision, err error) {
-			if s.leader == nil || s.leader.Leading() {
+			if acting(s.leader) {
 				s.operator.Refused(rev.Commit, err)
 			}
 		}
@@ -300,25 +308,10 @@ func start(o *startOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listenAddress, err)
 	}
-	if o.le.Enabled {
-		name := o.le.Name
-		if name == "" {
-			name = op.ConfigMap
-		}
-		// client-go's election writes the Lease under the user agent's name
-		leaseClient, err := kubernetes.NewForConfig(kube.WithUserAgent(restConfig, kube.FieldManagerLeader))
-		if err != nil {
-			return err
-		}
-		s.leader, err = kube.NewLeader(leaseClient, kube.LeaderOptions{Namespace: op.Namespace, Name: name, LeaseDuration: o.le.LeaseDuration, Logger: logger})
-		if err != nil {
-			return err
-		}
-	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "addon_operator_leader", Help: "1 while this process acts on the cluster (always, without leader election), 0 while it stands by.",
 	}, func() float64 {
-		if s.leader == nil || s.leader.Leading() {
+		if acting(s.leader) {
 			return 1
 		}
 		return 0
@@ -385,15 +378,15 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	if s.notifier != nil {
 		g.Go(func() error { s.notifier.Run(ctx); return nil })
 	}
-	if s.runHealth != nil {
-		g.Go(func() error { s.runHealth(ctx); return nil })
+	if s.health != nil {
+		g.Go(func() error { s.health.Run(ctx); return nil })
 	}
 	if s.webhooks != nil {
-		g.Go(func() error { s.webhooks.run(ctx, s.operator.Webhooks()); return nil })
+		g.Go(func() error { s.webhooks.Run(ctx, s.operator.Webhooks()); return nil })
 	}
 	g.Go(func() error {
 		if s.src != nil {
-			first, err := s.src.first(ctx, s.gt, &s.waiting, s.logger)
+			first, err := s.src.first(ctx, s.gt, &s.waiting)
 			if err != nil {
 				return nil // stopped before a revision came
 			}

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/pflag"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -80,8 +76,8 @@ func (o *webhookServerOptions) configured(kind string) (bool, error) {
 	return false, nil
 }
 
-func (o *webhookServerOptions) endpoint(namespace string) *webhook.Endpoint {
-	ep := &webhook.Endpoint{Namespace: namespace, Service: o.ServiceName, URL: o.URL}
+func (o *webhookServerOptions) endpoint(namespace string) webhook.Endpoint {
+	ep := webhook.Endpoint{Namespace: namespace, Service: o.ServiceName, URL: o.URL}
 	if _, err := os.Stat(o.CA); err == nil {
 		ep.CAFile = o.CA
 	}
@@ -92,140 +88,27 @@ func (o *webhookServerOptions) address() string {
 	return net.JoinHostPort(o.ListenAddress, o.ListenPort)
 }
 
-// webhookServers are the servers the configured webhooks listen on, each
-// started once a tree binds a webhook it serves.
-type webhookServers struct {
-	logger  *slog.Logger
-	servers map[string]*lazyServer // by address: two kinds on one address share it
-	byKind  map[string]*lazyServer // validating (and mutating), conversion
-	reg     *webhook.Registrar
-}
-
-// lazyServer is one server, started when first wanted.
-type lazyServer struct {
-	srv    *webhook.Server
-	wanted chan struct{}
-	once   sync.Once
-	// ready is closed once the server listens, or failed to (err)
-	ready chan struct{}
-	err   error
-}
-
-func (l *lazyServer) want() { l.once.Do(func() { close(l.wanted) }) }
-
-// newWebhookServers wires the webhook servers that have certificates; nil
+// newWebhookServers wires the webhook servers that have certificates
+// (webhook.Servers starts each once a tree binds a webhook it serves); nil
 // when none has.
-func newWebhookServers(o webhookOptions, namespace, instance string, client kubernetes.Interface, ext apiextensions.Interface, logger *slog.Logger) (*webhookServers, error) {
-	opts := webhook.RegistrarOptions{Client: client, Ext: ext, Instance: instance, ConfigurationName: o.ConfigurationName, Logger: logger}
-	w := &webhookServers{logger: logger, servers: map[string]*lazyServer{}, byKind: map[string]*lazyServer{}}
+func newWebhookServers(o webhookOptions, namespace, instance string, client kubernetes.Interface, ext apiextensions.Interface, logger *slog.Logger) (*webhook.Servers, error) {
+	opts := webhook.ServersOptions{Client: client, Ext: ext, Instance: instance, ConfigurationName: o.ConfigurationName, Logger: logger}
 	for _, s := range []struct {
 		kind string
 		o    *webhookServerOptions
-		ep   **webhook.Endpoint
+		c    **webhook.ServerConfig
 	}{{"validating", &o.Validating, &opts.Admission}, {"conversion", &o.Conversion, &opts.Conversion}} {
 		ok, err := s.o.configured(s.kind)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			continue
-		}
-		*s.ep = s.o.endpoint(namespace)
-		addr := s.o.address()
-		l := w.servers[addr]
-		if l == nil {
-			// the first kind's certificate serves both on a shared address
-			l = &lazyServer{wanted: make(chan struct{}), ready: make(chan struct{}), srv: &webhook.Server{
-				Addr: addr, CertFile: s.o.ServerCert, KeyFile: s.o.ServerKey, ClientCAFiles: s.o.ClientCA, Logger: logger.With("server", s.kind+" webhook"),
+		if ok {
+			*s.c = &webhook.ServerConfig{Endpoint: s.o.endpoint(namespace), Server: webhook.Server{
+				Addr: s.o.address(), CertFile: s.o.ServerCert, KeyFile: s.o.ServerKey, ClientCAFiles: s.o.ClientCA, Logger: logger.With("server", s.kind+" webhook"),
 			}}
-			w.servers[addr] = l
-		}
-		w.byKind[s.kind] = l
-	}
-	if len(w.servers) == 0 {
-		return nil, nil
-	}
-	w.reg = webhook.NewRegistrar(opts)
-	return w, nil
-}
-
-// serverStartTimeout bounds the wait for a server to listen before its
-// webhooks are registered.
-const serverStartTimeout = 10 * time.Second
-
-// Listen starts the servers of kinds and returns once they listen: from
-// the first loaded tree on, before any module converged, so that the
-// registration the last run left finds a server after a restart
-// (docs/operator.md, "Validating and conversion webhooks").
-func (w *webhookServers) Listen(ctx context.Context, kinds []webhook.Kind) error {
-	var need []*lazyServer
-	for _, k := range kinds {
-		if l := w.byKind[string(k)]; l != nil && !slices.Contains(need, l) {
-			need = append(need, l)
 		}
 	}
-	for _, l := range need {
-		l.want()
-		select {
-		case <-l.ready:
-			if l.err != nil {
-				return fmt.Errorf("webhook server on %s: %w", l.srv.Addr, l.err)
-			}
-		case <-time.After(serverStartTimeout):
-			return fmt.Errorf("webhook server on %s: not listening after %s", l.srv.Addr, serverStartTimeout)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return webhook.NewServers(opts), nil
 }
 
-// Apply registers the bindings; the lifecycle's sync has made the servers
-// they need listen first (Listen, with the kinds the tree binds, a
-// Mutating binding served by the Validating server).
-func (w *webhookServers) Apply(ctx context.Context, b webhook.Bindings) error {
-	return w.reg.Apply(ctx, b)
-}
-
-func (w *webhookServers) Serves(kind webhook.Kind) bool { return w.reg.Serves(kind) }
-
-func (w *webhookServers) Registered(ctx context.Context) (map[string]bool, error) {
-	return w.reg.Registered(ctx)
-}
-
-var _ lifecycle.WebhookRegistrar = (*webhookServers)(nil)
-
-// run serves each wanted server with the operator's answers until ctx
-// ends.
-func (w *webhookServers) run(ctx context.Context, reviewer webhook.Reviewer) {
-	handler := webhook.NewHandler(webhook.HandlerOptions{Reviewer: reviewer, Logger: w.logger})
-	var wg sync.WaitGroup
-	for _, l := range w.servers {
-		l.srv.Handler = handler
-		wg.Go(func() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-l.wanted:
-			}
-			// the certificate, the client CAs and the address, before the
-			// webhooks are registered (ready): a server that cannot answer
-			// must not be one the API server is sent to
-			ln, err := l.srv.Listen(ctx)
-			if err != nil {
-				// the operator goes on: the API server's calls fail and each
-				// webhook's failurePolicy decides, as when the pod is down;
-				// /status shows the error
-				l.err = err
-				close(l.ready)
-				w.logger.Error("webhook server not started", "address", l.srv.Addr, "error", err)
-				return
-			}
-			close(l.ready)
-			if err := ln.Serve(ctx); err != nil {
-				w.logger.Error("webhook server stopped", "address", l.srv.Addr, "error", err)
-			}
-		})
-	}
-	wg.Wait()
-}
+var _ lifecycle.WebhookRegistrar = (*webhook.Servers)(nil)

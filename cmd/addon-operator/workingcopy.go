@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/lifecycle"
 )
 
 // watchDebounce is how long the tree must be quiet before a change counts.
@@ -47,7 +48,7 @@ func watchDirs(modulesDirs, globalHooksDir string, logger *slog.Logger) []string
 func (s *startup) watchTree(ctx context.Context, g *errgroup.Group) {
 	watcher := gitsync.NewTreeWatcher(s.logger, watchDebounce, watchDirs(s.op.ModulesDir, s.op.GlobalHooksDir, s.logger)...)
 	g.Go(func() error {
-		if err := watcher.Run(ctx, func() { s.operator.TreeChanged(gitsync.Revision{}) }); err != nil {
+		if err := watcher.Run(ctx, func() { s.operator.TreeChanged(lifecycle.Revision{}) }); err != nil {
 			s.logger.Error("tree watcher stopped; edits will not be picked up", "err", err)
 		}
 		return nil

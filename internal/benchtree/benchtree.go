@@ -1,6 +1,3 @@
-// Package benchtree generates the reference benchmark workload: the module
-// tree of ../shared/bench/gen-modules.sh (N modules, each a chart with one
-// ConfigMap and a jq beforeHelm hook, plus one global hook).
 package benchtree
 
 import (

@@ -1,5 +1,3 @@
-// Package testclock is the manual clock tests inject where the code takes
-// Now and After functions: it moves only when the test advances it.
 package testclock
 
 import (

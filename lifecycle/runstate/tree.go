@@ -18,7 +18,7 @@ import (
 type Tree struct {
 	Model         *loader.Model
 	Store         *values.Store
-	Rev           gitsync.Revision // without its Checked model
+	Rev           gitsync.Revision // without its model
 	PrevCommit    string           // the revision adopted before it
 	ConfigData    map[string]string
 	ConfigVersion string // the ConfigMap's resourceVersion
