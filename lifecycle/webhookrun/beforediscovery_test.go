@@ -1,4 +1,4 @@
-package lifecycle
+package webhookrun
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -61,8 +60,8 @@ func (r *recordingRegistrar) last() string {
 }
 
 var (
-	_ WebhookRegistrar = (*recordingRegistrar)(nil)
-	_ webhookListener  = (*recordingRegistrar)(nil)
+	_ Registrar = (*recordingRegistrar)(nil)
+	_ Listener  = (*recordingRegistrar)(nil)
 )
 
 func guardModel(bindings ...loader.AdmissionBinding) *loader.Model {
@@ -120,8 +119,7 @@ func TestWebhooksBeforeDiscovery(t *testing.T) {
 	reg := &recordingRegistrar{registered: map[string]bool{
 		"validating/strict.guard.example.com": true, "validating/lenient.guard.example.com": true, "validating/global.example.com": true,
 	}}
-	w := &webhooks{cfg: Config{Now: time.Now}, logger: slog.New(slog.DiscardHandler), trees: trees, modules: modules,
-		reg: reg, discovered: modules.WasDiscovered}
+	w := New(Options{Logger: slog.New(slog.DiscardHandler), Trees: trees, Modules: modules, Registrar: reg})
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			trees.Start(&runstate.Tree{Model: s.model})
@@ -136,7 +134,7 @@ func TestWebhooksBeforeDiscovery(t *testing.T) {
 					}
 				}
 			}
-			w.sync(t.Context())
+			_ = w.sync(t.Context())
 			if got := reg.last(); got != s.registered {
 				t.Errorf("registered %q, want %q", got, s.registered)
 			}
