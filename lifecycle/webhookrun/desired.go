@@ -156,4 +156,3 @@ func (w *Webhooks) desired(known bool, inherited map[string]bool) (webhook.Bindi
 	}
 	return b, t, status, kinds
 }
-
