@@ -213,6 +213,8 @@ func parked(t *testing.T, clock *testclock.Manual, d time.Duration) {
 	})
 }
 
+func unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
