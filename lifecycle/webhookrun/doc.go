@@ -13,8 +13,9 @@
 // only to retry a failed registration (with backoff) or to re-apply
 // unchanged bindings once a minute. Nothing polls.
 //
-// It imports runstate, loader, webhook and the Kubernetes API types only;
-// never lifecycle or its other sub-packages: it reaches the hook runner
+// It imports runstate, loader, webhook, the Kubernetes API types and
+// internal/executor (the result file's bound) only; never lifecycle or
+// its other sub-packages: it reaches the hook runner
 // and the bindings' snapshots through HookRunner and Snapshots, small
 // interfaces lifecycle fills with adapters.
 package webhookrun
