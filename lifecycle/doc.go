@@ -9,5 +9,5 @@
 // and adopts the revisions the git syncer checked (docs/operator.md, "Git
 // wins"; docs/architecture.md, "The running state"). It gives the webhook
 // package the running tree's webhook bindings and answers its requests by
-// running the bound hooks (webhooks.go, webhookrun.go).
+// running the bound hooks (lifecycle/webhookrun).
 package lifecycle

@@ -66,7 +66,7 @@ type Status struct {
 	Watches []kube.WatchInfo `json:"watches"`
 	// Bindings are the kubernetes bindings of running hooks.
 	Bindings []WatchStatus `json:"bindings"`
-	// Webhooks are the running tree's webhook bindings (webhooks.go).
+	// Webhooks are the running tree's webhook bindings (lifecycle/webhookrun).
 	Webhooks *WebhookStatus `json:"webhooks,omitempty"`
 }
 
@@ -93,7 +93,7 @@ func (o *Operator) Status() Status {
 		st.Queues = queues.Dump()
 	}
 	st.Bindings = o.bind.watchStatus()
-	st.Webhooks = o.hooks.webhookStatus()
+	st.Webhooks = o.hooks.Status()
 	st.Watches = []kube.WatchInfo{}
 	if o.cfg.Monitors != nil {
 		st.Watches = o.cfg.Monitors.Watches()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/webhookrun"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -162,7 +163,7 @@ type Operator struct {
 	purge   *purgeGuard
 	drift   *driftSteps
 	edits   *driftWatch
-	hooks   *webhooks
+	hooks   *webhookrun.Webhooks
 	backend ConfigBackend
 }
 
@@ -189,7 +190,8 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
 	bind.steps = st
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
-	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.WasDiscovered}
+	wh := webhookrun.New(webhookrun.Options{Logger: cfg.Logger, Trees: trees, Modules: modules, Registrar: cfg.Webhooks,
+		Runner: webhookHookRunner{run}, Snapshots: webhookSnapshots{bind}, Now: cfg.Now, After: cfg.After})
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
 }
@@ -199,7 +201,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 // drift is checked within seconds (driftwatch.go). It never blocks.
 func (o *Operator) ReleaseEdited(module string) { o.edits.edited(module) }
 
-// Webhooks answers the webhook server's requests (webhooks.go).
+// Webhooks answers the webhook server's requests (lifecycle/webhookrun).
 func (o *Operator) Webhooks() webhook.Reviewer { return o.hooks }
 
 // Run adopts the revision handed over by TreeChanged (or loads the
@@ -260,7 +262,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	wg.Go(func() {
 		o.backend.Watch(ctx, func(data map[string]string, version string) { o.steps.onConfigChange(ctx, data, version) })
 	})
-	wg.Go(func() { o.hooks.loop(ctx) })
+	wg.Go(func() { o.hooks.Run(ctx) })
 	<-ctx.Done()
 	o.bind.schedules.stop()
 	queues.Wait()

@@ -1,13 +1,10 @@
-package lifecycle
+package webhookrun
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
@@ -16,21 +13,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/addonops/addon-operator/internal/executor"
-	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
 )
 
 // Binding context types of webhook runs, as shell-operator writes them.
 const (
-	typeValidating = "Validating"
-	typeMutating   = "Mutating"
-	typeConversion = "Conversion"
+	TypeValidating = "Validating"
+	TypeMutating   = "Mutating"
+	TypeConversion = "Conversion"
 )
 
 // Routes says whether the running tree binds the webhook (a conversion of
 // the CRD): the server refuses any other path unread.
-func (w *webhooks) Routes(kind webhook.Kind, name string) bool {
+func (w *Webhooks) Routes(kind webhook.Kind, name string) bool {
 	t := w.current()
 	if kind == webhook.Conversion {
 		return slices.ContainsFunc(t.conversion, func(e webhook.ConversionEntry) bool { return e.Binding.CRDName == name })
@@ -41,7 +37,7 @@ func (w *webhooks) Routes(kind webhook.Kind, name string) bool {
 
 // Admit runs the hook bound to an admission webhook with the review in its
 // binding context and reads its answer from $VALIDATING_RESPONSE_PATH.
-func (w *webhooks) Admit(ctx context.Context, kind webhook.Kind, name string, review *admissionv1.AdmissionReview) (webhook.AdmissionResult, error) {
+func (w *Webhooks) Admit(ctx context.Context, kind webhook.Kind, name string, review *admissionv1.AdmissionReview) (webhook.AdmissionResult, error) {
 	route, ok := w.current().admission[webhook.RegisteredKey(kind, name)]
 	if !ok {
 		return webhook.AdmissionResult{}, fmt.Errorf("no hook of the running tree binds the %s webhook %s", kind, name)
@@ -49,13 +45,13 @@ func (w *webhooks) Admit(ctx context.Context, kind webhook.Kind, name string, re
 	if why := w.waitingFor(route.hook); why != "" {
 		return w.byFailurePolicy(route, name, why), nil
 	}
-	typ := typeValidating
+	typ := TypeValidating
 	if kind == webhook.Mutating {
-		typ = typeMutating
+		typ = TypeMutating
 	}
 	bc := map[string]any{"binding": name, "type": typ, "review": review}
 	w.addSnapshots(bc, route.hook, route.binding.Group, route.binding.IncludeSnapshotsFrom)
-	out, err := w.runWebhookHook(ctx, route.hook, name, bc)
+	out, err := w.runHook(ctx, route.hook, name, bc)
 	if err != nil {
 		return webhook.AdmissionResult{}, err
 	}
@@ -69,7 +65,7 @@ func (w *webhooks) Admit(ctx context.Context, kind webhook.Kind, name string, re
 // Convert converts the review's objects to its desiredAPIVersion along the
 // bound conversions of the CRD, running one hook per step; objects of each
 // apiVersion go their own way and come back in the request's order.
-func (w *webhooks) Convert(ctx context.Context, crd string, review *apiextv1.ConversionReview) ([]runtime.RawExtension, error) {
+func (w *Webhooks) Convert(ctx context.Context, crd string, review *apiextv1.ConversionReview) ([]runtime.RawExtension, error) {
 	t := w.current()
 	req := review.Request
 	out := slices.Clone(req.Objects)
@@ -105,11 +101,11 @@ func (w *webhooks) Convert(ctx context.Context, crd string, review *apiextv1.Con
 			}
 			step := step
 			sub := apiextv1.ConversionReview{TypeMeta: review.TypeMeta, Request: &apiextv1.ConversionRequest{UID: req.UID, DesiredAPIVersion: req.DesiredAPIVersion, Objects: objs}}
-			bc := map[string]any{"binding": step.Binding, "type": typeConversion, "fromVersion": step.Rule.FromVersion, "toVersion": step.Rule.ToVersion, "review": sub}
+			bc := map[string]any{"binding": step.Binding, "type": TypeConversion, "fromVersion": step.Rule.FromVersion, "toVersion": step.Rule.ToVersion, "review": sub}
 			if b := conversionBinding(h, step.Binding); b != nil {
 				w.addSnapshots(bc, h, b.Group, b.IncludeSnapshotsFrom)
 			}
-			raw, err := w.runWebhookHook(ctx, h, step.Binding, bc)
+			raw, err := w.runHook(ctx, h, step.Binding, bc)
 			if err != nil {
 				return nil, fmt.Errorf("hook %s failed to convert %s to %s: %w", h.Name, crd, step.To, err)
 			}
@@ -140,7 +136,7 @@ func (w *webhooks) Convert(ctx context.Context, crd string, review *apiextv1.Con
 // says: Fail denies saying why, Ignore allows with a warning. Running the
 // hook of a module that may be disabled could answer with values it does
 // not have, and waiting would hold the API server for the whole timeout.
-func (w *webhooks) byFailurePolicy(route admissionRoute, name, why string) webhook.AdmissionResult {
+func (w *Webhooks) byFailurePolicy(route admissionRoute, name, why string) webhook.AdmissionResult {
 	msg := fmt.Sprintf("webhook %s of hook %s not checked: %s", name, route.hook.Name, why)
 	w.logger.Info("webhook request answered by its failurePolicy", "hook", route.hook.Name, "module", route.hook.Module, "binding", name,
 		"failure_policy", string(route.binding.FailurePolicy), "reason", why)
@@ -161,7 +157,7 @@ func conversionBinding(h *loader.Hook, name string) *loader.ConversionBinding {
 
 // addSnapshots adds the snapshots of the group's kubernetes bindings and
 // of includeSnapshotsFrom, when the binding asks for any.
-func (w *webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string, include []string) {
+func (w *Webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string, include []string) {
 	names := slices.Clone(include)
 	if group != "" {
 		for _, k := range h.Config.Kubernetes {
@@ -173,67 +169,25 @@ func (w *webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string,
 	if len(names) == 0 && group == "" {
 		return
 	}
-	bc["snapshots"] = (&snapshotter{hm: w.bind.runningMonitors(h)}).from(names)
+	if w.opts.Snapshots == nil {
+		snaps := make(map[string]any, len(names))
+		for _, n := range names {
+			snaps[n] = []map[string]any{}
+		}
+		bc["snapshots"] = snaps
+		return
+	}
+	bc["snapshots"] = w.opts.Snapshots.Snapshots(h, names)
 }
 
-// runWebhookHook runs a hook for one webhook request, bounded by the
-// request's context (the webhook's timeout) and the hook timeout, and
-// returns what it wrote to its response file. Values and config patches,
-// metrics and object patches it writes are not applied: a webhook run
-// answers the API server and changes nothing else.
-func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding string, bc map[string]any) (_ []byte, err error) {
-	r := w.run
-	model, store := r.trees.Current()
-	moduleKey, err := moduleKeyOf(model, h)
-	if err != nil {
-		return nil, err
-	}
-	logger := r.hookLogger(h, "binding", binding, "queue", "webhook")
-	start := r.cfg.Now()
-	var usage executor.Usage
-	defer func() {
-		run := metrics.HookRun{Module: h.Module, Hook: metrics.HookLabel(h), BindingType: bc["type"].(string), Activation: "Webhook", Queue: "webhook", OldName: h.Name}
-		r.metrics.HookRan(run, binding, r.cfg.Now().Sub(start), &usage, err, false)
-	}()
-	files, err := r.prepareRun(store, moduleKey, []map[string]any{bc}, "response.json")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(files.dir)
-	response := filepath.Join(files.dir, "response.json")
-	timeout := r.cfg.HookTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
-	}
-	_, err = executor.Run(ctx, executor.Command{
-		Path: h.Path,
-		// a batch executable's hook runs as `hook run ID`, as in runHook
-		Args: h.Args,
-		Dir:  filepath.Dir(h.Path),
-		Env: files.env(h,
-			// shell-operator's names: one file for validating and mutating
-			"VALIDATING_RESPONSE_PATH="+response,
-			"ADMISSION_RESPONSE_PATH="+response,
-			"CONVERSION_RESPONSE_PATH="+response,
-		),
-		Timeout: timeout,
-		Logger:  logger,
-		Usage:   &usage,
-	})
-	if err != nil {
-		// one line, without what the hook printed: the API server hands
-		// the message to the client (docs/security.md, "Who sees what")
-		return nil, r.failures.failed(h.Name, binding, err)
-	}
+// runHook runs a hook for one webhook request through the hook runner
+// and returns what it wrote to its response file.
+func (w *Webhooks) runHook(ctx context.Context, h *loader.Hook, binding string, bc map[string]any) ([]byte, error) {
+	typ, _ := bc["type"].(string)
 	what, limit := "VALIDATING_RESPONSE_PATH", int64(executor.MaxResultFile)
-	if bc["type"] == typeConversion {
+	if typ == TypeConversion {
 		// converted objects are as large as the request's: a list's worth
 		what, limit = "CONVERSION_RESPONSE_PATH", webhook.DefaultMaxRequestBytes
 	}
-	b, err := executor.ReadResultFile(response, limit)
-	if err != nil {
-		return nil, fmt.Errorf("hook %s: %s: %w", h.Name, what, err)
-	}
-	r.failures.succeeded(h.Name)
-	return b, nil
+	return w.opts.Runner.RunWebhookHook(ctx, HookRun{Hook: h, Binding: binding, Type: typ, Context: bc, ResponseVar: what, ResponseLimit: limit})
 }

@@ -1,13 +1,10 @@
-package lifecycle
+package webhookrun
 
 import (
-	"context"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -16,53 +13,6 @@ import (
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
-)
-
-type recordingRegistrar struct {
-	mu         sync.Mutex
-	calls      []webhook.Bindings
-	registered map[string]bool // what the last run left
-	listening  []webhook.Kind
-}
-
-func (r *recordingRegistrar) Apply(_ context.Context, b webhook.Bindings) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, b)
-	return nil
-}
-
-func (r *recordingRegistrar) Serves(webhook.Kind) bool { return true }
-
-func (r *recordingRegistrar) Registered(context.Context) (map[string]bool, error) {
-	return r.registered, nil
-}
-
-func (r *recordingRegistrar) Listen(_ context.Context, kinds []webhook.Kind) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.listening = kinds
-	return nil
-}
-
-// names of the admission webhooks of the last Apply ("-" when none was
-// made).
-func (r *recordingRegistrar) last() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.calls) == 0 {
-		return "-"
-	}
-	var names []string
-	for _, e := range r.calls[len(r.calls)-1].Admission {
-		names = append(names, e.Binding.Name)
-	}
-	return strings.Join(names, ",")
-}
-
-var (
-	_ WebhookRegistrar = (*recordingRegistrar)(nil)
-	_ webhookListener  = (*recordingRegistrar)(nil)
 )
 
 func guardModel(bindings ...loader.AdmissionBinding) *loader.Model {
@@ -117,11 +67,10 @@ func TestWebhooksBeforeDiscovery(t *testing.T) {
 	}
 	trees := &runstate.Trees{}
 	modules := runstate.NewModules()
-	reg := &recordingRegistrar{registered: map[string]bool{
+	reg := &fakeRegistrar{registered: map[string]bool{
 		"validating/strict.guard.example.com": true, "validating/lenient.guard.example.com": true, "validating/global.example.com": true,
 	}}
-	w := &webhooks{cfg: Config{Now: time.Now}, logger: slog.New(slog.DiscardHandler), trees: trees, modules: modules,
-		reg: reg, discovered: modules.WasDiscovered}
+	w := New(Options{Logger: slog.New(slog.DiscardHandler), Trees: trees, Modules: modules, Registrar: reg})
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
 			trees.Start(&runstate.Tree{Model: s.model})
@@ -136,7 +85,7 @@ func TestWebhooksBeforeDiscovery(t *testing.T) {
 					}
 				}
 			}
-			w.sync(t.Context())
+			_ = w.sync(t.Context())
 			if got := reg.last(); got != s.registered {
 				t.Errorf("registered %q, want %q", got, s.registered)
 			}
