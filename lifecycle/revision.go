@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/binding"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -36,7 +37,7 @@ type treeSteps struct {
 	modules *runstate.Modules
 	queues  *runstate.Queues
 	run     *runner
-	bind    *bindings
+	bind    *binding.Bindings
 	loader  *loader.Loader
 	steps   *steps
 	mods    *moduleSteps
@@ -334,9 +335,6 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 		})
 	}
 	logDropped(s.logger, "the tree changed", dropped)
-	// the old tree's schedules and monitors stop; new ones start as modules run
-	s.bind.syncSchedules()
-	s.bind.syncMonitors()
 	main := s.queues.Main()
 	switch {
 	case len(purges) > 0:

@@ -173,7 +173,7 @@ func (w *webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string,
 	if len(names) == 0 && group == "" {
 		return
 	}
-	bc["snapshots"] = (&snapshotter{hm: w.bind.runningMonitors(h)}).from(names)
+	bc["snapshots"] = w.bind.Snapshots(h, names)
 }
 
 // runWebhookHook runs a hook for one webhook request, bounded by the

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/binding"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
 	"github.com/addonops/addon-operator/loader"
@@ -80,7 +81,7 @@ type webhooks struct {
 	trees   *runstate.Trees
 	modules *runstate.Modules
 	run     *runner
-	bind    *bindings
+	bind    *binding.Bindings
 	reg     WebhookRegistrar // nil: no webhook server configured
 	// discovered: a discovery resolved which modules are enabled. Until
 	// then a module's webhooks stay registered as the last run left them,

@@ -1,4 +1,4 @@
-package lifecycle
+package binding
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ var (
 
 // snapshotCollector reports the running bindings' snapshots at scrape
 // time, so hook runs pay nothing for it.
-type snapshotCollector struct{ bs *bindings }
+type snapshotCollector struct{ bs *Bindings }
 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- snapshotObjects
