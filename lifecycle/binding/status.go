@@ -45,4 +45,3 @@ func (bs *Bindings) WatchStatus() []WatchStatus {
 	})
 	return out
 }
-
