@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +75,9 @@ type Bindings struct {
 	schedMu sync.Mutex
 	runCtx  context.Context // Start's: monitors live as long as it
 	wg      sync.WaitGroup  // the goroutine that follows the state
+	// synced is the modules' version the last sync read (for tests,
+	// which wait for a sync instead of sleeping)
+	synced atomic.Uint64
 }
 
 // New builds the bindings; Start starts them.

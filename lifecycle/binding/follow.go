@@ -14,9 +14,10 @@ func (bs *Bindings) follow(ctx context.Context) {
 	converged := bs.steps.Converged()
 	for {
 		_, trees := bs.trees.Changed()
-		_, modules := bs.modules.Changed()
+		version, modules := bs.modules.Changed()
 		bs.syncSchedules()
 		bs.syncMonitors()
+		bs.synced.Store(version)
 		select {
 		case <-ctx.Done():
 			return
