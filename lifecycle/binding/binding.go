@@ -115,8 +115,10 @@ func (bs *Bindings) Start(ctx context.Context) {
 func (bs *Bindings) Stop() {
 	bs.wg.Wait()
 	bs.schedules.stop()
-	bs.stopMonitors()
+	for _, hm := range bs.kube.removeAll() {
+		stopAll(hm)
+	}
 }
 
 // Collector reports the running bindings' snapshots (kubemetrics.go).
-func (bs *Bindings) Collector() prometheus.Collector { return snapshotCollector{bs} }
+func (bs *Bindings) Collector() prometheus.Collector { return snapshotCollector{&bs.kube} }

@@ -110,5 +110,5 @@ func isV0(h *loader.Hook) bool { return h.Config.Version == "v0" }
 // Snapshots are the snapshots of h's named kubernetes bindings, by name,
 // as a run of h would see them now (the webhook runs' snapshots).
 func (bs *Bindings) Snapshots(h *loader.Hook, names []string) map[string]any {
-	return (&snapshotter{hm: bs.runningMonitors(h)}).from(names)
+	return (&snapshotter{hm: bs.kube.get(h.Key())}).from(names)
 }

@@ -60,7 +60,7 @@ func (bs *Bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 			}
 			acts := run.acts
 			retry = true
-			s := &snapshotter{hm: bs.runningMonitors(h)}
+			s := &snapshotter{hm: bs.kube.get(h.Key())}
 			contexts := make([]map[string]any, 0, len(acts))
 			for i, a := range acts {
 				if a.group != "" && i+1 < len(acts) && acts[i+1].group == a.group {

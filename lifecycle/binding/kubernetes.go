@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,12 +79,6 @@ type bindingMonitor struct {
 	synced bool
 }
 
-// kubeMonitors are the operator's running monitors, by hook.
-type kubeMonitors struct {
-	mu    sync.Mutex
-	hooks map[string]*hookMonitors // by loader.Hook.Key
-}
-
 // monitorSpec turns a binding into what the monitor watches. syncTimeout
 // bounds the wait for its first list: a list that keeps failing (an API
 // that is down) fails the task that starts the monitor, which is retried
@@ -129,16 +122,13 @@ func withKubernetes(hooks []*loader.Hook) []*loader.Hook {
 // the task that starts them: they run under Run's context.
 func (bs *Bindings) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 	id := h.Key()
-	bs.kube.mu.Lock()
-	hm := bs.kube.hooks[id]
-	bs.kube.mu.Unlock()
-	if hm != nil {
+	if hm := bs.kube.get(id); hm != nil {
 		return hm, nil
 	}
 	if bs.monitors == nil {
 		return nil, fmt.Errorf("hook %s: %w", h.Name, errNoMonitors)
 	}
-	hm = &hookMonitors{hook: h}
+	hm := &hookMonitors{hook: h}
 	for _, b := range h.Config.Kubernetes {
 		bm := &bindingMonitor{binding: b}
 		spec := monitorSpec(h, b, bs.syncTimeout)
@@ -165,9 +155,7 @@ func (bs *Bindings) ensureMonitors(h *loader.Hook) (*hookMonitors, error) {
 		}
 		hm.bindings = append(hm.bindings, bm)
 	}
-	bs.kube.mu.Lock()
-	bs.kube.hooks[id] = hm
-	bs.kube.mu.Unlock()
+	bs.kube.add(id, hm)
 	bs.logger.Info("watching for hook", "hook", h.Name, "module", h.Module, "bindings", len(hm.bindings))
 	return hm, nil
 }
@@ -207,7 +195,7 @@ func (bs *Bindings) Synchronize(ctx context.Context, hooks []*loader.Hook) error
 				markSynced(group, bm)
 				continue
 			}
-			name, bc := bs.syncContext(hm, bm, group)
+			name, bc := syncContext(hm, bm, group)
 			if _, err := bs.run.RunHook(ctx, h, name, bc, false); err != nil {
 				return err
 			}
@@ -247,7 +235,7 @@ func (bs *Bindings) kubeSyncTask(h *loader.Hook, hm *hookMonitors, bm *bindingMo
 		Description:  h.Name + ": " + bm.binding.Name,
 		AllowFailure: bm.binding.AllowFailure,
 		Do: func(ctx context.Context) error {
-			name, bc := bs.syncContext(hm, bm, group)
+			name, bc := syncContext(hm, bm, group)
 			return bs.runEventHook(ctx, h, name, bc, bm.binding.AllowFailure)
 		},
 	}
@@ -255,7 +243,7 @@ func (bs *Bindings) kubeSyncTask(h *loader.Hook, hm *hookMonitors, bm *bindingMo
 
 // syncContext is the Synchronization binding context of one binding, or
 // the Group context of its group. Taking it turns the binding live.
-func (bs *Bindings) syncContext(hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) (string, []map[string]any) {
+func syncContext(hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) (string, []map[string]any) {
 	for _, x := range append(group, bm) {
 		x.live.Store(true)
 	}
@@ -274,13 +262,6 @@ func (bs *Bindings) syncContext(hm *hookMonitors, bm *bindingMonitor, group []*b
 	return b.Name, []map[string]any{c}
 }
 
-// runningMonitors returns the monitors of the hook (nil when none run).
-func (bs *Bindings) runningMonitors(h *loader.Hook) *hookMonitors {
-	bs.kube.mu.Lock()
-	defer bs.kube.mu.Unlock()
-	return bs.kube.hooks[h.Key()]
-}
-
 // OrderedContext is the binding context of an ordered binding
 // (docs/lifecycle.md, steps 3, 5, 6 and 8). As in the original, every
 // ordered binding but onStartup of a v1 hook carries the snapshots of all
@@ -293,7 +274,7 @@ func (bs *Bindings) OrderedContext(h *loader.Hook, binding string) []map[string]
 		for _, k := range h.Config.Kubernetes {
 			names = append(names, k.Name)
 		}
-		c["snapshots"] = (&snapshotter{hm: bs.runningMonitors(h)}).from(names)
+		c["snapshots"] = (&snapshotter{hm: bs.kube.get(h.Key())}).from(names)
 	}
 	return []map[string]any{c}
 }
@@ -322,51 +303,6 @@ func (bs *Bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 			return eventContext(b, kind, taken, s)
 		}}
 	q.Add(bs.hookRunTask(h, kindKubeEvent, b.Queue, b.AllowFailure, a))
-}
-
-// syncMonitors stops the monitors of hooks that are gone from the tree or
-// changed, and of modules whose monitors are not wanted any more
-// (monitorsWanted). It reads the state under bs.kube.mu, so monitors that
-// a task stored for a newer tree or state are never stopped by a read of
-// an older one.
-func (bs *Bindings) syncMonitors() {
-	bs.kube.mu.Lock()
-	model, _ := bs.trees.Current()
-	want := map[string]bool{}
-	for _, h := range model.Global.Hooks {
-		want[h.Key()] = true
-	}
-	states := bs.modules.All()
-	for _, m := range model.Modules {
-		if monitorsWanted(states[m.Name]) {
-			for _, h := range m.Hooks {
-				want[h.Key()] = true
-			}
-		}
-	}
-	var stop []*hookMonitors
-	for id, hm := range bs.kube.hooks {
-		if !want[id] {
-			stop = append(stop, hm)
-			delete(bs.kube.hooks, id)
-		}
-	}
-	bs.kube.mu.Unlock()
-	for _, hm := range stop {
-		stopAll(hm)
-		bs.logger.Info("stopped watching for hook", "hook", hm.hook.Name, "module", hm.hook.Module)
-	}
-}
-
-// stopMonitors stops every monitor (the operator is stopping).
-func (bs *Bindings) stopMonitors() {
-	bs.kube.mu.Lock()
-	hooks := bs.kube.hooks
-	bs.kube.hooks = map[string]*hookMonitors{}
-	bs.kube.mu.Unlock()
-	for _, hm := range hooks {
-		stopAll(hm)
-	}
 }
 
 // GlobalSyncTask is step 2: the global hooks' monitors and Synchronization.

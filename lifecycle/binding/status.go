@@ -15,15 +15,10 @@ type WatchStatus struct {
 }
 
 // WatchStatus lists the running monitors, by module, hook and binding. It
-// reads the monitors after bs.kube.mu is released: a hook run needs that
-// lock, and a monitor's count waits on its watch (docs/operator.md).
+// reads the monitors after the list's lock is released: a hook run needs
+// that lock, and a monitor's count waits on its watch (docs/operator.md).
 func (bs *Bindings) WatchStatus() []WatchStatus {
-	bs.kube.mu.Lock()
-	hooks := make([]*hookMonitors, 0, len(bs.kube.hooks))
-	for _, hm := range bs.kube.hooks {
-		hooks = append(hooks, hm)
-	}
-	bs.kube.mu.Unlock()
+	hooks := bs.kube.list()
 	out := []WatchStatus{}
 	for _, hm := range hooks {
 		for _, bm := range hm.bindings {
