@@ -61,7 +61,7 @@ func BenchmarkHookRun(b *testing.B) {
 		})
 		b.Run(tree.name+"/operator", func(b *testing.B) {
 			for range b.N {
-				if _, err := o.run.runHook(b.Context(), hook, loader.BeforeHelm, o.bind.orderedContext(hook, loader.BeforeHelm), false); err != nil {
+				if _, err := o.run.runHook(b.Context(), hook, loader.BeforeHelm, o.bind.OrderedContext(hook, loader.BeforeHelm), false); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/lifecycle/binding"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -34,17 +35,8 @@ type ModuleStatus struct {
 	Readiness *Readiness `json:"readiness,omitempty"`
 }
 
-// WatchStatus is one kubernetes binding's monitor in /status.
-type WatchStatus struct {
-	Hook    string `json:"hook"`
-	Module  string `json:"module,omitempty"`
-	Binding string `json:"binding"`
-	Kind    string `json:"kind"`
-	// Objects is how many objects the binding sees now.
-	Objects int `json:"objects"`
-	// LastError is the last list or watch error (retried with backoff).
-	LastError string `json:"lastError,omitempty"`
-}
+// WatchStatus is one kubernetes binding's monitor in /status (binding.WatchStatus).
+type WatchStatus = binding.WatchStatus
 
 // Status is what /status serves (besides the source, which the caller adds).
 type Status struct {
@@ -92,7 +84,7 @@ func (o *Operator) Status() Status {
 	if queues := o.Queues(); queues != nil {
 		st.Queues = queues.Dump()
 	}
-	st.Bindings = o.bind.watchStatus()
+	st.Bindings = o.bind.WatchStatus()
 	st.Webhooks = o.hooks.Status()
 	st.Watches = []kube.WatchInfo{}
 	if o.cfg.Monitors != nil {

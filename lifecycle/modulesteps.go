@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/addonops/addon-operator/lifecycle/binding"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -26,7 +27,7 @@ type moduleSteps struct {
 	modules *runstate.Modules
 	queues  *runstate.Queues
 	run     *runner
-	bind    *bindings
+	bind    *binding.Bindings
 	helm    Helm
 	report  *revisionReporter // revisionstate.go
 }
@@ -76,7 +77,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	run := func(binding string) (bool, error) {
 		changed := false
 		for _, h := range ordered(m.Hooks, binding) {
-			res, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false)
+			res, err := s.run.runHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false)
 			if err != nil {
 				return false, err
 			}
@@ -94,7 +95,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	}
 	// kubernetes@Synchronization of hooks whose monitors do not run yet: at
 	// start-up, when the module was enabled, or when a new tree changed them
-	if err := s.bind.synchronize(ctx, m.Hooks); err != nil {
+	if err := s.bind.Synchronize(ctx, m.Hooks); err != nil {
 		return err
 	}
 	if _, err := run(loader.BeforeHelm); err != nil {
@@ -146,7 +147,6 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	s.modules.SetState(name, StateReady, nil)
 	s.report.revision(s.report.commit(), name, RevisionApplied, "")
 	healthDeployed(ctx, s.cfg.Health, name, deployed)
-	s.bind.syncSchedules()
 	if changed {
 		logger.Info("afterHelm hooks changed module values; running module again")
 		s.queues.Main().AddAfterCurrent(s.moduleRunTask(name, false))
@@ -169,7 +169,7 @@ func (s *moduleSteps) moduleDeleteTask(name string) *queue.Task {
 					return nil
 				}
 				for _, h := range ordered(m.Hooks, binding) {
-					if _, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false); err != nil {
+					if _, err := s.run.runHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false); err != nil {
 						return err
 					}
 				}
@@ -204,8 +204,6 @@ func (s *moduleSteps) moduleDeleteTask(name string) *queue.Task {
 			}
 			s.modules.SetState(name, StateDisabled, nil)
 			healthRemoved(s.cfg.Health, name)
-			s.bind.syncSchedules()
-			s.bind.syncMonitors()
 			if conflict {
 				return queue.Terminal(reasonReleaseConflict, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/binding"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/lifecycle/webhookrun"
@@ -76,7 +77,7 @@ type Config struct {
 	// (auto-healing); zero turns it off.
 	ResourcesCheckInterval time.Duration
 	// Monitors starts the monitors of kubernetes bindings (nil: a hook
-	// with kubernetes bindings fails with errNoMonitors).
+	// with kubernetes bindings fails with an error saying so).
 	Monitors MonitorSource
 	// PurgeLimit is how many modules one revision may purge: PurgeHalf
 	// (the zero value), PurgeNone, or a number.
@@ -146,8 +147,8 @@ func (cfg Config) withDefaults() Config {
 // Operator runs the documented lifecycle over one tree. It wires its
 // parts and is what the rest of the program talks to: the steps (the task
 // handlers of docs/lifecycle.md, steps.go), the bindings that turn
-// kubernetes events and schedules into hook runs (kubernetes.go,
-// schedule.go), the hook runner (hooks.go) and the holders of the running
+// kubernetes events and schedules into hook runs (lifecycle/binding),
+// the hook runner (hooks.go) and the holders of the running
 // state they are handed (state.go).
 type Operator struct {
 	cfg     Config
@@ -157,7 +158,7 @@ type Operator struct {
 	modules *runstate.Modules
 	queues  *runstate.Queues
 	run     *runner
-	bind    *bindings
+	bind    *binding.Bindings
 	steps   *steps
 	tree    *treeSteps
 	purge   *purgeGuard
@@ -176,9 +177,9 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	trees, modules, queues := &runstate.Trees{}, runstate.NewModules(), &runstate.Queues{}
 	m := metrics.New(cfg.Registry, trees.RevisionInfo)
 	run := newRunner(cfg, m, trees, modules, backend)
-	bind := &bindings{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, schedules: newSchedules(cfg.Now, cfg.After),
-		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
+	followUps := &bindingFollowUps{} // its steps are set below: they are built with bind
+	bind := binding.New(binding.Options{Logger: cfg.Logger, Now: cfg.Now, After: cfg.After, Monitors: cfg.Monitors,
+		Metrics: m, Trees: trees, Modules: modules, Queues: queues, Runner: bindingRunner{run}, FollowUps: followUps})
 	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
 	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules, held: purge.discoveryHeld}
 	drift := &driftSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues}
@@ -188,10 +189,10 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, report: report}
 	ts := &treeSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
-	bind.steps = st
-	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
+	followUps.s = st
+	cfg.Registry.MustRegister(bind.Collector(), stateCollector{modules: modules, tree: ts, purge: purge})
 	wh := webhookrun.New(webhookrun.Options{Logger: cfg.Logger, Trees: trees, Modules: modules, Registrar: cfg.Webhooks,
-		Runner: webhookHookRunner{run}, Snapshots: webhookSnapshots{bind}, Now: cfg.Now, After: cfg.After})
+		Runner: webhookHookRunner{run}, Snapshots: bind, Now: cfg.Now, After: cfg.After})
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
 }
@@ -231,11 +232,10 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.metrics.BindingsOf(model)
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
 	o.tree.report.revision(rev.Commit, "", RevisionApplying, "")
-	o.bind.runCtx = ctx
-	defer o.bind.stopMonitors()
-
-	// schedules accept entries before the first task can ask for them
-	o.bind.schedules.start(ctx)
+	// monitors live with ctx; schedules and monitors follow the running
+	// state from now on (lifecycle/binding)
+	o.bind.Start(ctx)
+	defer o.bind.Stop()
 	queues := queue.NewSet(ctx, queue.Options{
 		RetryMin: o.cfg.RetryMin, RetryMax: o.cfg.RetryMax, Logger: o.logger, After: o.cfg.After, Now: o.cfg.Now,
 		OnLength: func(q string, n int) { o.metrics.QueueLength.WithLabelValues(q).Set(float64(n)) },
@@ -264,7 +264,6 @@ func (o *Operator) Run(ctx context.Context) error {
 	})
 	wg.Go(func() { o.hooks.Run(ctx) })
 	<-ctx.Done()
-	o.bind.schedules.stop()
 	queues.Wait()
 	wg.Wait()
 	return nil

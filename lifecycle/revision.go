@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/binding"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -35,7 +36,7 @@ type treeSteps struct {
 	modules *runstate.Modules
 	queues  *runstate.Queues
 	run     *runner
-	bind    *bindings
+	bind    *binding.Bindings
 	loader  *loader.Loader
 	steps   *steps
 	mods    *moduleSteps
@@ -326,9 +327,6 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 		})
 	}
 	logDropped(s.logger, "the tree changed", dropped)
-	// the old tree's schedules and monitors stop; new ones start as modules run
-	s.bind.syncSchedules()
-	s.bind.syncMonitors()
 	main := s.queues.Main()
 	switch {
 	case len(purges) > 0:

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/binding"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -41,7 +42,7 @@ type steps struct {
 	queues  *runstate.Queues
 	run     *runner
 	checks  *settingsChecks // settingscheck.go
-	bind    *bindings
+	bind    *binding.Bindings
 	helm    Helm
 	mods    *moduleSteps
 	purge   *purgeGuard       // purge.go
@@ -49,8 +50,6 @@ type steps struct {
 	report  *revisionReporter // revisionstate.go
 	reload  reloadState       // the reload under way
 }
-
-var _ followUps = (*steps)(nil)
 
 // reloadState is the steps' bookkeeping of 'reload all modules': when the
 // one under way started, whether its afterAll hooks changed global values,
@@ -60,6 +59,7 @@ type reloadState struct {
 	start         time.Time
 	globalChanged bool
 	ready         atomic.Bool
+	converged     chan struct{} // closed when the first reload ended
 }
 
 // begin starts a reload's bookkeeping.
@@ -82,7 +82,25 @@ func (r *reloadState) end(now time.Time) (took time.Duration, first, again bool)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	first = !r.ready.Swap(true)
+	if first {
+		close(r.convergedLocked())
+	}
 	return now.Sub(r.start), first, r.globalChanged
+}
+
+// convergedCh is closed when the first reload ended (the bindings start
+// global hooks' schedules then).
+func (r *reloadState) convergedCh() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.convergedLocked()
+}
+
+func (r *reloadState) convergedLocked() chan struct{} {
+	if r.converged == nil {
+		r.converged = make(chan struct{})
+	}
+	return r.converged
 }
 
 // converged: the first 'reload all modules' finished.
@@ -123,7 +141,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 				if h == nil {
 					return nil // gone from the tree
 				}
-				res, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false)
+				res, err := s.run.runHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false)
 				// patches applied before a later part of the run failed count
 				if binding == loader.AfterAll && (res.ValuesChanged || res.ConfigChanged) {
 					s.reload.changedGlobal()
@@ -147,8 +165,8 @@ func (s *steps) reloadAllTask() *queue.Task {
 			s.reload.begin(s.cfg.Now())
 			var tasks []*queue.Task
 			model, _ := s.trees.Current()
-			if len(withKubernetes(model.Global.Hooks)) > 0 {
-				tasks = append(tasks, s.bind.globalSyncTask())
+			if binding.HasKubernetes(model.Global.Hooks) {
+				tasks = append(tasks, s.bind.GlobalSyncTask())
 			}
 			tasks = append(tasks, s.globalHookTasks(loader.BeforeAll)...)
 			tasks = append(tasks, s.discoverTask())
@@ -168,7 +186,6 @@ func (s *steps) convergedTask() *queue.Task {
 			took, first, again := s.reload.end(s.cfg.Now())
 			s.metrics.Converged(first, took)
 			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
-			s.bind.syncSchedules()
 			if again {
 				s.logger.Info("afterAll hooks changed global values; reloading all modules")
 				s.queues.Main().AddAfterCurrent(s.reloadAllTask())

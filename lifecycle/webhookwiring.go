@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/lifecycle/binding"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/webhookrun"
 	"github.com/addonops/addon-operator/loader"
@@ -25,18 +26,10 @@ type (
 // environment, metrics and failure records (webhookrun.HookRunner).
 type webhookHookRunner struct{ r *runner }
 
-// webhookSnapshots reads the snapshots of a hook's running monitors
-// (webhookrun.Snapshots).
-type webhookSnapshots struct{ bind *bindings }
-
 var (
 	_ webhookrun.HookRunner = webhookHookRunner{}
-	_ webhookrun.Snapshots  = webhookSnapshots{}
+	_ webhookrun.Snapshots  = (*binding.Bindings)(nil)
 )
-
-func (s webhookSnapshots) Snapshots(h *loader.Hook, names []string) map[string]any {
-	return (&snapshotter{hm: s.bind.runningMonitors(h)}).from(names)
-}
 
 // RunWebhookHook runs a hook for one webhook request, bounded by the
 // request's context (the webhook's timeout) and the hook timeout, and

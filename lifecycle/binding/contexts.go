@@ -1,4 +1,4 @@
-package lifecycle
+package binding
 
 import (
 	"slices"
@@ -106,3 +106,9 @@ func eventContext(b loader.KubernetesBinding, kind string, ev kube.ObjectEvent, 
 var v0Event = map[string]string{loader.EventAdded: "add", loader.EventModified: "update", loader.EventDeleted: "delete"}
 
 func isV0(h *loader.Hook) bool { return h.Config.Version == "v0" }
+
+// Snapshots are the snapshots of h's named kubernetes bindings, by name,
+// as a run of h would see them now (the webhook runs' snapshots).
+func (bs *Bindings) Snapshots(h *loader.Hook, names []string) map[string]any {
+	return (&snapshotter{hm: bs.kube.get(h.Key())}).from(names)
+}

@@ -1,4 +1,4 @@
-package lifecycle
+package binding
 
 import (
 	"encoding/json"
@@ -28,7 +28,7 @@ var (
 
 // snapshotCollector reports the running bindings' snapshots at scrape
 // time, so hook runs pay nothing for it.
-type snapshotCollector struct{ bs *bindings }
+type snapshotCollector struct{ kube *kubeMonitors }
 
 func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- snapshotObjects
@@ -36,12 +36,7 @@ func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
-	c.bs.kube.mu.Lock()
-	hooks := make([]*hookMonitors, 0, len(c.bs.kube.hooks))
-	for _, hm := range c.bs.kube.hooks {
-		hooks = append(hooks, hm)
-	}
-	c.bs.kube.mu.Unlock()
+	hooks := c.kube.list()
 	seen := map[string]bool{}
 	for _, hm := range hooks {
 		for _, bm := range hm.bindings {

@@ -1,4 +1,4 @@
-package lifecycle
+package binding
 
 import (
 	"testing"
@@ -11,6 +11,7 @@ import (
 // executionMinInterval, on the operator's clock; a hook without settings
 // never waits.
 func TestHookLimits(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var waited []time.Duration
 	after := func(d time.Duration) <-chan time.Time {

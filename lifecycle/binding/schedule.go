@@ -1,4 +1,4 @@
-package lifecycle
+package binding
 
 import (
 	"context"
@@ -16,7 +16,7 @@ const kindScheduleHook queue.Kind = "ScheduleHookRun"
 
 // schedules runs the schedule bindings (docs/lifecycle.md, steps 11 and 12): each firing
 // queues a hook run in the binding's queue. Each entry waits on the
-// operator's clock (Config.Now, Config.After), so tests drive schedules
+// operator's clock (Options.Now, Options.After), so tests drive schedules
 // without sleeping.
 type schedules struct {
 	now   func() time.Time
@@ -104,8 +104,8 @@ func scheduleKey(h *loader.Hook, i int, b loader.ScheduleBinding) string {
 // syncSchedules starts the schedules of global hooks once the first
 // reload converged, and of each module once it has run since it was
 // enabled; it stops every other (a disabled or removed module's, an old
-// tree's).
-func (bs *bindings) syncSchedules() {
+// tree's). follow calls it at each change of the state it reads.
+func (bs *Bindings) syncSchedules() {
 	bs.schedMu.Lock()
 	defer bs.schedMu.Unlock()
 	model, _ := bs.trees.Current()
@@ -115,7 +115,7 @@ func (bs *bindings) syncSchedules() {
 			want[scheduleKey(h, i, b)] = scheduled{b.Schedule, func() { bs.queueScheduled(h, b) }}
 		}
 	}
-	if bs.steps.converged() {
+	if isClosed(bs.steps.Converged()) {
 		for _, h := range model.Global.Hooks {
 			add(h)
 		}
@@ -135,7 +135,7 @@ func (bs *bindings) syncSchedules() {
 // hook's run joins a run of the same hook waiting at the queue's tail
 // (hookRunTask); a v0 hook's firing is absorbed by a run of the same
 // binding still waiting there, since its context would say nothing more.
-func (bs *bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
+func (bs *Bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
 	queues := bs.queues.Get()
 	if queues == nil {
 		return
@@ -164,4 +164,14 @@ func scheduleContext(h *loader.Hook, b loader.ScheduleBinding, s *snapshotter) m
 		c["snapshots"] = s.from(b.IncludeSnapshotsFrom)
 	}
 	return c
+}
+
+// isClosed: ch is closed (a receive does not block).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

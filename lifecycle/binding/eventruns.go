@@ -1,4 +1,4 @@
-package lifecycle
+package binding
 
 import (
 	"context"
@@ -13,18 +13,7 @@ import (
 // Hook runs for events (docs/lifecycle.md, steps 9–14): a kubernetes event
 // or a schedule firing is an activation; a queued run of a hook gathers
 // the activations that reach it while it waits, and what its result asks
-// for reaches the steps through followUps.
-
-// followUps is what bindings need of the steps: the work an event hook's
-// result asks for, and whether the first reload finished (global hooks'
-// schedules start after it).
-type followUps interface {
-	// queueReloadAll: a global hook changed global values or *Enabled flags.
-	queueReloadAll()
-	// queueModuleRun: a module hook changed its module's values.
-	queueModuleRun(module string)
-	converged() bool
-}
+// for reaches the steps through FollowUps.
 
 // activation is one reason to run a hook from an event source: a
 // kubernetes event or a schedule firing. Its binding context is made when
@@ -44,7 +33,7 @@ type activation struct {
 // tasks: one run whose binding context lists every activation in order,
 // where contexts of one group in a row compact into the last. A v0 hook,
 // which the original never combines, gets one run per activation.
-func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName string, allowFailure bool, a activation) *queue.Task {
+func (bs *Bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName string, allowFailure bool, a activation) *queue.Task {
 	run := &hookRunPayload{kind: kind, hook: h.Key(), acts: []activation{a}}
 	retry := false // Do ran before: this run is a retry
 	var t *queue.Task
@@ -57,7 +46,7 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 			// a rate-limited hook waits in its own queue; one in "main"
 			// does not, since a change must not wait behind it there
 			if queueName != "" && queueName != queue.MainQueue {
-				if err := bs.limits.wait(ctx, h, bs.cfg.Now, bs.cfg.After); err != nil {
+				if err := bs.limits.wait(ctx, h, bs.now, bs.after); err != nil {
 					return err
 				}
 			}
@@ -71,7 +60,7 @@ func (bs *bindings) hookRunTask(h *loader.Hook, kind queue.Kind, queueName strin
 			}
 			acts := run.acts
 			retry = true
-			s := &snapshotter{hm: bs.runningMonitors(h)}
+			s := &snapshotter{hm: bs.kube.get(h.Key())}
 			contexts := make([]map[string]any, 0, len(acts))
 			for i, a := range acts {
 				if a.group != "" && i+1 < len(acts) && acts[i+1].group == a.group {
@@ -112,13 +101,13 @@ func (p *hookRunPayload) TaskKind() queue.Kind { return p.kind }
 // what its patches changed (docs/lifecycle.md, steps 11–14): a global hook that
 // changed global values or *Enabled flags reloads all modules; a module
 // hook that changed its values runs the module again.
-func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {
-	current := currentHook(bs.trees, bs.modules, h)
+func (bs *Bindings) runEventHook(ctx context.Context, h *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) error {
+	current := CurrentHook(bs.trees, bs.modules, h)
 	if current == nil {
 		return nil // its module was disabled or removed, or the hook is gone from the tree
 	}
-	res, err := bs.run.runHook(ctx, current, binding, bindingContext, allowFailure)
-	if !res.ValuesChanged && !res.ConfigChanged {
+	changed, err := bs.run.RunHook(ctx, current, binding, bindingContext, allowFailure)
+	if !changed {
 		return err
 	}
 	// patches applied before a later part of the run failed (its object
@@ -127,17 +116,17 @@ func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding st
 	// changes from outside (git, the ConfigMap) pre-empt
 	if current.Module == "" {
 		bs.logger.Info("global values changed by a hook; reloading all modules", "hook", current.Name, "binding", binding)
-		bs.steps.queueReloadAll()
+		bs.steps.QueueReloadAll()
 		return err
 	}
 	bs.logger.Info("module values changed by a hook; running module", "hook", current.Name, "module", current.Module)
-	bs.steps.queueModuleRun(current.Module)
+	bs.steps.QueueModuleRun(current.Module)
 	return err
 }
 
-// currentHook finds the hook of that name in the current model (nil when
+// CurrentHook finds the hook of that name in the current model (nil when
 // its module is not enabled any more or the hook is gone).
-func currentHook(trees *runstate.Trees, modules *runstate.Modules, h *loader.Hook) *loader.Hook {
+func CurrentHook(trees *runstate.Trees, modules *runstate.Modules, h *loader.Hook) *loader.Hook {
 	model, _ := trees.Current()
 	hooks := model.Global.Hooks
 	if h.Module != "" {

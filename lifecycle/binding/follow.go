@@ -1,0 +1,64 @@
+package binding
+
+import (
+	"context"
+
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+)
+
+// follow keeps the schedules and monitors in step with the running state
+// until ctx is done: it wakes at each change of the running tree or of the
+// modules' states, and at the first convergence, and syncs both. The
+// channels are taken before the sync, so a change during it wakes it again.
+func (bs *Bindings) follow(ctx context.Context) {
+	converged := bs.steps.Converged()
+	for {
+		_, trees := bs.trees.Changed()
+		version, modules := bs.modules.Changed()
+		bs.syncSchedules()
+		// reading the state under the list's lock, so monitors a task added
+		// for a newer tree or state are never dropped by a read of an older one
+		stop := bs.kube.retain(func() map[string]bool { return wantedMonitors(bs.trees, bs.modules) })
+		for _, hm := range stop {
+			stopAll(hm)
+			bs.logger.Info("stopped watching for hook", "hook", hm.hook.Name, "module", hm.hook.Module)
+		}
+		bs.synced.Store(version)
+		select {
+		case <-ctx.Done():
+			return
+		case <-trees:
+		case <-modules:
+		case <-converged:
+			converged = nil // closed for good: wait on the others only
+		}
+	}
+}
+
+// wantedMonitors are the hooks (by loader.Hook.Key) whose monitors may
+// run: global hooks' and those of modules whose monitors are wanted, in
+// the running tree; those of hooks gone from it or changed are not.
+func wantedMonitors(trees *runstate.Trees, modules *runstate.Modules) map[string]bool {
+	model, _ := trees.Current()
+	want := map[string]bool{}
+	for _, h := range model.Global.Hooks {
+		want[h.Key()] = true
+	}
+	states := modules.All()
+	for _, m := range model.Modules {
+		if monitorsWanted(states[m.Name]) {
+			for _, h := range m.Hooks {
+				want[h.Key()] = true
+			}
+		}
+	}
+	return want
+}
+
+// monitorsWanted: the monitors of a module's hooks run while it is
+// enabled, and, once disabled, until its delete finished (its
+// afterDeleteHelm hooks still see the snapshots; docs/operator.md,
+// "Kubernetes bindings").
+func monitorsWanted(st runstate.Module) bool {
+	return st.Enabled || (st.State != "" && st.State != runstate.StateDisabled)
+}

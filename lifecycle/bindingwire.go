@@ -1,0 +1,46 @@
+package lifecycle
+
+import (
+	"context"
+
+	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/lifecycle/binding"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/loader"
+)
+
+// The names of kubernetes bindings' monitors that cmd knows as lifecycle's
+// (the bindings live in lifecycle/binding).
+type (
+	MonitorSource = binding.MonitorSource
+	Monitor       = binding.Monitor
+)
+
+// KubeMonitors is the MonitorSource of the API server behind w.
+func KubeMonitors(w *kube.Watcher) MonitorSource { return binding.KubeMonitors(w) }
+
+// bindingRunner is the hook runner as the bindings reach it.
+type bindingRunner struct{ r *runner }
+
+var _ binding.HookRunner = bindingRunner{}
+
+func (a bindingRunner) RunHook(ctx context.Context, h *loader.Hook, name string, bc []map[string]any, allowFailure bool) (bool, error) {
+	res, err := a.r.runHook(ctx, h, name, bc, allowFailure)
+	return res.ValuesChanged || res.ConfigChanged, err
+}
+
+// bindingFollowUps is the steps as the bindings reach them; s is set once
+// the steps are built (they are built with the bindings).
+type bindingFollowUps struct{ s *steps }
+
+var _ binding.FollowUps = (*bindingFollowUps)(nil)
+
+func (a *bindingFollowUps) QueueReloadAll()              { a.s.queueReloadAll() }
+func (a *bindingFollowUps) QueueModuleRun(module string) { a.s.queueModuleRun(module) }
+func (a *bindingFollowUps) Converged() <-chan struct{}   { return a.s.reload.convergedCh() }
+
+// currentHook is binding.CurrentHook, for the steps, whose variables are
+// often named binding.
+func currentHook(trees *runstate.Trees, modules *runstate.Modules, h *loader.Hook) *loader.Hook {
+	return binding.CurrentHook(trees, modules, h)
+}
