@@ -117,7 +117,7 @@ func (bs *bindings) runEventHook(ctx context.Context, h *loader.Hook, binding st
 	if current == nil {
 		return nil // its module was disabled or removed, or the hook is gone from the tree
 	}
-	res, err := bs.run.runHook(ctx, current, binding, bindingContext, allowFailure)
+	res, err := bs.run.RunHook(ctx, current, binding, bindingContext, allowFailure)
 	if !res.ValuesChanged && !res.ConfigChanged {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -93,7 +94,7 @@ type bindings struct {
 	trees     *runstate.Trees
 	modules   *runstate.Modules
 	queues    *runstate.Queues
-	run       *runner
+	run       *hookrun.Runner
 	steps     followUps // what a hook's values change asks for (eventruns.go)
 	kube      kubeMonitors
 	schedules *schedules
@@ -232,7 +233,7 @@ func (bs *bindings) synchronize(ctx context.Context, hooks []*loader.Hook) error
 				continue
 			}
 			name, bc := bs.syncContext(hm, bm, group)
-			if _, err := bs.run.runHook(ctx, h, name, bc, false); err != nil {
+			if _, err := bs.run.RunHook(ctx, h, name, bc, false); err != nil {
 				return err
 			}
 			markSynced(group, bm)

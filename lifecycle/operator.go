@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -155,7 +156,7 @@ type Operator struct {
 	trees   *runstate.Trees
 	modules *runstate.Modules
 	queues  *runstate.Queues
-	run     *runner
+	run     *hookrun.Runner
 	bind    *bindings
 	steps   *steps
 	tree    *treeSteps
@@ -174,7 +175,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	}
 	trees, modules, queues := &runstate.Trees{}, runstate.NewModules(), &runstate.Queues{}
 	m := metrics.New(cfg.Registry, trees.RevisionInfo)
-	run := newRunner(cfg, m, trees, modules, backend)
+	run := newRunner(cfg, hookrun.Options{Config: backend, Metrics: m, Trees: trees, Modules: modules})
 	bind := &bindings{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, schedules: newSchedules(cfg.Now, cfg.After),
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
@@ -189,7 +190,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
 	bind.steps = st
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
-	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.WasDiscovered}
+	wh := &webhooks{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.WasDiscovered}
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
 }

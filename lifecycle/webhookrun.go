@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
@@ -183,25 +184,25 @@ func (w *webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string,
 // answers the API server and changes nothing else.
 func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding string, bc map[string]any) (_ []byte, err error) {
 	r := w.run
-	model, store := r.trees.Current()
-	moduleKey, err := moduleKeyOf(model, h)
+	model, store := w.trees.Current()
+	moduleKey, err := hookrun.ModuleKeyOf(model, h)
 	if err != nil {
 		return nil, err
 	}
-	logger := r.hookLogger(h, "binding", binding, "queue", "webhook")
-	start := r.cfg.Now()
+	logger := r.HookLogger(h, "binding", binding, "queue", "webhook")
+	start := w.cfg.Now()
 	var usage executor.Usage
 	defer func() {
 		run := metrics.HookRun{Module: h.Module, Hook: metrics.HookLabel(h), BindingType: bc["type"].(string), Activation: "Webhook", Queue: "webhook", OldName: h.Name}
-		r.metrics.HookRan(run, binding, r.cfg.Now().Sub(start), &usage, err, false)
+		w.metrics.HookRan(run, binding, w.cfg.Now().Sub(start), &usage, err, false)
 	}()
-	files, err := r.prepareRun(store, moduleKey, []map[string]any{bc}, "response.json")
+	files, err := r.PrepareRun(store, moduleKey, []map[string]any{bc}, "response.json")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(files.dir)
-	response := filepath.Join(files.dir, "response.json")
-	timeout := r.cfg.HookTimeout
+	defer os.RemoveAll(files.Dir)
+	response := filepath.Join(files.Dir, "response.json")
+	timeout := w.cfg.HookTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(d))
 	}
@@ -210,7 +211,7 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 		// a batch executable's hook runs as `hook run ID`, as in runHook
 		Args: h.Args,
 		Dir:  filepath.Dir(h.Path),
-		Env: files.env(h,
+		Env: files.Env(h,
 			// shell-operator's names: one file for validating and mutating
 			"VALIDATING_RESPONSE_PATH="+response,
 			"ADMISSION_RESPONSE_PATH="+response,
@@ -223,7 +224,7 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 	if err != nil {
 		// one line, without what the hook printed: the API server hands
 		// the message to the client (docs/security.md, "Who sees what")
-		return nil, r.failures.failed(h.Name, binding, err)
+		return nil, r.Failures().Failed(h.Name, binding, err)
 	}
 	what, limit := "VALIDATING_RESPONSE_PATH", int64(executor.MaxResultFile)
 	if bc["type"] == typeConversion {
@@ -234,6 +235,6 @@ func (w *webhooks) runWebhookHook(ctx context.Context, h *loader.Hook, binding s
 	if err != nil {
 		return nil, fmt.Errorf("hook %s: %s: %w", h.Name, what, err)
 	}
-	r.failures.succeeded(h.Name)
+	r.Failures().Succeeded(h.Name)
 	return b, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
+	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
 	"github.com/addonops/addon-operator/loader"
@@ -77,9 +79,10 @@ type WebhookBindingStatus struct {
 type webhooks struct {
 	cfg     Config
 	logger  *slog.Logger
+	metrics *metrics.Recorder
 	trees   *runstate.Trees
 	modules *runstate.Modules
-	run     *runner
+	run     *hookrun.Runner
 	bind    *bindings
 	reg     WebhookRegistrar // nil: no webhook server configured
 	// discovered: a discovery resolved which modules are enabled. Until

@@ -1,4 +1,4 @@
-package lifecycle
+package preview
 
 import (
 	"os"
@@ -14,6 +14,7 @@ import (
 // alias, its include resolved from the repository's helm_lib; without the
 // alias the tree is refused naming the setting.
 func TestRenderTreeRootAlias(t *testing.T) {
+	t.Parallel()
 	root := tree(t, map[string]string{
 		"helm_lib/charts/lib/Chart.yaml":          "apiVersion: v2\nname: lib\nversion: 0.1.0\ntype: library\n",
 		"helm_lib/charts/lib/templates/_h.tpl":    `{{- define "lib.name" }}from-lib-{{ .Values.global.enabledModules | join "-" }}{{ end }}`,
@@ -34,9 +35,8 @@ func TestRenderTreeRootAlias(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	modules, global := filepath.Join(root, "modules"), filepath.Join(root, "global-hooks")
 	ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false), loader.WithTreeRootAlias("/deckhouse"))
-	p, err := RenderPreview(t.Context(), ld, root, modules, global, map[string]string{"global": "p: b\n"}, "ns", false, quiet())
+	p, err := renderTree(t, ld, root, map[string]string{"global": "p: b\n"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,21 +44,22 @@ func TestRenderTreeRootAlias(t *testing.T) {
 		t.Fatalf("manifest:\n%s", m)
 	}
 	plain := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false))
-	if _, err := RenderPreview(t.Context(), plain, root, modules, global, nil, "ns", false, quiet()); err == nil || !strings.Contains(err.Error(), "--tree-root-alias") {
+	if _, err := renderTree(t, plain, root, nil, false); err == nil || !strings.Contains(err.Error(), "--tree-root-alias") {
 		t.Fatalf("without the alias: %v", err)
 	}
 }
 
 // A preview renders every module: one whose chart fails is reported with
 // its file (relative to the tree's root) and the others are rendered.
-func TestRenderPreviewGoesOnPastFailures(t *testing.T) {
+func TestRenderGoesOnPastFailures(t *testing.T) {
+	t.Parallel()
 	root := tree(t, merged(map[string]string{
 		"modules/values.yaml":                   "global: {}\naEnabled: true\nbadEnabled: true\ncEnabled: true\n",
 		"modules/002-bad/Chart.yaml":            "apiVersion: v2\nname: bad\nversion: 0.1.0\n",
 		"modules/002-bad/templates/broken.yaml": "kind: ConfigMap\n{{ .Values.nope.deeper }}\n",
-	}, withPrefix("modules/001-a", moduleChart("a", "a")), withPrefix("modules/003-c", moduleChart("c", "c"))))
+	}, chart("001-a", "a", "a"), chart("003-c", "c", "c")))
 	ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false))
-	p, err := RenderPreview(t.Context(), ld, root, filepath.Join(root, "modules"), filepath.Join(root, "global-hooks"), nil, "ns", false, quiet())
+	p, err := renderTree(t, ld, root, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
