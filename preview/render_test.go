@@ -3,6 +3,7 @@ package preview
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,5 +69,49 @@ func TestRenderGoesOnPastFailures(t *testing.T) {
 	}
 	if len(p.Failures) != 1 || p.Failures[0].Module != "bad" || p.Failures[0].File != filepath.Join("modules", "002-bad", "templates", "broken.yaml") || !strings.Contains(p.Failures[0].Error, "nil pointer") {
 		t.Fatalf("failures: %+v", p.Failures)
+	}
+}
+
+// Enabled scripts run only with ExecHooks, with no cluster, running tree
+// or metrics: without it a module with one counts as enabled and is
+// listed as not evaluated; with it the script decides, and one that fails
+// is that module's failure, named by its file in the repository.
+func TestRenderEnabledScripts(t *testing.T) {
+	t.Parallel()
+	files := merged(map[string]string{
+		"modules/values.yaml":   "aEnabled: true\nbEnabled: true\ncEnabled: true\n",
+		"modules/002-b/enabled": "#!/bin/sh\necho false > \"$MODULE_ENABLED_RESULT\"\n",
+		"modules/003-c/enabled": "#!/bin/sh\necho broken >&2; exit 1\n",
+		"global-hooks/.keep":    "",
+	}, chart("001-a", "a", "a"), chart("002-b", "b", "b"), chart("003-c", "c", "c"))
+	tests := []struct {
+		name         string
+		execHooks    bool
+		enabled      []string
+		notEvaluated []string
+		failures     []Failure
+	}{
+		{name: "not run", enabled: []string{"a", "b", "c"}, notEvaluated: []string{"b", "c"}},
+		{name: "run", execHooks: true, enabled: []string{"a"},
+			failures: []Failure{{Module: "c", File: filepath.Join("modules", "003-c", "enabled"), Error: "module c: enabled script: exited 1"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := tree(t, files)
+			ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(tt.execHooks))
+			p, err := renderTree(t, ld, root, nil, tt.execHooks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.Enabled, tt.enabled) || !slices.Equal(p.NotEvaluated, tt.notEvaluated) || !slices.Equal(p.Failures, tt.failures) {
+				t.Fatalf("enabled %v, not evaluated %v, failures %+v; want %v, %v, %+v", p.Enabled, p.NotEvaluated, p.Failures, tt.enabled, tt.notEvaluated, tt.failures)
+			}
+			for _, m := range tt.enabled {
+				if !strings.Contains(p.Manifests[m], "name: "+m+"-values") {
+					t.Errorf("%s: manifest %q", m, p.Manifests[m])
+				}
+			}
+		})
 	}
 }
