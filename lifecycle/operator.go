@@ -147,7 +147,7 @@ func (cfg Config) withDefaults() Config {
 // parts and is what the rest of the program talks to: the steps (the task
 // handlers of docs/lifecycle.md, steps.go), the bindings that turn
 // kubernetes events and schedules into hook runs (kubernetes.go,
-// schedule.go), the hook runner (hooks.go) and the holders of the running
+// schedule.go), the hook runner (lifecycle/hookrun) and the holders of the running
 // state they are handed (state.go).
 type Operator struct {
 	cfg     Config
