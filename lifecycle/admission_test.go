@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/preview"
+
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -93,7 +95,7 @@ func TestAdmissionOneFunctionFourCallers(t *testing.T) {
 		}},
 		{"a preview", func(t *testing.T, data map[string]string) string {
 			dir := tree(t, files)
-			if _, err := RenderPreview(t.Context(), ld(), dir, dir+"/modules", dir+"/global-hooks", data, "default", false, quiet()); err != nil {
+			if _, err := preview.Render(t.Context(), preview.Options{Loader: ld(), Root: dir, ModulesDir: dir + "/modules", GlobalHooksDir: dir + "/global-hooks", Config: data, Namespace: "default", Logger: quiet()}); err != nil {
 				return err.Error()
 			}
 			return ""

@@ -5,6 +5,7 @@ import (
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle/binding"
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
 )
@@ -20,12 +21,12 @@ type (
 func KubeMonitors(w *kube.Watcher) MonitorSource { return binding.KubeMonitors(w) }
 
 // bindingRunner is the hook runner as the bindings reach it.
-type bindingRunner struct{ r *runner }
+type bindingRunner struct{ r *hookrun.Runner }
 
 var _ binding.HookRunner = bindingRunner{}
 
 func (a bindingRunner) RunHook(ctx context.Context, h *loader.Hook, name string, bc []map[string]any, allowFailure bool) (bool, error) {
-	res, err := a.r.runHook(ctx, h, name, bc, allowFailure)
+	res, err := a.r.RunHook(ctx, h, name, bc, allowFailure)
 	return res.ValuesChanged || res.ConfigChanged, err
 }
 

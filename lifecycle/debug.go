@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
 	"github.com/addonops/addon-operator/health"
@@ -72,7 +73,7 @@ var orderedBindings = []string{loader.OnStartup, loader.BeforeAll, loader.AfterA
 type debugAPI struct {
 	trees    *runstate.Trees
 	modules  *runstate.Modules
-	failures *hookFailures
+	failures *hookrun.Failures
 	health   HealthTracker // nil: none
 }
 
@@ -292,8 +293,8 @@ func (d *debugAPI) debugHooks() ([]DebugHook, error) {
 	out := make([]DebugHook, 0, len(hooks))
 	for _, h := range hooks {
 		dh := DebugHook{Name: h.Name, Module: h.Module, Bindings: []DebugBinding{}}
-		f := d.failures.get(h.Name)
-		dh.LastError, dh.LastErrorOutput = f.err, f.output
+		f := d.failures.Get(h.Name)
+		dh.LastError, dh.LastErrorOutput = f.Err, f.Output
 		if c := h.Config; c != nil {
 			for _, b := range orderedBindings {
 				if order, ok := c.Order(b); ok {

@@ -2,15 +2,14 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
-	"github.com/addonops/addon-operator/values"
 )
 
 const kindEnabledRetry queue.Kind = "EnabledScriptRetry"
@@ -35,7 +34,7 @@ func (s *steps) discover(ctx context.Context) error {
 	for name, st := range s.modules.All() {
 		was[name] = st.Enabled
 	}
-	enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool {
+	enabled, failed, reasons, err := s.run.ResolveEnabled(ctx, model, store, func(name string) bool {
 		return was[name] || slices.Contains(releases, name)
 	})
 	if err != nil {
@@ -84,7 +83,7 @@ func (s *steps) discover(ctx context.Context) error {
 				// neither run nor deleted while its enabled state is unknown
 			case refused:
 				// neither run nor deleted, and enabled if it was
-				// (resolveEnabled): what runs of it keeps running, with
+				// (ResolveEnabled): what runs of it keeps running, with
 				// the values the store holds, until its section is fixed
 				// (onConfigChange reloads then)
 			case slices.Contains(enabled, m.Name):
@@ -160,50 +159,6 @@ func (s *steps) discover(ctx context.Context) error {
 	return nil
 }
 
-// resolveEnabled is step 4's decision: the merged enabled flag, then the
-// enabled script, which sees the modules enabled before it. A script that
-// fails (an exit status, a timeout, an answer that is neither true nor
-// false) decides nothing: the module counts as enabled when was says it
-// was, and is in failed with the error; only a cancel is an error. A
-// module that would be enabled but whose ConfigMap section does not match
-// its config schema is left as it was too: enabled when was says it was
-// (it is not run with that section), and in failed with a configRefusal:
-// sections are validated when their module is enabled
-// (docs/operator.md, "Values"); admission validated those of the modules
-// the running tree has enabled and of those the flags alone enable.
-// reasons are the reasons scripts gave for answering false, by module.
-func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store *values.Store, was func(string) bool) (enabled []string, failed map[string]error, reasons map[string]string, err error) {
-	failed, reasons = map[string]error{}, map[string]string{}
-	for _, m := range model.Modules {
-		on := store.Enabled(m.Key)
-		if on && m.EnabledScript != "" {
-			res, reason, err := r.runEnabledScript(ctx, store, m, slices.Clone(enabled))
-			switch {
-			case ctx.Err() != nil:
-				return nil, nil, nil, ctx.Err()
-			case err != nil:
-				failed[m.Name] = err
-				on = was(m.Name)
-			default:
-				on = res
-				if !res && reason != "" {
-					reasons[m.Name] = reason
-				}
-			}
-		}
-		if on && failed[m.Name] == nil {
-			if err := store.CheckModuleConfig(m.Key); err != nil {
-				failed[m.Name] = &configRefusal{err: err}
-				on = was(m.Name)
-			}
-		}
-		if on {
-			enabled = append(enabled, m.Name)
-		}
-	}
-	return enabled, failed, reasons, nil
-}
-
 // enabledRetryTask runs the enabled scripts again after a discovery in
 // which some failed: it fails, and is retried with backoff, while one
 // still fails; once they all answer, everything reloads, so the answers
@@ -219,7 +174,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 			for _, m := range model.Modules {
 				check := s.modules.Get(m.Name).ScriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
 				if check {
-					if _, _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
+					if _, _, err := s.run.RunEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
 						s.mods.moduleFailed(m.Name, err)
 						return err
 					}
@@ -235,18 +190,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 	}
 }
 
-// configRefusal is why discovery did not enable a module its flags and
-// enabled script enable: its ConfigMap section does not match its config
-// schema. The error names the module and the violations.
-type configRefusal struct{ err error }
-
-func (e *configRefusal) Error() string {
-	return "not enabled: its ConfigMap section does not match its config schema: " + e.err.Error()
-}
-
-func (e *configRefusal) Unwrap() error { return e.err }
-
-// refusalsChanged: the modules refused for their section (configRefusal
+// refusalsChanged: the modules refused for their section (hookrun.ConfigRefusal
 // in failed) are not those the last discovery marked configRefused, or
 // failed holds another error (a failed enabled script), so discovery must
 // judge the modules again; the same refusals leave the modules as they
@@ -261,7 +205,4 @@ func refusalsChanged(model *loader.Model, failed map[string]error, marked func(n
 	return false
 }
 
-func isConfigRefusal(err error) bool {
-	var r *configRefusal
-	return errors.As(err, &r)
-}
+func isConfigRefusal(err error) bool { return hookrun.IsConfigRefusal(err) }

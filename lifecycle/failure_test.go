@@ -3,44 +3,9 @@ package lifecycle
 import (
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/addonops/addon-operator/internal/executor"
 )
-
-// newHookError: one line that says how a script failed, its output apart.
-func TestHookErrorSummary(t *testing.T) {
-	tests := []struct {
-		name, script, summary, output string
-	}{
-		{"exit status", "#!/bin/sh\necho 'user=admin password=x' >&2\nexit 3\n", "exited 3", "user=admin password=x"},
-		{"signal", "#!/bin/sh\necho bye >&2\nkill -9 $$\n", "signal: killed", "bye"},
-		{"timeout", "#!/bin/sh\necho slow >&2\nsleep 5\n", "timed out after 200ms (process group killed)", ""},
-		{"not executable", "echo no shebang, no mode\n", "", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := tree(t, map[string]string{"s": tt.script})
-			_, err := executor.Run(t.Context(), executor.Command{Path: filepath.Join(dir, "s"), Timeout: 200 * time.Millisecond, Logger: quiet()})
-			if err == nil {
-				t.Fatal("no error")
-			}
-			he := newHookError("hook s (beforeHelm)", err)
-			if strings.Contains(he.Error(), "\n") || (tt.output != "" && strings.Contains(he.Error(), tt.output)) {
-				t.Fatalf("message %q carries the output", he.Error())
-			}
-			if tt.summary != "" && he.Error() != "hook s (beforeHelm): "+tt.summary {
-				t.Fatalf("message %q, want the summary %q", he.Error(), tt.summary)
-			}
-			if he.output != tt.output {
-				t.Fatalf("output %q, want %q", he.output, tt.output)
-			}
-		})
-	}
-}
 
 // A failing hook's output may hold secrets: /status (and /queue) carry a
 // one-line summary of its error, and only /debug, which answers on the

@@ -39,17 +39,14 @@ func BenchmarkHookRun(b *testing.B) {
 	}
 	for _, tree := range []struct{ name, dir string }{{"trivial", trivial}, {"reference", reference}} {
 		o, hook := hookBenchOperator(b, tree.dir)
-		// the same inputs the operator hands the hook, written once
-		config, vals, err := o.run.hookInputs(o.trees.Load().Store, o.trees.Load().Model.Module(hook.Module).Key, o.modules.EnabledList())
+		// the same files and environment the operator hands the hook,
+		// written once
+		files, err := o.run.PrepareRun(o.trees.Load().Store, o.trees.Load().Model.Module(hook.Module).Key, o.bind.OrderedContext(hook, loader.BeforeHelm))
 		if err != nil {
 			b.Fatal(err)
 		}
-		dir := b.TempDir()
-		env := append(os.Environ(), "VALUES_PATH="+filepath.Join(dir, "values.json"), "CONFIG_VALUES_PATH="+filepath.Join(dir, "config.json"),
-			"VALUES_JSON_PATCH_PATH="+filepath.Join(dir, "patch.json"), "CONFIG_VALUES_JSON_PATCH_PATH="+filepath.Join(dir, "config-patch.json"))
-		if writeJSON(filepath.Join(dir, "values.json"), vals) != nil || writeJSON(filepath.Join(dir, "config.json"), config) != nil {
-			b.Fatal("write inputs")
-		}
+		b.Cleanup(func() { os.RemoveAll(files.Dir) })
+		env := append(os.Environ(), files.Env(hook)...)
 		b.Run(tree.name+"/direct-exec", func(b *testing.B) {
 			for range b.N {
 				cmd := exec.Command(hook.Path)
@@ -61,7 +58,7 @@ func BenchmarkHookRun(b *testing.B) {
 		})
 		b.Run(tree.name+"/operator", func(b *testing.B) {
 			for range b.N {
-				if _, err := o.run.runHook(b.Context(), hook, loader.BeforeHelm, o.bind.OrderedContext(hook, loader.BeforeHelm), false); err != nil {
+				if _, err := o.run.RunHook(b.Context(), hook, loader.BeforeHelm, o.bind.OrderedContext(hook, loader.BeforeHelm), false); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -106,7 +106,7 @@ type HTTPOptions struct {
 func (o *Operator) Handler(opts HTTPOptions) http.Handler {
 	extra := opts.Extra
 	mux := http.NewServeMux()
-	(&debugAPI{trees: o.trees, modules: o.modules, failures: o.run.failures, health: o.cfg.Health}).debugRoutes(mux, opts.Namespace)
+	(&debugAPI{trees: o.trees, modules: o.modules, failures: o.run.Failures(), health: o.cfg.Health}).debugRoutes(mux, opts.Namespace)
 	// a diff may show what a hand edit put in a ConfigMap: local only, as
 	// /debug/ (docs/security.md, "Who sees what")
 	mux.Handle("GET /debug/modules/{name}/diff", LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

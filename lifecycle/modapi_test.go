@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -135,7 +136,7 @@ func TestEnabledScriptReason(t *testing.T) {
 			"modules/003-gamma/enabled": script(long),
 		})
 	u := startUnit(t, files, nil, newFakeHelm(nil))
-	cut := strings.Repeat("é", maxStatusLine/2) + "…"
+	cut := strings.Repeat("é", hookrun.MaxStatusLine/2) + "…"
 	for module, want := range map[string]string{"alpha": "no ingress nodes in the cluster", "beta": "", "gamma": cut} {
 		if st := u.state(module); st.Enabled || st.DisabledReason != want {
 			t.Fatalf("%s: enabled %v, reason %q, want disabled for %q", module, st.Enabled, st.DisabledReason, want)
@@ -156,48 +157,8 @@ func TestEnabledScriptReason(t *testing.T) {
 	}
 }
 
-// A readiness hook's run is its module's readiness: success is ready, a
-// failure is not, with module-sdk's error message and the run's error as
-// one line each; other hooks' runs change nothing.
-func TestReadinessObserved(t *testing.T) {
-	u := startUnit(t, merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha")), nil, newFakeHelm(nil))
-	r := u.op.run
-	ready := &loader.Hook{Name: "001-alpha/hooks/batch-readiness", Module: "alpha", Args: []string{"hook", loader.BatchReadyID}}
-	other := &loader.Hook{Name: "001-alpha/hooks/batch:x:0", Module: "alpha", Args: []string{"hook", "run", "0"}}
-	exit := func(stderr string) error {
-		_, err := runShell(t, "echo '"+stderr+"' >&2; exit 1")
-		return r.failures.failed(ready.Name, "schedule", err)
-	}
-	steps := []struct {
-		name string
-		hook *loader.Hook
-		err  error
-		want *Readiness // nil: no readiness
-	}{
-		{"another hook", other, nil, nil},
-		{"a pass", ready, nil, &Readiness{Ready: true}},
-		{"module-sdk's error line", ready, exit(`log line\n{"message":"execute: get module resource: not found"}`),
-			&Readiness{Message: "execute: get module resource: not found", Error: "hook 001-alpha/hooks/batch-readiness (schedule): exited 1"}},
-		{"other output stays off /status", ready, exit("password=hunter2"),
-			&Readiness{Error: "hook 001-alpha/hooks/batch-readiness (schedule): exited 1"}},
-	}
-	for _, s := range steps {
-		r.observeReadiness(s.hook, s.err)
-		got := u.state("alpha").Readiness
-		if s.want == nil {
-			if got != nil {
-				t.Fatalf("%s: readiness %+v", s.name, got)
-			}
-			continue
-		}
-		if got == nil || got.Ready != s.want.Ready || got.Message != s.want.Message || got.Error != s.want.Error || got.Checked.IsZero() {
-			t.Fatalf("%s: readiness %+v, want %+v", s.name, got, s.want)
-		}
-	}
-}
-
-// What a settings check and a readiness hook print is read as module-sdk
-// prints it, and nothing else is taken for an answer.
+// What a settings check prints is read as module-sdk prints it, and
+// nothing else is taken for an answer (a readiness hook's: hookrun).
 func TestModuleSDKAnswers(t *testing.T) {
 	yes, no := true, false
 	results := []struct {
@@ -215,16 +176,6 @@ func TestModuleSDKAnswers(t *testing.T) {
 		res, ok := checkResultOf(c.stderr)
 		if ok != (c.valid != nil) || (ok && (*res.Valid != *c.valid || res.Message != c.msg)) {
 			t.Errorf("checkResultOf(%q) = %+v, %v", c.stderr, res, ok)
-		}
-	}
-	for stderr, want := range map[string]string{
-		`{"message":"execute: boom"}`:            "execute: boom",
-		"{\"message\":\"two\\nlines\"}":          "two",
-		"{\"message\":\"execute: x\"}\ntrailing": "",
-		"not json":                               "",
-	} {
-		if got := sdkErrorMessage(stderr); got != want {
-			t.Errorf("sdkErrorMessage(%q) = %q, want %q", stderr, got, want)
 		}
 	}
 	for section, want := range map[string]string{

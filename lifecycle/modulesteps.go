@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/addonops/addon-operator/lifecycle/binding"
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -26,7 +27,7 @@ type moduleSteps struct {
 	trees   *runstate.Trees
 	modules *runstate.Modules
 	queues  *runstate.Queues
-	run     *runner
+	run     *hookrun.Runner
 	bind    *binding.Bindings
 	helm    Helm
 	report  *revisionReporter // revisionstate.go
@@ -77,7 +78,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	run := func(binding string) (bool, error) {
 		changed := false
 		for _, h := range ordered(m.Hooks, binding) {
-			res, err := s.run.runHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false)
+			res, err := s.run.RunHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false)
 			if err != nil {
 				return false, err
 			}
@@ -169,7 +170,7 @@ func (s *moduleSteps) moduleDeleteTask(name string) *queue.Task {
 					return nil
 				}
 				for _, h := range ordered(m.Hooks, binding) {
-					if _, err := s.run.runHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false); err != nil {
+					if _, err := s.run.RunHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false); err != nil {
 						return err
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/binding"
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/lifecycle/webhookrun"
@@ -148,7 +149,7 @@ func (cfg Config) withDefaults() Config {
 // parts and is what the rest of the program talks to: the steps (the task
 // handlers of docs/lifecycle.md, steps.go), the bindings that turn
 // kubernetes events and schedules into hook runs (lifecycle/binding),
-// the hook runner (hooks.go) and the holders of the running
+// the hook runner (lifecycle/hookrun) and the holders of the running
 // state they are handed (state.go).
 type Operator struct {
 	cfg     Config
@@ -157,7 +158,7 @@ type Operator struct {
 	trees   *runstate.Trees
 	modules *runstate.Modules
 	queues  *runstate.Queues
-	run     *runner
+	run     *hookrun.Runner
 	bind    *binding.Bindings
 	steps   *steps
 	tree    *treeSteps
@@ -176,7 +177,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	}
 	trees, modules, queues := &runstate.Trees{}, runstate.NewModules(), &runstate.Queues{}
 	m := metrics.New(cfg.Registry, trees.RevisionInfo)
-	run := newRunner(cfg, m, trees, modules, backend)
+	run := newRunner(cfg, hookrun.Options{Config: backend, Metrics: m, Trees: trees, Modules: modules})
 	followUps := &bindingFollowUps{} // its steps are set below: they are built with bind
 	bind := binding.New(binding.Options{Logger: cfg.Logger, Now: cfg.Now, After: cfg.After, Monitors: cfg.Monitors,
 		Metrics: m, Trees: trees, Modules: modules, Queues: queues, Runner: bindingRunner{run}, FollowUps: followUps})

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/addonops/addon-operator/lifecycle/binding"
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -35,7 +36,7 @@ type treeSteps struct {
 	trees   *runstate.Trees
 	modules *runstate.Modules
 	queues  *runstate.Queues
-	run     *runner
+	run     *hookrun.Runner
 	bind    *binding.Bindings
 	loader  *loader.Loader
 	steps   *steps
@@ -383,7 +384,7 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 			// covers what changed since
 			model, store := s.trees.Current()
 			current := s.modules.EnabledList()
-			enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
+			enabled, failed, reasons, err := s.run.ResolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
 			if err != nil {
 				return err
 			}

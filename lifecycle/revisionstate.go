@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
 	"github.com/addonops/addon-operator/queue"
@@ -129,7 +130,7 @@ func (r *revisionReporter) commit() string {
 // line (the hook, its binding and exit status) or a pointer to /status,
 // where the whole message is for those who may read it.
 func failureReason(err error) string {
-	var he *hookError
+	var he *hookrun.HookError
 	if errors.As(err, &he) {
 		return he.Error()
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/preview"
 )
 
 // pushgateway is a module whose config schema requires a key, as
@@ -175,15 +176,15 @@ func TestSectionsOfEnabledModulesReal(t *testing.T) {
 // it; a disabled module's section refuses nothing.
 func TestPreviewChecksEnabledSections(t *testing.T) {
 	ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false))
-	preview := func(files, data map[string]string) error {
+	render := func(files, data map[string]string) error {
 		dir := tree(t, merged(files, chartOnly("001-alpha"), pushgateway()))
-		_, err := RenderPreview(t.Context(), ld, dir, dir+"/modules", dir+"/global-hooks", data, "default", false, quiet())
+		_, err := preview.Render(t.Context(), preview.Options{Loader: ld, Root: dir, ModulesDir: dir + "/modules", GlobalHooksDir: dir + "/global-hooks", Config: data, Namespace: "default", Logger: quiet()})
 		return err
 	}
-	if err := preview(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, map[string]string{"prometheusPushgateway": "instances: 5\n"}); err != nil {
+	if err := render(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, map[string]string{"prometheusPushgateway": "instances: 5\n"}); err != nil {
 		t.Fatalf("a disabled module's section refused the preview: %v", err)
 	}
-	err := preview(map[string]string{"modules/values.yaml": "alphaEnabled: true\nprometheusPushgatewayEnabled: true\n"}, nil)
+	err := render(map[string]string{"modules/values.yaml": "alphaEnabled: true\nprometheusPushgatewayEnabled: true\n"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "module prometheus-pushgateway") || !strings.Contains(err.Error(), "instances in body is required") {
 		t.Fatalf("err = %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
 	"sigs.k8s.io/yaml"
@@ -162,8 +163,8 @@ func (c *settingsChecks) checkModule(ctx context.Context, m *loader.Module, sect
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	he := newHookError("module "+m.Name+": settings check ("+name+" hook check)", err)
-	res, ok := checkResultOf(he.output)
+	he := hookrun.NewHookError("module "+m.Name+": settings check ("+name+" hook check)", err)
+	res, ok := checkResultOf(he.HookOutput())
 	switch {
 	case !ok:
 		return fmt.Errorf("%w (no answer to read: the edit is refused)", he)
@@ -173,7 +174,7 @@ func (c *settingsChecks) checkModule(ctx context.Context, m *loader.Module, sect
 		}
 		return nil
 	}
-	return &settingsRefusal{module: m.Name, check: name, message: statusLine(res.Message)}
+	return &settingsRefusal{module: m.Name, check: name, message: hookrun.StatusLine(res.Message)}
 }
 
 // settingsOf is the JSON the check reads for a section; false when the
@@ -199,7 +200,7 @@ func settingsOf(section string) ([]byte, bool) {
 // checkResultOf reads the last line of the check's stderr as its result.
 func checkResultOf(stderr string) (sdkCheckResult, bool) {
 	var res sdkCheckResult
-	if !lastLineJSON(stderr, &res) || res.Valid == nil {
+	if !hookrun.LastLineJSON(stderr, &res) || res.Valid == nil {
 		return sdkCheckResult{}, false
 	}
 	return res, true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/binding"
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -40,7 +41,7 @@ type steps struct {
 	trees   *runstate.Trees
 	modules *runstate.Modules
 	queues  *runstate.Queues
-	run     *runner
+	run     *hookrun.Runner
 	checks  *settingsChecks // settingscheck.go
 	bind    *binding.Bindings
 	helm    Helm
@@ -141,7 +142,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 				if h == nil {
 					return nil // gone from the tree
 				}
-				res, err := s.run.runHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false)
+				res, err := s.run.RunHook(ctx, h, binding, s.bind.OrderedContext(h, binding), false)
 				// patches applied before a later part of the run failed count
 				if binding == loader.AfterAll && (res.ValuesChanged || res.ConfigChanged) {
 					s.reload.changedGlobal()

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/addonops/addon-operator/gitsync"
-	"github.com/addonops/addon-operator/lifecycle"
 	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/preview"
 )
 
 // errDiffFound makes `diff` exit 1 without an error message, as diff(1) does.
@@ -92,19 +91,20 @@ func (o *previewOptions) configData() (map[string]string, error) {
 
 // render renders the tree at ref (checked out from the repository) or, with
 // an empty ref, the working copy.
-func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Preview, error) {
+func (o *previewOptions) render(ctx context.Context, ref string) (*preview.Preview, error) {
 	config, err := o.configData()
 	if err != nil {
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ld := loader.New(loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks), loader.WithTreeRootAlias(o.TreeRootAlias))
+	opts := preview.Options{Loader: ld, Config: config, Namespace: o.Namespace, ExecHooks: o.ExecHooks, Logger: logger}
 	if ref == "" {
-		root, modulesDirs, globalHooksDir, err := o.workingCopy()
-		if err != nil {
+		var err error
+		if opts.Root, opts.ModulesDir, opts.GlobalHooksDir, err = o.workingCopy(); err != nil {
 			return nil, err
 		}
-		return lifecycle.RenderPreview(ctx, ld, root, modulesDirs, globalHooksDir, config, o.Namespace, o.ExecHooks, logger)
+		return preview.Render(ctx, opts)
 	}
 	wt, err := o.workTree()
 	if err != nil {
@@ -122,32 +122,8 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*lifecycle.Pre
 	if err != nil {
 		return nil, err
 	}
-	repo := o.Repo
-	if !strings.Contains(repo, "://") && !strings.Contains(repo, "@") {
-		if repo, err = filepath.Abs(repo); err != nil {
-			return nil, err
-		}
-	}
-	dir, err := os.MkdirTemp("", "addon-operator-preview-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	verify := ""
-	if o.ExecHooks {
-		verify = o.VerifyKeysDir
-	}
-	s, err := gitsync.New(gitsync.Options[struct{}]{URL: repo, Ref: ref, CheckoutDir: dir, Auth: o.Auth, Logger: logger,
-		Require: modulesDirs, Paths: append(append(slices.Clone(modulesDirs), global), extra...), VerifyKeysDir: verify, RootAlias: o.TreeRootAlias})
-	if err != nil {
-		return nil, err
-	}
-	rev, _, err := s.Sync(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// relative directories are inside the root the loader is given
-	return lifecycle.RenderPreview(ctx, ld, rev.Dir, strings.Join(modulesDirs, string(filepath.ListSeparator)), global, config, o.Namespace, o.ExecHooks, logger)
+	return preview.RenderRef(ctx, preview.Ref{Repo: o.Repo, Ref: ref, ModulesDirs: modulesDirs, GlobalHooksDir: global, ExtraPaths: extra,
+		Auth: o.Auth, VerifyKeysDir: o.VerifyKeysDir, RootAlias: o.TreeRootAlias}, opts)
 }
 
 // workTree is the working copy's absolute path: --work-tree, or --repo
@@ -282,7 +258,7 @@ compared, and the command exits 2 at the end. -o json prints each module's resul
 
 // notEvaluated says what a preview did not evaluate: hooks never run, and
 // without --exec-hooks neither do enabled scripts.
-func notEvaluated(out io.Writer, p *lifecycle.Preview) {
+func notEvaluated(out io.Writer, p *preview.Preview) {
 	if len(p.NotEvaluated) > 0 {
 		fmt.Fprintf(out, "# not evaluated: the enabled scripts of %s (counted as enabled; --exec-hooks runs them)\n", strings.Join(p.NotEvaluated, ", "))
 	}

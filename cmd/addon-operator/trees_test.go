@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/addonops/addon-operator/lifecycle"
 )
 
 // render and diff go on past a module that fails: every other module is
@@ -58,35 +55,6 @@ func TestRenderGoesOnPastFailures(t *testing.T) {
 	code, out, _ = cli(t, nil, "diff", "--repo", "file://"+repo.Bare, "--from", c1, "--to", c2, "-o", "json")
 	if code != 2 || !strings.Contains(out, `"change": "failed"`) || !strings.Contains(out, `"change": "changed"`) || !strings.Contains(out, `"change": "unchanged"`) {
 		t.Fatalf("diff -o json: exit %d\n%s", code, out)
-	}
-}
-
-// diff lists the modules whose enabled script failed, enabled on neither
-// side, in run order (to's failures, then from's), the same on every run:
-// -o json and the error line are stable.
-func TestDiffOrderOfFailedModules(t *testing.T) {
-	fail := func(names ...string) []lifecycle.PreviewFailure {
-		var out []lifecycle.PreviewFailure
-		for _, n := range names {
-			out = append(out, lifecycle.PreviewFailure{Module: n, File: "modules/" + n + "/enabled", Error: "exit status 1"})
-		}
-		return out
-	}
-	before := &lifecycle.Preview{Enabled: []string{"alpha", "gone"}, Manifests: map[string]string{"alpha": "a", "gone": "g"},
-		Failures: fail("zeta", "delta", "omega", "kappa", "beta")}
-	after := &lifecycle.Preview{Enabled: []string{"alpha", "new"}, Manifests: map[string]string{"alpha": "a2", "new": "n"},
-		Failures: fail("omega", "zeta", "mu", "delta", "epsilon", "kappa")}
-	want := []string{"alpha", "new", "gone", "omega", "zeta", "mu", "delta", "epsilon", "kappa", "beta"}
-	for range 20 { // a map's order would differ between runs
-		sum := compareSides(before, after)
-		if !slices.Equal(sum.names, want) {
-			t.Fatalf("names %v, want %v", sum.names, want)
-		}
-		for _, m := range want[3:] {
-			if sum.change[m] != "failed" {
-				t.Errorf("%s: %q, want failed", m, sum.change[m])
-			}
-		}
 	}
 }
 

@@ -12,14 +12,14 @@ import (
 // (docs/architecture.md, "Admission"): it builds the values store of the
 // model, checks the maintenance keys and sets the data, validated against
 // the model's schemas. Start-up (Run), a new tree (CheckTree, then adopt),
-// a ConfigMap edit (onConfigChange) and previews (RenderPreview) all call
+// a ConfigMap edit (onConfigChange) and previews (preview.Render) all call
 // it; each adds what it is refusing to the error.
 //
 // active are the module keys the running tree's last discovery enabled
 // (values.Sections.Active; none at start-up): their sections are validated,
 // and so are those of modules the flags enable without an enabled script
 // and those the data's own *Enabled flags enable; a module an enabled
-// script enables has its section checked by discovery (lifecycle's resolveEnabled), so
+// script enables has its section checked by discovery (hookrun's ResolveEnabled), so
 // a disabled module's section refuses nothing (docs/operator.md, "Values").
 func Admit(model *loader.Model, data map[string]string, active []string) (*values.Store, error) {
 	store, _, err := values.NewStore(model.Values)

@@ -1,4 +1,4 @@
-package lifecycle
+package hookrun
 
 import (
 	"fmt"
@@ -27,8 +27,8 @@ func readHookMetrics(hookName, path string) ([]hookmetrics.Op, error) {
 // checkHookMetrics refuses, before anything of the run is applied, the
 // operations the hook metrics store would refuse (a changed type, a name
 // that collides with a histogram's series).
-func (r *runner) checkHookMetrics(hookName string, ops []hookmetrics.Op) error {
-	if err := r.metrics.HookStore.Check(ops); err != nil {
+func (r *Runner) checkHookMetrics(hookName string, ops []hookmetrics.Op) error {
+	if err := r.opts.Metrics.HookStore.Check(ops); err != nil {
 		return fmt.Errorf("hook %s: METRICS_PATH: %w", hookName, err)
 	}
 	return nil
@@ -37,17 +37,17 @@ func (r *runner) checkHookMetrics(hookName string, ops []hookmetrics.Op) error {
 // applyHookMetrics applies a successful run's operations with the hook's
 // hook and module labels; series beyond the hook's limit are dropped,
 // logged and counted.
-func (r *runner) applyHookMetrics(h *loader.Hook, ops []hookmetrics.Op, logger *slog.Logger) error {
+func (r *Runner) applyHookMetrics(h *loader.Hook, ops []hookmetrics.Op, logger *slog.Logger) error {
 	if len(ops) == 0 {
 		return nil
 	}
 	o := hookmetrics.Owner{Module: h.Module, Hook: metrics.HookLabel(h), Budget: metrics.HookBudget(h)}
-	dropped, err := r.metrics.HookStore.Apply(o, ops)
+	dropped, err := r.opts.Metrics.HookStore.Apply(o, ops)
 	if err != nil {
 		return fmt.Errorf("hook %s: METRICS_PATH: %w", h.Name, err)
 	}
 	if dropped > 0 {
-		r.metrics.HookDroppedSeries.WithLabelValues(o.Module, o.Hook).Add(float64(dropped))
+		r.opts.Metrics.HookDroppedSeries.WithLabelValues(o.Module, o.Hook).Add(float64(dropped))
 		logger.Warn("hook metrics dropped: the hook's executable spent its budget, or the hook left the tree",
 			"dropped", dropped, "series", hookmetrics.DefaultLimit, "bytes", hookmetrics.DefaultBytes)
 	}

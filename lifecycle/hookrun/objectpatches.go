@@ -1,4 +1,4 @@
-package lifecycle
+package hookrun
 
 import (
 	"context"
@@ -33,20 +33,20 @@ func readObjectPatches(hookName, path string) ([]objectpatch.Op, error) {
 	return ops, nil
 }
 
-func (r *runner) applyObjectPatches(ctx context.Context, hookName string, ops []objectpatch.Op) error {
+func (r *Runner) applyObjectPatches(ctx context.Context, hookName string, ops []objectpatch.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if r.cfg.ObjectPatcher == nil {
+	if r.opts.ObjectPatcher == nil {
 		return fmt.Errorf("hook %s: %w", hookName, errNoObjectPatcher)
 	}
-	if r.cfg.HookTimeout > 0 {
+	if r.opts.HookTimeout > 0 {
 		// the run's operations together are bounded like the hook itself
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.cfg.HookTimeout)
+		ctx, cancel = context.WithTimeout(ctx, r.opts.HookTimeout)
 		defer cancel()
 	}
-	if err := r.cfg.ObjectPatcher.Apply(ctx, ops); err != nil {
+	if err := r.opts.ObjectPatcher.Apply(ctx, ops); err != nil {
 		return r.objectPatchesFailed(hookName, len(ops), err)
 	}
 	return nil
@@ -55,7 +55,7 @@ func (r *runner) applyObjectPatches(ctx context.Context, hookName string, ops []
 // objectPatchesFailed makes the one-line error /status and /queue show; the
 // operations' errors (API messages, which may quote object values) go to
 // the log and to /debug/hooks only (docs/security.md, "Who sees what").
-func (r *runner) objectPatchesFailed(hookName string, total int, err error) error {
+func (r *Runner) objectPatchesFailed(hookName string, total int, err error) error {
 	failed := 1
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		failed = len(j.Unwrap())
@@ -65,13 +65,13 @@ func (r *runner) objectPatchesFailed(hookName string, total int, err error) erro
 	if errors.As(err, &oe) {
 		first = oe.Op.String() // what the hook wrote: its index, kind and name
 	}
-	he := &hookError{what: "hook " + hookName, err: err,
+	he := &HookError{what: "hook " + hookName, err: err,
 		summary: fmt.Sprintf("KUBERNETES_PATCH_PATH: %s failed (%d of %d operations failed; their errors are in the log and /debug/hooks)", first, failed, total)}
 	he.output = err.Error()
 	if len(he.output) > 64<<10 {
 		he.output = he.output[:64<<10] + "\n…"
 	}
-	r.logger.Error("object patches failed", "hook", hookName, "failed", failed, "of", total, "err", err)
+	r.opts.Logger.Error("object patches failed", "hook", hookName, "failed", failed, "of", total, "err", err)
 	r.failures.record(hookName, he)
 	return he
 }
@@ -80,7 +80,7 @@ func (r *runner) objectPatchesFailed(hookName string, total int, err error) erro
 // patches the hook marked ignoreHookError (objectpatch.OnHookFailure), as
 // the original does; the run stays failed, and an error here is added to
 // the hook's.
-func (r *runner) objectPatchesOnFailure(ctx context.Context, hookName, path string, hookErr error) error {
+func (r *Runner) objectPatchesOnFailure(ctx context.Context, hookName, path string, hookErr error) error {
 	ops, err := readObjectPatches(hookName, path)
 	if err == nil {
 		err = r.applyObjectPatches(ctx, hookName, objectpatch.OnHookFailure(ops))

@@ -1,0 +1,181 @@
+package preview
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/loader"
+)
+
+// Preview is what a tree would install, computed without a cluster.
+type Preview struct {
+	// Enabled lists the enabled modules in run order.
+	Enabled []string
+	// Manifests are the rendered charts of enabled modules, by module.
+	Manifests map[string]string
+	// NotEvaluated lists the modules whose enabled script was not run
+	// (counted as enabled when their flag is on).
+	NotEvaluated []string
+	// Failures are the modules that did not render, in run order: a
+	// preview renders every other module rather than stop at the first
+	// (a failing module hides nothing else).
+	Failures []Failure
+}
+
+// Failure is one module that did not render: its enabled script failed,
+// or its values or chart did.
+type Failure struct {
+	Module string `json:"module"`
+	File   string `json:"file"`
+	Error  string `json:"error"`
+}
+
+// Options say which tree a preview renders and how.
+type Options struct {
+	// Loader loads the tree (its options decide whether hooks' --config
+	// runs and the tree root alias); required.
+	Loader *loader.Loader
+	// Root bounds links in the tree ("": each directory bounds itself);
+	// ModulesDir (a list, filepath.ListSeparator) and GlobalHooksDir are
+	// the tree's directories.
+	Root, ModulesDir, GlobalHooksDir string
+	// Config is the ConfigMap data the tree is admitted against.
+	Config map[string]string
+	// Namespace the manifests are rendered for.
+	Namespace string
+	// ExecHooks runs the modules' enabled scripts; off, none runs and
+	// modules with one are NotEvaluated.
+	ExecHooks bool
+	// HookTimeout bounds an enabled script (default 10m).
+	HookTimeout time.Duration
+	Logger      *slog.Logger // default slog.Default()
+}
+
+// helmFile finds the template a Helm error names ("template:
+// name/templates/x.yaml:3:4: ..."), as a path in the module's directory.
+var helmFile = regexp.MustCompile(`template: [^/\s:]+/([^\s:]+):`)
+
+func renderFailure(m *loader.Module, err error) Failure {
+	file := m.Dir
+	if sub := helmFile.FindStringSubmatch(err.Error()); sub != nil {
+		file = filepath.Join(m.Dir, filepath.FromSlash(sub[1]))
+	}
+	return Failure{Module: m.Name, File: file, Error: err.Error()}
+}
+
+// Render loads a tree, resolves its enabled modules from the values files
+// and the given ConfigMap data and renders each enabled module's chart
+// with its values. Hooks never run, so values that hooks would add are
+// absent; enabled scripts run only with ExecHooks (the loader then also
+// runs the hooks' --config): a preview of an untrusted ref runs none of
+// its code.
+func Render(ctx context.Context, opts Options) (*Preview, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	model, err := opts.Loader.Load(ctx, opts.Root, opts.ModulesDir, opts.GlobalHooksDir)
+	if err != nil {
+		return nil, err
+	}
+	store, err := runstate.Admit(model, opts.Config, nil)
+	if err != nil {
+		return nil, err
+	}
+	p := &Preview{Manifests: map[string]string{}}
+	if opts.ExecHooks {
+		// enabled scripts alone, with no cluster, running tree or metrics
+		scripts := hookrun.NewEnabledScripts(hookrun.EnabledOptions{Logger: opts.Logger, HookTimeout: opts.HookTimeout})
+		var failed map[string]error
+		if p.Enabled, failed, _, err = scripts.ResolveEnabled(ctx, model, store, func(string) bool { return false }); err != nil {
+			return nil, err
+		}
+		// a preview has no previous state to keep: a failed script is the
+		// module's failure
+		for _, m := range model.Modules {
+			if err := failed[m.Name]; err != nil {
+				p.Failures = append(p.Failures, Failure{Module: m.Name, File: m.EnabledScript, Error: err.Error()})
+			}
+		}
+	} else {
+		for _, m := range model.Modules {
+			if !store.Enabled(m.Key) {
+				continue
+			}
+			// the check discovery makes of a module it enables; one whose
+			// enabled script did not run may be disabled, and then its
+			// section refuses nothing (docs/operator.md, "Values")
+			if m.EnabledScript != "" {
+				p.NotEvaluated = append(p.NotEvaluated, m.Name)
+			} else if err := store.CheckModuleConfig(m.Key); err != nil {
+				return nil, err
+			}
+			p.Enabled = append(p.Enabled, m.Name)
+		}
+	}
+	defer func() {
+		// a file in the repository, not in a preview's checkout that is gone
+		for i, f := range p.Failures {
+			if rel, err := filepath.Rel(opts.Root, f.File); opts.Root != "" && err == nil && filepath.IsLocal(rel) {
+				p.Failures[i].File = rel
+			}
+		}
+	}()
+	for _, name := range p.Enabled {
+		m := model.Module(name)
+		if !m.HasChart {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		vals, err := store.ModuleValues(m.Key, p.Enabled)
+		if err != nil {
+			p.Failures = append(p.Failures, Failure{Module: name, File: filepath.Join(m.Dir, "values.yaml"), Error: err.Error()})
+			continue
+		}
+		manifest, err := kube.Render(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), Exclude: m.BatchExecutables(), Values: vals}, opts.Namespace)
+		if err != nil {
+			p.Failures = append(p.Failures, renderFailure(m, err))
+			continue
+		}
+		p.Manifests[name] = manifest
+	}
+	return p, nil
+}
+
+// Module is one module's result: rendered (Manifest) or failed (File,
+// Error).
+type Module struct {
+	Name     string `json:"name"`
+	Manifest string `json:"manifest,omitempty"`
+	File     string `json:"file,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Modules lists p's modules in run order, each rendered or failed: first
+// those whose enabled script failed, then the enabled ones.
+func (p *Preview) Modules() []Module {
+	failed := map[string]Failure{}
+	var out []Module
+	for _, f := range p.Failures {
+		failed[f.Module] = f
+		if !slices.Contains(p.Enabled, f.Module) { // an enabled script that failed
+			out = append(out, Module{Name: f.Module, File: f.File, Error: f.Error})
+		}
+	}
+	for _, name := range p.Enabled {
+		if f, ok := failed[name]; ok {
+			out = append(out, Module{Name: name, File: f.File, Error: f.Error})
+		} else if m, ok := p.Manifests[name]; ok {
+			out = append(out, Module{Name: name, Manifest: m})
+		}
+	}
+	return out
+}
