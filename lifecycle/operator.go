@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/lifecycle/driftcheck"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -114,6 +115,9 @@ type Config struct {
 	// Webhooks registers the webhooks the running tree binds (nil: no
 	// webhook server; a tree that binds one gets an error on /status).
 	Webhooks WebhookRegistrar
+	// driftQuiet and driftSpacing bound drift checks on edits (tests
+	// shorten them; 0: driftcheck's defaults).
+	driftQuiet, driftSpacing time.Duration
 }
 
 // withDefaults fills in what a Config leaves unset.
@@ -160,8 +164,7 @@ type Operator struct {
 	steps   *steps
 	tree    *treeSteps
 	purge   *purgeGuard
-	drift   *driftSteps
-	edits   *driftWatch
+	drift   *driftcheck.Checker
 	hooks   *webhooks
 	backend ConfigBackend
 }
@@ -180,7 +183,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		kube: kubeMonitors{hooks: map[string]*hookMonitors{}}, runCtx: context.Background()}
 	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
 	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules, held: purge.discoveryHeld}
-	drift := &driftSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues}
+	drift := newDriftChecker(cfg, driftcheck.Options{Metrics: m, Trees: trees, Modules: modules, Queues: queues})
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, helm: helm, report: report}
 	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
@@ -191,13 +194,13 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
 	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.WasDiscovered}
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
+		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, hooks: wh, backend: backend}
 }
 
 // ReleaseEdited tells the operator that an object of a module's release
 // changed beyond its status (the health tracker's OnEdited): the module's
-// drift is checked within seconds (driftwatch.go). It never blocks.
-func (o *Operator) ReleaseEdited(module string) { o.edits.edited(module) }
+// drift is checked within seconds (lifecycle/driftcheck). It never blocks.
+func (o *Operator) ReleaseEdited(module string) { o.drift.Edited(module) }
 
 // Webhooks answers the webhook server's requests (webhooks.go).
 func (o *Operator) Webhooks() webhook.Reviewer { return o.hooks }
@@ -258,7 +261,7 @@ func (o *Operator) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { o.steps.healLoop(ctx, o.cfg.ResourcesCheckInterval) })
-	wg.Go(func() { o.edits.loop(ctx) })
+	wg.Go(func() { o.drift.Run(ctx) })
 	wg.Go(func() {
 		o.backend.Watch(ctx, func(data map[string]string, version string) { o.steps.onConfigChange(ctx, data, version) })
 	})
