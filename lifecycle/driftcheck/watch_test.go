@@ -106,8 +106,9 @@ func TestWatchWaitsForReady(t *testing.T) {
 	}
 }
 
-// Run: an edit is checked after the quiet time on the injected clock, and
-// Run returns when ctx ends.
+// Run: an edit is checked after the quiet time on the injected clock; an
+// edit while the loop waits with nothing pending wakes it, and is checked
+// a spacing after the last check; Run returns when ctx ends.
 func TestRunChecksEdits(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, []mod{{name: "web"}}, nil, runstate.DriftWarn, &fakeDetector{})
@@ -124,6 +125,12 @@ func TestRunChecksEdits(t *testing.T) {
 	}
 	f.clock.Advance(DefaultQuiet)
 	waitFor(t, "the edit's check", func() bool { return len(f.det.checks()) == 1 })
+	// the check ran after the loop looked at what is pending: this edit
+	// reaches it through its wake-up only
+	f.c.Edited("web")
+	waitFor(t, "the loop to wait for the spacing", func() bool { return f.clock.LongestWait() == DefaultSpacing })
+	f.clock.Advance(DefaultSpacing)
+	waitFor(t, "the second edit's check", func() bool { return len(f.det.checks()) == 2 })
 	cancel()
 	<-done
 }
