@@ -12,6 +12,7 @@
 //
 // It reads the running tree, the module registry and the queues
 // (lifecycle/runstate), records through lifecycle/metrics and reaches the
-// cluster through a Detector (drift.Detector). It must not import
-// lifecycle or its other sub-packages.
+// cluster through a Detector (drift.Detector); it imports drift, loader
+// and queue besides. It must not import lifecycle or its other
+// sub-packages.
 package driftcheck

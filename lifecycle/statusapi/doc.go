@@ -14,6 +14,7 @@
 // health.ModuleHealth, runstate.Readiness), and the webhook part's is
 // served as it marshals. It maps driftcheck's sentinel errors to codes.
 //
-// It imports runstate, driftcheck, loader, values, queue, kube, health and
-// webhook; never lifecycle or its other sub-packages.
+// It imports runstate, driftcheck (whose Status and sentinel errors it
+// serves), loader, values, queue, kube, health and prometheus; never
+// lifecycle or its other sub-packages.
 package statusapi
