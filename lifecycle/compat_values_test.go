@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -93,9 +94,8 @@ func TestChartGetsEnabledModules(t *testing.T) {
 			t.Fatalf("%s's chart got global.enabledModules %q (has second: %q), want \"first,second\"", name, cm.Data["list"], cm.Data["hasSecond"])
 		}
 	}
-	d := &debugAPI{trees: e.op.trees, modules: e.op.modules}
-	out, err := d.debugRender(context.Background(), "first", e.ns)
-	if err != nil || !strings.Contains(out, `list: "first,second"`) {
-		t.Fatalf("debug render: %v\n%s", err, out)
+	code, out := serveHandler(t, e.op.Handler(HTTPOptions{Namespace: e.ns}))("/debug/modules/first/render")
+	if code != http.StatusOK || !strings.Contains(out, `list: "first,second"`) {
+		t.Fatalf("debug render: %d\n%s", code, out)
 	}
 }

@@ -48,7 +48,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.op.drift.check(ctx)
+	e.op.drift.CheckAll(ctx)
 	if st := e.moduleStatus("web"); st.Drift != nil {
 		t.Fatalf("the autoscaler's replicas reported as drift: %+v", st.Drift)
 	}
@@ -68,8 +68,8 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 	metric := func() float64 { return testutil.ToFloat64(e.op.metrics.DriftedObjects.WithLabelValues("web")) }
 
 	// warn: reported, left as it is; one Event for two checks
-	e.op.drift.check(ctx)
-	e.op.drift.check(ctx)
+	e.op.drift.CheckAll(ctx)
+	e.op.drift.CheckAll(ctx)
 	e.idle()
 	st := e.moduleStatus("web")
 	if st.Drift == nil || st.Drift.Mode != DriftWarn || len(st.Drift.Objects) != 1 ||
@@ -94,7 +94,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 	// correct (the default, once the override goes): the chart's image is back
 	e.setConfigMap(map[string]string{})
 	e.eventually("the ConfigMap without webDrift", func() bool { return len(e.op.trees.Load().ConfigData) == 0 })
-	e.op.drift.check(ctx)
+	e.op.drift.CheckAll(ctx)
 	e.idle()
 	if img := image(); img != "registry.example/web:1" {
 		t.Fatalf("correct left the image at %s", img)
@@ -108,7 +108,7 @@ func TestDriftWarnCorrectMaintenance(t *testing.T) {
 	e.eventually("web in maintenance", func() bool { return testutil.ToFloat64(e.op.metrics.Maintenance.WithLabelValues("web")) == 1 })
 	e.idle()
 	handEditImage(t, e.ns, "registry.example/web:again")
-	e.op.drift.check(ctx)
+	e.op.drift.CheckAll(ctx)
 	e.idle()
 	if st := e.moduleStatus("web"); st.Drift == nil || st.Drift.Mode != "maintenance" {
 		t.Fatalf("drift in maintenance: %+v", st.Drift)
@@ -212,7 +212,7 @@ func TestDriftLeavesHookObjectPatch(t *testing.T) {
 	if r := replicas(); r != 3 {
 		t.Fatalf("replicas %d after the afterHelm hook, want its 3", r)
 	}
-	e.op.drift.check(ctx)
+	e.op.drift.CheckAll(ctx)
 	e.idle()
 	if st := e.moduleStatus("web"); st.Drift != nil {
 		t.Fatalf("the hook's object patch reported as drift: %+v", st.Drift)
@@ -222,7 +222,7 @@ func TestDriftLeavesHookObjectPatch(t *testing.T) {
 	}
 
 	handEditImage(t, e.ns, "registry.example/web:hand")
-	e.op.drift.check(ctx)
+	e.op.drift.CheckAll(ctx)
 	e.idle()
 	d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/lifecycle/driftcheck"
 )
 
 // BenchmarkDriftEditToStatus: the time from a hand edit of a Deployment's
@@ -45,7 +47,7 @@ func BenchmarkDriftEditToStatus(b *testing.B) {
 	b.ResetTimer()
 	for round := range b.N {
 		if round > 0 {
-			time.Sleep(driftSpacing) // the modules' last checks
+			time.Sleep(driftcheck.DefaultSpacing) // the modules' last checks
 		}
 		image, drifted := "registry.example/web:hand", true
 		if round%2 == 1 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/lifecycle/driftcheck"
 )
 
 // countingDetector counts the drift checks of a real detector.
@@ -84,7 +85,7 @@ func TestDriftOnEdit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(driftQuiet + time.Second)
+	time.Sleep(driftcheck.DefaultQuiet + time.Second)
 	if n := det.checks.Load() - before; n != 0 {
 		t.Fatalf("a status-only update made %d drift checks", n)
 	}
@@ -93,7 +94,7 @@ func TestDriftOnEdit(t *testing.T) {
 	start := time.Now()
 	handEditImage(t, e.ns, "registry.example/web:hand")
 	e.eventually("the edit on /status", func() bool { return e.moduleStatus("web").Drift != nil })
-	if took := time.Since(start); took > driftQuiet+5*time.Second {
+	if took := time.Since(start); took > driftcheck.DefaultQuiet+5*time.Second {
 		t.Fatalf("the edit took %s to reach /status", took)
 	}
 	if st := e.moduleStatus("web"); st.Drift.Mode != DriftWarn || len(st.Drift.Objects) != 1 {
@@ -119,8 +120,8 @@ func TestDriftOnEdit(t *testing.T) {
 		return d.Spec.Template.Spec.Containers[0].Image
 	}
 	e.eventually("the chart's image back", func() bool { return image() == "registry.example/web:1" })
-	// the first edit's check was under driftSpacing ago
-	if took := time.Since(start); took > driftSpacing+5*time.Second {
+	// the first edit's check was under driftcheck.DefaultSpacing ago
+	if took := time.Since(start); took > driftcheck.DefaultSpacing+5*time.Second {
 		t.Fatalf("the correction took %s", took)
 	}
 	e.eventually("no drift on /status", func() bool { return e.moduleStatus("web").Drift == nil })
@@ -132,8 +133,12 @@ func TestDriftOnEdit(t *testing.T) {
 func TestDriftOnEditBounded(t *testing.T) {
 	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
 	quietFor, spacing := time.Second, 3*time.Second
-	e.beforeRun = func(o *Operator) { o.edits.quiet, o.edits.spacing = quietFor, spacing }
 	det := e.withDriftOnEdits(t)
+	withDrift := e.configure
+	e.configure = func(cfg *Config) {
+		withDrift(cfg)
+		cfg.driftQuiet, cfg.driftSpacing = quietFor, spacing
+	}
 	e.start()
 	e.waitReady()
 	e.followed("web")

@@ -3,7 +3,17 @@ package lifecycle
 import (
 	"context"
 	"time"
+
+	"github.com/addonops/addon-operator/lifecycle/driftcheck"
 )
+
+// driftPass is drift's interval check (lifecycle/driftcheck), run after
+// the absent-resources check on the heal loop's one timer: drift checks
+// have no loop of their own on the interval, so one tick is one pass of
+// both, in that order, as before the split.
+type driftPass interface{ CheckAll(ctx context.Context) }
+
+var _ driftPass = (*driftcheck.Checker)(nil)
 
 // healLoop is auto-healing (docs/lifecycle.md, step 15): every interval, the
 // release of each ready module with a chart is checked for missing
@@ -18,7 +28,7 @@ func (s *steps) healLoop(ctx context.Context, interval time.Duration) {
 			return
 		case <-s.cfg.After(interval):
 			s.checkAbsent(ctx)
-			s.drift.check(ctx)
+			s.drift.CheckAll(ctx)
 		}
 	}
 }

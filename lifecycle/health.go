@@ -36,24 +36,3 @@ func healthRemoved(t HealthTracker, name string) {
 		t.Removed(name)
 	}
 }
-
-// moduleHealth is a module's health for /status; nil when it is not
-// tracked. The tracker has its own lock.
-func moduleHealth(t HealthTracker, name string) *health.ModuleHealth {
-	if t == nil {
-		return nil
-	}
-	if h, ok := t.Module(name); ok {
-		return &h
-	}
-	return nil
-}
-
-// withHealth adds each module's health status to /debug/modules.
-func withHealth(t HealthTracker, mods []DebugModule) {
-	for i := range mods {
-		if h := moduleHealth(t, mods[i].Name); h != nil {
-			mods[i].Health = h.Status
-		}
-	}
-}

@@ -1,97 +1,31 @@
 package lifecycle
 
 import (
-	"encoding/json"
 	"net/http"
 
-	"github.com/addonops/addon-operator/health"
-	"github.com/addonops/addon-operator/lifecycle/binding"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/addonops/addon-operator/kube"
-	"github.com/addonops/addon-operator/queue"
+	"github.com/addonops/addon-operator/lifecycle/hookrun"
+	"github.com/addonops/addon-operator/lifecycle/statusapi"
+	"github.com/addonops/addon-operator/lifecycle/webhookrun"
+	"github.com/addonops/addon-operator/loader"
 )
 
-// ModuleStatus is one module in /status.
-type ModuleStatus struct {
-	Name      string      `json:"name"`
-	Enabled   bool        `json:"enabled"`
-	State     ModuleState `json:"state"`
-	LastError string      `json:"lastError,omitempty"`
-	// Reason names a failure that is not retried (queue.TerminalError):
-	// ReleaseConflict, ValuesRefused; the next change runs the module.
-	Reason string `json:"reason,omitempty"`
-	// Health is the health of its release's objects, once it deployed
-	// (docs/operator.md, "Health").
-	Health *health.ModuleHealth `json:"health,omitempty"`
-	// Drift is the last drift check's drifted objects (docs/operator.md,
-	// "Drift"); absent when there are none.
-	Drift *DriftStatus `json:"drift,omitempty"`
-	// DisabledReason is why its enabled script disabled it
-	// (MODULE_ENABLED_REASON), while it is disabled.
-	DisabledReason string `json:"disabledReason,omitempty"`
-	// Readiness is its readiness hook's last result, while it is enabled.
-	Readiness *Readiness `json:"readiness,omitempty"`
-}
-
-// WatchStatus is one kubernetes binding's monitor in /status (binding.WatchStatus).
-type WatchStatus = binding.WatchStatus
-
-// Status is what /status serves (besides the source, which the caller adds).
-type Status struct {
-	Ready bool `json:"ready"`
-	// Revision is the commit the modules were loaded from ("" without git).
-	Revision string `json:"revision,omitempty"`
-	// TreeError says why the last changed tree was refused.
-	TreeError string `json:"treeError,omitempty"`
-	// TreeReason is why in a word: TreeRefused (it did not load or its
-	// schemas refuse the ConfigMap) or PurgeRefused (the purge guard).
-	TreeReason string `json:"treeReason,omitempty"`
-	// PurgeError says why the last discovery left releases in place that
-	// it would have uninstalled (the purge guard), and what confirms them.
-	PurgeError string            `json:"purgeError,omitempty"`
-	Modules    []ModuleStatus    `json:"modules"`
-	Queues     []queue.QueueInfo `json:"queues"`
-	// Watches are the API server watches, each with the bindings that
-	// share it.
-	Watches []kube.WatchInfo `json:"watches"`
-	// Bindings are the kubernetes bindings of running hooks.
-	Bindings []WatchStatus `json:"bindings"`
-	// Webhooks are the running tree's webhook bindings (lifecycle/webhookrun).
-	Webhooks *WebhookStatus `json:"webhooks,omitempty"`
-}
-
-// Status reports modules in tree order and the queues.
-func (o *Operator) Status() Status {
-	st := Status{Ready: o.steps.converged(), Modules: []ModuleStatus{}}
-	st.TreeError, st.TreeReason = o.tree.revs.treeStatus()
-	st.PurgeError, _ = o.purge.status()
-	if t := o.trees.Load(); t != nil {
-		st.Revision = t.Rev.Commit
-		states := o.modules.All()
-		for _, m := range t.Model.Modules {
-			ms := ModuleStatus{Name: m.Name, State: StateDisabled}
-			if s, ok := states[m.Name]; ok {
-				ms.Enabled, ms.State, ms.LastError, ms.Reason = s.Enabled, s.State, s.LastError, s.Reason
-				ms.DisabledReason, ms.Readiness = s.ShownReasons()
-			}
-			ms.Drift = o.drift.of(m.Name)
-			ms.Health = moduleHealth(o.cfg.Health, m.Name)
-			st.Modules = append(st.Modules, ms)
-		}
-	}
-	if queues := o.Queues(); queues != nil {
-		st.Queues = queues.Dump()
-	}
-	st.Bindings = o.bind.WatchStatus()
-	st.Webhooks = o.hooks.Status()
-	st.Watches = []kube.WatchInfo{}
-	if o.cfg.Monitors != nil {
-		st.Watches = o.cfg.Monitors.Watches()
-	}
-	return st
-}
+// The status and debug HTTP API lives in lifecycle/statusapi; these are
+// the names cmd and the parts know its types by.
+type (
+	// Status is what /status serves (statusapi.Status).
+	Status = statusapi.Status
+	// ModuleStatus is one module in /status.
+	ModuleStatus = statusapi.ModuleStatus
+	// WatchStatus is one kubernetes binding's monitor in /status.
+	WatchStatus = statusapi.WatchStatus
+	// DebugModule is one module in /debug/modules.
+	DebugModule = statusapi.DebugModule
+	// DebugHook is one hook in /debug/hooks.
+	DebugHook = statusapi.DebugHook
+	// DebugBinding is one binding of a hook in /debug/hooks.
+	DebugBinding = statusapi.DebugBinding
+)
 
 // HTTPOptions configure Handler.
 type HTTPOptions struct {
@@ -101,63 +35,81 @@ type HTTPOptions struct {
 	Namespace string
 }
 
+// LocalOnly answers clients on the operator's own host and refuses others
+// (statusapi.LocalOnly: the debug endpoints, and pprof when it is on).
+func LocalOnly(next http.Handler) http.Handler { return statusapi.LocalOnly(next) }
+
+// Status reports modules in tree order and the queues.
+func (o *Operator) Status() Status { return o.statusAPI(HTTPOptions{}).Status() }
+
 // Handler serves /metrics, /metrics/hooks, /healthz, /readyz, /queue, /status and the
-// debug endpoints under /debug/ (debug.go).
-func (o *Operator) Handler(opts HTTPOptions) http.Handler {
-	extra := opts.Extra
-	mux := http.NewServeMux()
-	(&debugAPI{trees: o.trees, modules: o.modules, failures: o.run.Failures(), health: o.cfg.Health}).debugRoutes(mux, opts.Namespace)
-	// a diff may show what a hand edit put in a ConfigMap: local only, as
-	// /debug/ (docs/security.md, "Who sees what")
-	mux.Handle("GET /debug/modules/{name}/diff", LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		diff, err := o.drift.moduleDiff(r.Context(), r.PathValue("name"))
-		if err != nil {
-			writeDebugError(w, err)
-			return
-		}
-		w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
-		_, _ = w.Write([]byte(diff))
-	})))
-	mux.Handle("/metrics", promhttp.HandlerFor(o.cfg.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	// what hooks wrote to METRICS_PATH, apart from the operator's own
-	mux.Handle("/metrics/hooks", promhttp.HandlerFor(o.metrics.HookRegistry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !o.Ready() {
-			http.Error(w, "not converged yet", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
+// debug endpoints under /debug/ (statusapi).
+func (o *Operator) Handler(opts HTTPOptions) http.Handler { return o.statusAPI(opts).Handler() }
+
+// statusAPI wires the status API to the operator's parts.
+func (o *Operator) statusAPI(opts HTTPOptions) *statusapi.API {
+	return statusapi.New(statusapi.Options{
+		Tree: o.trees, Modules: o.modules, Queues: o.queues, Revisions: revisionsView{o},
+		Failures: failuresView{o.run.Failures()}, Health: o.cfg.Health, Drift: o.drift,
+		Bindings: bindingsView{o}, Webhooks: webhooksView{o.hooks},
+		Registry: o.cfg.Registry, HookRegistry: o.metrics.HookRegistry,
+		Extra: opts.Extra, Namespace: opts.Namespace,
 	})
-	mux.HandleFunc("/queue", func(w http.ResponseWriter, r *http.Request) {
-		queues := o.Queues()
-		if queues == nil {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		queues.Handler().ServeHTTP(w, r)
-	})
-	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
-		body := map[string]any{}
-		if extra != nil {
-			body = extra()
-		}
-		st := o.Status()
-		body["ready"], body["modules"], body["queues"] = st.Ready, st.Modules, st.Queues
-		body["revision"], body["treeError"], body["watches"], body["bindings"] = st.Revision, st.TreeError, st.Watches, st.Bindings
-		if st.PurgeError != "" {
-			body["purgeError"] = st.PurgeError
-		}
-		if st.TreeReason != "" {
-			body["treeReason"] = st.TreeReason
-		}
-		if st.Webhooks != nil {
-			body["webhooks"] = st.Webhooks
-		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(body)
-	})
-	return mux
+}
+
+// The adapters from the operator's parts to statusapi's providers.
+type (
+	revisionsView struct{ o *Operator }
+	failuresView  struct{ f *hookrun.Failures }
+	bindingsView  struct{ o *Operator }
+	webhooksView  struct{ w *webhookrun.Webhooks }
+)
+
+var (
+	_ statusapi.Revisions    = revisionsView{}
+	_ statusapi.HookFailures = failuresView{}
+	_ statusapi.Bindings     = bindingsView{}
+	_ statusapi.Webhooks     = webhooksView{}
+)
+
+func (v revisionsView) Ready() bool                      { return v.o.steps.converged() }
+func (v revisionsView) TreeStatus() (err, reason string) { return v.o.tree.revs.treeStatus() }
+func (v revisionsView) PurgeError() string {
+	err, _ := v.o.purge.status()
+	return err
+}
+
+func (v failuresView) HookFailure(hook string) (err, output string) {
+	f := v.f.Get(hook)
+	return f.Err, f.Output
+}
+
+// WatchStatus converts binding's rows to statusapi's (the same fields:
+// statusapi imports no other part).
+func (v bindingsView) WatchStatus() []WatchStatus {
+	rows := v.o.bind.WatchStatus()
+	out := make([]WatchStatus, len(rows))
+	for i, r := range rows {
+		out[i] = WatchStatus(r)
+	}
+	return out
+}
+func (v bindingsView) Watches() []kube.WatchInfo {
+	if v.o.cfg.Monitors == nil {
+		return []kube.WatchInfo{}
+	}
+	return v.o.cfg.Monitors.Watches()
+}
+
+// WebhookStatus is nil, not a nil *WebhookStatus, when no tree binds a
+// webhook: /status leaves the field out.
+func (v webhooksView) WebhookStatus() any {
+	if st := v.w.Status(); st != nil {
+		return st
+	}
+	return nil
+}
+
+func (v webhooksView) DebugBindings(c *loader.HookConfig) []DebugBinding {
+	return webhookDebugBindings(c)
 }

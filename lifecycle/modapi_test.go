@@ -142,9 +142,10 @@ func TestEnabledScriptReason(t *testing.T) {
 			t.Fatalf("%s: enabled %v, reason %q, want disabled for %q", module, st.Enabled, st.DisabledReason, want)
 		}
 	}
-	dm, err := (&debugAPI{trees: u.op.trees, modules: u.op.modules}).debugModules()
-	if err != nil || dm[0].DisabledReason != "no ingress nodes in the cluster" {
-		t.Fatalf("/debug/modules = %+v, %v", dm, err)
+	var dm struct{ Modules []DebugModule }
+	_, body := serveHandler(t, u.op.Handler(HTTPOptions{}))("/debug/modules")
+	if err := json.Unmarshal([]byte(body), &dm); err != nil || dm.Modules[0].DisabledReason != "no ingress nodes in the cluster" {
+		t.Fatalf("/debug/modules = %s, %v", body, err)
 	}
 	// the script enables alpha: the reason it still writes is not shown
 	if err := os.WriteFile(filepath.Join(u.dir, "modules", "001-alpha", "on"), nil, 0o644); err != nil {

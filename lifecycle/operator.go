@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/binding"
+	"github.com/addonops/addon-operator/lifecycle/driftcheck"
 	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
@@ -117,6 +118,9 @@ type Config struct {
 	// Webhooks registers the webhooks the running tree binds (nil: no
 	// webhook server; a tree that binds one gets an error on /status).
 	Webhooks WebhookRegistrar
+	// driftQuiet and driftSpacing bound drift checks on edits (tests
+	// shorten them; 0: driftcheck's defaults).
+	driftQuiet, driftSpacing time.Duration
 }
 
 // withDefaults fills in what a Config leaves unset.
@@ -163,8 +167,7 @@ type Operator struct {
 	steps   *steps
 	tree    *treeSteps
 	purge   *purgeGuard
-	drift   *driftSteps
-	edits   *driftWatch
+	drift   *driftcheck.Checker
 	hooks   *webhookrun.Webhooks
 	backend ConfigBackend
 }
@@ -183,7 +186,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		Metrics: m, Trees: trees, Modules: modules, Queues: queues, Runner: bindingRunner{run}, FollowUps: followUps})
 	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
 	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules, held: purge.discoveryHeld}
-	drift := &driftSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues}
+	drift := newDriftChecker(cfg, driftcheck.Options{Metrics: m, Trees: trees, Modules: modules, Queues: queues})
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, helm: helm, report: report}
 	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
@@ -195,13 +198,13 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	wh := webhookrun.New(webhookrun.Options{Logger: cfg.Logger, Trees: trees, Modules: modules, Registrar: cfg.Webhooks,
 		Runner: webhookHookRunner{run}, Snapshots: bind, Now: cfg.Now, After: cfg.After})
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, edits: newDriftWatch(drift, cfg), hooks: wh, backend: backend}
+		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, hooks: wh, backend: backend}
 }
 
 // ReleaseEdited tells the operator that an object of a module's release
 // changed beyond its status (the health tracker's OnEdited): the module's
-// drift is checked within seconds (driftwatch.go). It never blocks.
-func (o *Operator) ReleaseEdited(module string) { o.edits.edited(module) }
+// drift is checked within seconds (lifecycle/driftcheck). It never blocks.
+func (o *Operator) ReleaseEdited(module string) { o.drift.Edited(module) }
 
 // Webhooks answers the webhook server's requests (lifecycle/webhookrun).
 func (o *Operator) Webhooks() webhook.Reviewer { return o.hooks }
@@ -259,7 +262,7 @@ func (o *Operator) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Go(func() { o.steps.healLoop(ctx, o.cfg.ResourcesCheckInterval) })
-	wg.Go(func() { o.edits.loop(ctx) })
+	wg.Go(func() { o.drift.Run(ctx) })
 	wg.Go(func() {
 		o.backend.Watch(ctx, func(data map[string]string, version string) { o.steps.onConfigChange(ctx, data, version) })
 	})

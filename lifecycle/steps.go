@@ -47,7 +47,7 @@ type steps struct {
 	helm    Helm
 	mods    *moduleSteps
 	purge   *purgeGuard       // purge.go
-	drift   *driftSteps       // drift.go
+	drift   driftPass         // heal.go
 	report  *revisionReporter // revisionstate.go
 	reload  reloadState       // the reload under way
 }
