@@ -14,6 +14,14 @@ type DriftDetector = driftcheck.Detector
 // DriftStatus is a module's drift on /status (driftcheck.Status).
 type DriftStatus = driftcheck.Status
 
+// EditInbox holds the edits the health tracker tells (its OnEdited:
+// EditInbox.Edited) for the drift checks on edits (Config.Edits); cmd
+// makes it before both.
+type EditInbox = driftcheck.Inbox
+
+// NewEditInbox is an empty EditInbox.
+func NewEditInbox() *EditInbox { return driftcheck.NewInbox() }
+
 // kindDriftCorrect is a drift correction in "main", which a reload
 // supersedes (events.go).
 const kindDriftCorrect = driftcheck.KindCorrect
@@ -21,6 +29,6 @@ const kindDriftCorrect = driftcheck.KindCorrect
 // newDriftChecker builds the drift checks from the operator's Config.
 func newDriftChecker(cfg Config, o driftcheck.Options) *driftcheck.Checker {
 	o.Detector, o.Mode, o.Logger, o.Now, o.After = cfg.Drift, cfg.DriftMode, cfg.Logger, cfg.Now, cfg.After
-	o.Events, o.Quiet, o.Spacing = cfg.Events, cfg.driftQuiet, cfg.driftSpacing
+	o.Events, o.Quiet, o.Spacing, o.Inbox = cfg.Events, cfg.driftQuiet, cfg.driftSpacing, cfg.Edits
 	return driftcheck.New(o)
 }

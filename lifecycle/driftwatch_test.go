@@ -34,18 +34,11 @@ func (c *countingDetector) Check(ctx context.Context, release string) (drift.Rep
 func (e *env) withDriftOnEdits(t testing.TB) *countingDetector {
 	e.checkInterval = time.Hour
 	det := &countingDetector{}
-	var op atomic.Pointer[Operator]
 	e.configure = func(cfg *Config) {
 		det.DriftDetector = e.detector(t)
 		cfg.Drift = det
-		cfg.Health = e.withHealth(health.Options{ProgressTimeout: time.Hour, OnEdited: func(m string) { op.Load().ReleaseEdited(m) }})
-	}
-	prev := e.beforeRun
-	e.beforeRun = func(o *Operator) {
-		op.Store(o)
-		if prev != nil {
-			prev(o)
-		}
+		cfg.Edits = NewEditInbox()
+		cfg.Health = e.withHealth(health.Options{ProgressTimeout: time.Hour, OnEdited: cfg.Edits.Edited})
 	}
 	return det
 }

@@ -105,10 +105,13 @@ type Config struct {
 	// Health follows the health of modules' releases (nil: none).
 	Health HealthTracker
 	// Drift checks modules' releases for drift on the auto-healing
-	// interval and when ReleaseEdited says (nil: no drift checks); DriftMode is what is done about it
+	// interval and on the edits Edits holds (nil: no drift checks); DriftMode is what is done about it
 	// by default, DriftWarn or DriftCorrect (the default), which a
 	// module's <module>Drift ConfigMap key overrides (docs/operator.md,
 	// "Drift").
+	// Edits is where the health tracker tells edits of release objects
+	// (nil: no checks on edits); the drift checks on edits take them.
+	Edits     *EditInbox
 	Drift     DriftDetector
 	DriftMode string
 	// OnRevisionState, if set, is told when a revision starts applying,
@@ -200,11 +203,6 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, hooks: wh, backend: backend}
 }
-
-// ReleaseEdited tells the operator that an object of a module's release
-// changed beyond its status (the health tracker's OnEdited): the module's
-// drift is checked within seconds (lifecycle/driftcheck). It never blocks.
-func (o *Operator) ReleaseEdited(module string) { o.drift.Edited(module) }
 
 // Webhooks answers the webhook server's requests (lifecycle/webhookrun).
 func (o *Operator) Webhooks() webhook.Reviewer { return o.hooks }

@@ -237,13 +237,13 @@ func start(o *startOptions) error {
 			reporter = merger
 		}
 	}
-	var onEdited func(string) // drift checks on edits (docs/operator.md, "Drift")
+	// drift checks on edits (docs/operator.md, "Drift"): the tracker tells
+	// them to an inbox the operator's drift checks read, made before both
+	var edits *lifecycle.EditInbox
+	var onEdited func(string)
 	if detector != nil {
-		// the tracker and the operator take each other (Config.Health, and
-		// this): the operator is made after the tracker, which tells edits
-		// only from Run, once both exist. A tracker that announced edits for
-		// the operator to subscribe to would end this closure.
-		onEdited = func(module string) { s.operator.ReleaseEdited(module) }
+		edits = lifecycle.NewEditInbox()
+		onEdited = edits.Edited
 	}
 	var onTransition func(health.Transition) // after the transition's Event
 	if merger != nil {
@@ -273,7 +273,7 @@ func start(o *startOptions) error {
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher, Drift: detector, DriftMode: op.Drift,
+		ObjectPatcher: patcher, Drift: detector, DriftMode: op.Drift, Edits: edits,
 	}
 	// the optional parts: an interface field stays nil when its part is off
 	if reporter != nil {

@@ -65,6 +65,9 @@ type Options struct {
 	// Quiet and Spacing bound the checks on edits (0: DefaultQuiet,
 	// DefaultSpacing).
 	Quiet, Spacing time.Duration
+	// Inbox, if set, is where the health tracker tells edits; Run takes
+	// them as it takes Edited's.
+	Inbox *Inbox
 }
 
 // Event checks' bounds (docs/operator.md, "Drift"): a module's check runs

@@ -75,6 +75,10 @@ func (w *watch) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-w.wake:
+		case <-w.c.opts.Inbox.woken():
+			for _, module := range w.c.opts.Inbox.take() {
+				w.edited(module)
+			}
 		case <-timer:
 		}
 	}

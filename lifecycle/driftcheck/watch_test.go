@@ -134,3 +134,32 @@ func TestRunChecksEdits(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// Edits the health tracker tells to the inbox reach the checks on edits,
+// those told before Run included (the tracker and the operator are made
+// in either order: docs/architecture.md).
+func TestInboxEditsReachRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, []mod{{name: "web"}, {name: "db"}}, nil, runstate.DriftWarn, &fakeDetector{})
+	in := NewInbox()
+	f.c.opts.Inbox = in
+	in.Edited("web") // before Run
+	in.Edited("web")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.c.Run(ctx)
+	}()
+	waitFor(t, "the loop to wait for the quiet time", func() bool { return f.clock.LongestWait() == DefaultQuiet })
+	in.Edited("db") // while it waits
+	waitFor(t, "db's edit to be taken", func() bool {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return len(in.modules) == 0
+	})
+	f.clock.Advance(DefaultQuiet)
+	waitFor(t, "both modules' checks", func() bool { return len(f.det.checks()) == 2 })
+	cancel()
+	<-done
+}
