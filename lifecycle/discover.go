@@ -7,22 +7,22 @@ import (
 	"strings"
 
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
 )
 
-const kindEnabledRetry queue.Kind = "EnabledScriptRetry"
-
 // discoverTask is 'discover modules' (step 4): it resolves every module's
 // enabled state and queues module runs, deletes and purges, afterAll hooks
 // and the end of the reload, right after itself.
 func (s *steps) discoverTask() *queue.Task {
-	return &queue.Task{Key: queue.Key{Kind: kindDiscover}, Description: "discover modules", Do: s.discover}
+	return &queue.Task{Key: queue.Key{Kind: taskkind.Discover}, Description: "discover modules", Do: s.discover}
 }
 
 func (s *steps) discover(ctx context.Context) error {
+	s.phase.enter(PhaseDiscovering)
 	t := s.trees.Load()
 	model, store := t.Model, t.Store
 	releases, err := s.helm.Releases(ctx)
@@ -156,6 +156,7 @@ func (s *steps) discover(ctx context.Context) error {
 	if retry {
 		tasks = append(tasks, s.enabledRetryTask())
 	}
+	s.phase.enter(PhaseConverging)
 	s.queues.Main().AddAfterCurrent(tasks...)
 	return nil
 }
@@ -210,7 +211,7 @@ func (r *runner) resolveEnabled(ctx context.Context, model *loader.Model, store 
 // take effect through discovery and the purge guard.
 func (s *steps) enabledRetryTask() *queue.Task {
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindEnabledRetry},
+		Key:         queue.Key{Kind: taskkind.EnabledRetry},
 		Description: "enabled scripts that failed",
 		Do: func(ctx context.Context) error {
 			model, store := s.trees.Current()

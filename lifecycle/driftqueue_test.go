@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
 	"github.com/addonops/addon-operator/queue"
 )
@@ -32,7 +33,7 @@ func TestDriftCorrectKeyed(t *testing.T) {
 	if n := main.Len(); n != 3 {
 		t.Fatalf("queue length = %d, want 3 (the gate, one correction per module)", n)
 	}
-	main.Preempt(&queue.Task{Key: queue.Key{Kind: kindReloadAll}, Do: func(context.Context) error { return nil }}, supersededByReload)
+	main.Preempt(&queue.Task{Key: queue.Key{Kind: taskkind.ReloadAll}, Do: func(context.Context) error { return nil }}, taskkind.SupersededByReload)
 	for _, m := range []string{"web", "echo"} {
 		if main.HasQueuedKey(queue.Key{Kind: kindDriftCorrect, Module: m}) {
 			t.Errorf("%s's correction still waits after a reload", m)

@@ -6,13 +6,10 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
-
-// kindHealthWait holds what comes after a module in a reload until the
-// module is Healthy (docs/operator.md, "Health waits").
-const kindHealthWait queue.Kind = "HealthWait"
 
 // refreshTimeout bounds the reads that begin a wait: a slow API server
 // must not hold "main" beyond it (the watches tell the rest).
@@ -31,12 +28,12 @@ const (
 // Degraded, or its timeout passes, the task is held at the head of "main"
 // (queue.WaitError), so the next weights and the afterAll hooks wait while
 // any change still goes first. A newer revision or a 'reload all modules'
-// supersedes it with the rest of its reload (supersededByReload); a
+// supersedes it with the rest of its reload (taskkind.SupersededByReload); a
 // ConfigMap edit runs its module at once, wherever that module waits.
 func (s *moduleSteps) healthWaitTask(name string) *queue.Task {
 	w := &healthWait{read: -1} // the queue runs Do one at a time
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindHealthWait, Module: name},
+		Key:         queue.Key{Kind: taskkind.HealthWait, Module: name},
 		Description: "later weights wait for " + name + " to be Healthy",
 		Do:          func(ctx context.Context) error { return s.awaitHealth(ctx, name, w) },
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -59,7 +60,7 @@ func markAvailable(t *testing.T, ns, name string) {
 func (e *env) held() string {
 	for _, q := range e.op.Status().Queues {
 		for _, task := range q.Tasks {
-			if task.Kind == string(kindHealthWait) && task.Held != "" {
+			if task.Kind == string(taskkind.HealthWait) && task.Held != "" {
 				return task.Held
 			}
 		}

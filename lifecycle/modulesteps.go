@@ -8,6 +8,7 @@ import (
 
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -57,12 +58,12 @@ func (s *moduleSteps) moduleRunTask(name string, startup bool) *queue.Task {
 }
 
 // moduleRunKey is the key of a module's run, alone or in a weight group.
-func moduleRunKey(name string) queue.Key { return queue.Key{Kind: kindModuleRun, Module: name} }
+func moduleRunKey(name string) queue.Key { return queue.Key{Kind: taskkind.ModuleRun, Module: name} }
 
 // moduleRunPayload is a module run's data: whether it runs onStartup.
 type moduleRunPayload struct{ startup bool }
 
-func (moduleRunPayload) TaskKind() queue.Kind { return kindModuleRun }
+func (moduleRunPayload) TaskKind() queue.Kind { return taskkind.ModuleRun }
 
 func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) error {
 	model, store := s.trees.Current()
@@ -158,7 +159,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 // the module has a release, the uninstall, then afterDeleteHelm hooks.
 func (s *moduleSteps) moduleDeleteTask(name string) *queue.Task {
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindModuleDelete, Module: name},
+		Key:         queue.Key{Kind: taskkind.ModuleDelete, Module: name},
 		Description: name,
 		OnFailure:   func(err error, _ int) { s.moduleDeleteFailed(name, err) },
 		Do: func(ctx context.Context) error {
@@ -218,7 +219,7 @@ func (s *moduleSteps) moduleDeleteTask(name string) *queue.Task {
 // directory is gone is uninstalled; no hooks run.
 func (s *moduleSteps) modulePurgeTask(name string) *queue.Task {
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindModulePurge, Module: name},
+		Key:         queue.Key{Kind: taskkind.ModulePurge, Module: name},
 		Description: name,
 		Do: func(ctx context.Context) error {
 			removed, err := s.helm.Purge(ctx, name)

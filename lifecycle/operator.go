@@ -184,7 +184,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, helm: helm, report: report}
 	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, report: report}
+		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, report: report, phase: &reloadPhase{}}
 	ts := &treeSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
 	bind.steps = st

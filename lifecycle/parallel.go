@@ -9,11 +9,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
-
-const kindParallelRun queue.Kind = "ParallelModuleRun"
 
 // moduleRun is one module to run in a reload, and whether with onStartup.
 type moduleRun struct {
@@ -83,7 +82,7 @@ func (s *moduleSteps) parallelRunTask(runs []moduleRun) *queue.Task {
 		return fmt.Sprintf("weight %d: %s", weight, strings.Join(names, ", "))
 	}
 	t := &queue.Task{
-		Key:         queue.Key{Kind: kindParallelRun},
+		Key:         queue.Key{Kind: taskkind.ParallelRun},
 		Description: describe(),
 		Do: func(ctx context.Context) error {
 			sem := make(chan struct{}, s.parallelModules())

@@ -12,16 +12,12 @@ import (
 
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
-)
-
-const (
-	kindReloadTree    queue.Kind = "ReloadTree"
-	kindReloadChanged queue.Kind = "ReloadChangedModules"
 )
 
 // treeSteps are the steps of a new revision (docs/lifecycle.md, "A new
@@ -91,11 +87,11 @@ func (o *Operator) TreeChanged(rev gitsync.Revision) {
 		return
 	}
 	queues.Main().Preempt(&queue.Task{
-		Key:         queue.Key{Kind: kindReloadTree},
+		Key:         queue.Key{Kind: taskkind.ReloadTree},
 		Description: "load the changed tree " + rev.Commit,
 		Do:          func(ctx context.Context) error { return o.tree.reloadTree(ctx, rev) },
 		OnFailure:   func(err error, _ int) { o.tree.treeRefused(rev, err) },
-	}, func(k queue.Key) bool { return k.Kind == kindReloadTree })
+	}, taskkind.Superseding(taskkind.ReloadTree))
 }
 
 // InUse lists the commits whose checkouts the operator may still read:
@@ -350,12 +346,10 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 		}
 	case s.moduleScoped(diff):
 		s.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
-		main.Preempt(s.changedModulesTask(old, model, diff.Changed), func(k queue.Key) bool {
-			return k.Kind == kindModuleRun && slices.Contains(diff.Changed, k.Module)
-		})
+		main.Preempt(s.changedModulesTask(old, model, diff.Changed), taskkind.Superseding(taskkind.ReloadChanged, diff.Changed...))
 	default:
 		s.logger.Info("tree changed: reloading all modules", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "global", diff.Global, "reordered", diff.Reordered)
-		main.Preempt(s.steps.reloadAllTask(), supersededByReload)
+		s.steps.preemptReload()
 	}
 	return nil
 }
@@ -367,13 +361,7 @@ func (s *treeSteps) moduleScoped(diff loader.Diff) bool {
 	if len(diff.Changed) == 0 || len(diff.Added) > 0 || len(diff.Removed) > 0 || diff.Global || diff.Reordered || !s.steps.converged() {
 		return false
 	}
-	main := s.queues.Main()
-	for _, kind := range []queue.Kind{kindReloadAll, kindDiscover, kindConverged} {
-		if main.HasQueued(kind) {
-			return false
-		}
-	}
-	return true
+	return !s.steps.phase.underWay()
 }
 
 // changedModulesTask runs the modules a tree change touched: discovery
@@ -385,54 +373,64 @@ func (s *treeSteps) changedModulesTask(old, model *loader.Model, changed []strin
 	for _, name := range changed {
 		hooksChanged[name] = !sameHooks(old.Module(name), model.Module(name))
 	}
+	s.steps.phase.askChanged()
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindReloadChanged},
+		Key:         queue.Key{Kind: taskkind.ReloadChanged},
 		Description: "run changed modules: " + strings.Join(changed, ", "),
 		Do: func(ctx context.Context) error {
-			// the model current when it runs: a newer tree's own task
-			// covers what changed since
-			model, store := s.trees.Current()
-			current := s.modules.EnabledList()
-			enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
-			if err != nil {
-				return err
+			err := s.runChanged(ctx, changed, hooksChanged)
+			if err == nil {
+				s.steps.phase.changedDone()
 			}
-			main := s.queues.Main()
-			// a failed enabled script is discovery's to handle, and so is a
-			// section refused, or no longer refused, since it last ran; a
-			// module still refused for its section stays as discovery left
-			// it (not run below)
-			refusedChanged := refusalsChanged(model, failed, func(name string) bool { return s.modules.Get(name).ConfigRefused })
-			if refusedChanged || !slices.Equal(enabled, current) {
-				s.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
-				main.AddAfterCurrent(s.steps.reloadAllTask())
-				return nil
-			}
-			// the same modules stay disabled, perhaps for new reasons
-			s.modules.SetDisabledReasons(reasons)
-			s.steps.reload.begin(s.cfg.Now())
-			var runs []moduleRun
-			s.modules.Edit(func(modules map[string]*runstate.Module, _ *[]string) {
-				for _, m := range model.Modules {
-					st := modules[m.Name]
-					if st == nil || !st.Enabled || st.ConfigRefused || !slices.Contains(changed, m.Name) {
-						continue
-					}
-					st.State = StatePending
-					runs = append(runs, moduleRun{module: m, startup: hooksChanged[m.Name] || !st.StartupDone})
-				}
-			})
-			if len(runs) == 0 {
-				s.logger.Info("no enabled module changed")
-				s.report.outcome()
-				return nil
-			}
-			tasks := s.mods.moduleRunTasks(runs)
-			tasks = append(tasks, s.steps.globalHookTasks(loader.AfterAll)...)
-			main.AddAfterCurrent(append(tasks, s.steps.convergedTask())...)
-			return nil
+			return err
 		},
 	}
+}
+
+// runChanged is changedModulesTask's run.
+func (s *treeSteps) runChanged(ctx context.Context, changed []string, hooksChanged map[string]bool) error {
+	// the model current when it runs: a newer tree's own task
+	// covers what changed since
+	model, store := s.trees.Current()
+	current := s.modules.EnabledList()
+	enabled, failed, reasons, err := s.run.resolveEnabled(ctx, model, store, func(name string) bool { return slices.Contains(current, name) })
+	if err != nil {
+		return err
+	}
+	main := s.queues.Main()
+	// a failed enabled script is discovery's to handle, and so is a
+	// section refused, or no longer refused, since it last ran; a
+	// module still refused for its section stays as discovery left
+	// it (not run below)
+	refusedChanged := refusalsChanged(model, failed, func(name string) bool { return s.modules.Get(name).ConfigRefused })
+	if refusedChanged || !slices.Equal(enabled, current) {
+		s.logger.Info("the changed modules change the enabled set; reloading all modules", "enabled", strings.Join(enabled, ","))
+		main.AddAfterCurrent(s.steps.reloadAllTask())
+		return nil
+	}
+	// the same modules stay disabled, perhaps for new reasons
+	s.modules.SetDisabledReasons(reasons)
+	var runs []moduleRun
+	s.modules.Edit(func(modules map[string]*runstate.Module, _ *[]string) {
+		for _, m := range model.Modules {
+			st := modules[m.Name]
+			if st == nil || !st.Enabled || st.ConfigRefused || !slices.Contains(changed, m.Name) {
+				continue
+			}
+			st.State = StatePending
+			runs = append(runs, moduleRun{module: m, startup: hooksChanged[m.Name] || !st.StartupDone})
+		}
+	})
+	if len(runs) == 0 {
+		s.logger.Info("no enabled module changed")
+		s.report.outcome()
+		return nil
+	}
+	s.steps.phase.begin(PhaseConverging, s.cfg.Now())
+	tasks := s.mods.moduleRunTasks(runs)
+	tasks = append(tasks, s.steps.globalHookTasks(loader.AfterAll)...)
+	main.AddAfterCurrent(append(tasks, s.steps.convergedTask())...)
+	return nil
 }
 
 // sameHooks: the two versions of a module have the same hook files.
@@ -448,24 +446,19 @@ func sameHooks(a, b *loader.Module) bool {
 	return true
 }
 
-// reloading: a reload is queued whose converged task reports the revision.
-func (s *treeSteps) reloading() bool {
-	main := s.queues.Main()
-	for _, kind := range []queue.Kind{kindReloadAll, kindReloadChanged, kindDiscover, kindConverged, kindRevisionApplied} {
-		if main.HasQueued(kind) {
-			return true
-		}
-	}
-	return false
-}
+// reloading: a reload or a report is under way or waits whose end reports
+// the revision.
+func (s *treeSteps) reloading() bool { return s.steps.phase.reporting() }
 
 // revisionAppliedTask reports the revision once the tasks queued before
 // it (a purge) are done.
 func (s *treeSteps) revisionAppliedTask() *queue.Task {
+	s.steps.phase.askReport()
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindRevisionApplied},
+		Key:         queue.Key{Kind: taskkind.RevisionApplied},
 		Description: "revision applied",
 		Do: func(context.Context) error {
+			s.steps.phase.reported()
 			s.report.outcome()
 			return nil
 		},

@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"github.com/addonops/addon-operator/lifecycle/runstate"
-
-	"github.com/addonops/addon-operator/queue"
 )
 
 // RevisionState is what Config.OnRevisionState is told about the adopted
@@ -29,9 +27,6 @@ const (
 	RevisionApplied  = "applied"
 	RevisionFailed   = "failed"
 )
-
-// kindRevisionApplied ends a tree change that purges modules and runs none.
-const kindRevisionApplied queue.Kind = "RevisionApplied"
 
 // errPurgeGuard marks a revision the purge guard holds back.
 var errPurgeGuard = errors.New("purge guard")

@@ -5,26 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
-)
-
-// Task kinds, as /queue shows them.
-const (
-	kindGlobalHook   queue.Kind = "GlobalHookRun"
-	kindReloadAll    queue.Kind = "ReloadAllModules"
-	kindDiscover     queue.Kind = "DiscoverModules"
-	kindModuleRun    queue.Kind = "ModuleRun"
-	kindModuleDelete queue.Kind = "ModuleDelete"
-	kindModulePurge  queue.Kind = "ModulePurge"
-	kindConverged    queue.Kind = "ConvergeDone"
 )
 
 // steps are the task handlers of the documented lifecycle
@@ -47,46 +34,13 @@ type steps struct {
 	purge   *purgeGuard       // purge.go
 	drift   *driftSteps       // drift.go
 	report  *revisionReporter // revisionstate.go
-	reload  reloadState       // the reload under way
+	phase   *reloadPhase      // the reload's phase (phase.go)
 }
 
 var _ followUps = (*steps)(nil)
 
-// reloadState is the steps' bookkeeping of 'reload all modules': when the
-// one under way started, whether its afterAll hooks changed global values,
-// and whether one has finished (the operator is ready).
-type reloadState struct {
-	mu            sync.Mutex
-	start         time.Time
-	globalChanged bool
-	ready         atomic.Bool
-}
-
-// begin starts a reload's bookkeeping.
-func (r *reloadState) begin(now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.start, r.globalChanged = now, false
-}
-
-// changedGlobal: an afterAll hook changed global values in this reload.
-func (r *reloadState) changedGlobal() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.globalChanged = true
-}
-
-// end finishes a reload: how long it took, whether it was the first, and
-// whether afterAll hooks changed global values (everything reloads).
-func (r *reloadState) end(now time.Time) (took time.Duration, first, again bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	first = !r.ready.Swap(true)
-	return now.Sub(r.start), first, r.globalChanged
-}
-
 // converged: the first 'reload all modules' finished.
-func (s *steps) converged() bool { return s.reload.ready.Load() }
+func (s *steps) converged() bool { return s.phase.converged() }
 
 // ordered returns the hooks with an ordered binding, by ORDER then name.
 func ordered(hooks []*loader.Hook, binding string) []*loader.Hook {
@@ -115,7 +69,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 	var tasks []*queue.Task
 	for _, h := range ordered(model.Global.Hooks, binding) {
 		tasks = append(tasks, &queue.Task{
-			Key:         queue.Key{Kind: kindGlobalHook, Hook: metrics.HookLabel(h), Binding: binding},
+			Key:         queue.Key{Kind: taskkind.GlobalHook, Hook: metrics.HookLabel(h), Binding: binding},
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
 			OnFailure:   func(err error, _ int) { s.report.failure("", err) },
 			Do: func(ctx context.Context) error {
@@ -126,7 +80,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 				res, err := s.run.runHook(ctx, h, binding, s.bind.orderedContext(h, binding), false)
 				// patches applied before a later part of the run failed count
 				if binding == loader.AfterAll && (res.ValuesChanged || res.ConfigChanged) {
-					s.reload.changedGlobal()
+					s.phase.changedGlobal()
 				}
 				return err
 			},
@@ -140,11 +94,12 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 // Synchronization of global hooks whose monitors do not run yet (step 2 at
 // start-up; a new tree's added or changed hooks later).
 func (s *steps) reloadAllTask() *queue.Task {
+	s.phase.askReload() // every caller queues it
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindReloadAll},
+		Key:         queue.Key{Kind: taskkind.ReloadAll},
 		Description: "reload all modules",
 		Do: func(ctx context.Context) error {
-			s.reload.begin(s.cfg.Now())
+			s.phase.begin(PhaseReloading, s.cfg.Now())
 			var tasks []*queue.Task
 			model, _ := s.trees.Current()
 			if len(withKubernetes(model.Global.Hooks)) > 0 {
@@ -162,10 +117,10 @@ func (s *steps) reloadAllTask() *queue.Task {
 // and if afterAll hooks changed global values, everything reloads (step 8).
 func (s *steps) convergedTask() *queue.Task {
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindConverged},
+		Key:         queue.Key{Kind: taskkind.Converged},
 		Description: "all modules converged",
 		Do: func(context.Context) error {
-			took, first, again := s.reload.end(s.cfg.Now())
+			took, first, again := s.phase.end(s.cfg.Now())
 			s.metrics.Converged(first, took)
 			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
 			s.bind.syncSchedules()
