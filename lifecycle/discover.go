@@ -116,7 +116,7 @@ func (s *steps) discover(ctx context.Context) error {
 			retry = true
 			s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
 		}
-		s.mods.moduleFailed(name, err)
+		_ = s.mods.rec.record(ctx, outcome{What: moduleRunFailed, Module: name, Err: err})
 	}
 	var purged []string
 	for _, r := range releases {
@@ -221,8 +221,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 				check := s.modules.Get(m.Name).ScriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
 				if check {
 					if _, _, err := s.run.runEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
-						s.mods.moduleFailed(m.Name, err)
-						return err
+						return s.mods.rec.record(ctx, outcome{What: moduleRunFailed, Module: m.Name, Err: err})
 					}
 				}
 				if slices.Contains(current, m.Name) {

@@ -181,12 +181,14 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
 	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules, held: purge.discoveryHeld}
 	drift := &driftSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues}
+	rec := &recorder{metrics: m, modules: modules, report: report, health: cfg.Health, now: cfg.Now}
+	waits := &healthWaits{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules}
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, helm: helm, report: report}
+		run: run, bind: bind, helm: helm, rec: rec, waits: waits}
 	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, report: report, phase: &reloadPhase{}}
+		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, rec: rec, phase: &reloadPhase{}}
 	ts := &treeSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
+		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, rec: rec}
 	bind.steps = st
 	cfg.Registry.MustRegister(snapshotCollector{bind}, stateCollector{modules: modules, tree: ts, purge: purge})
 	wh := &webhooks{cfg: cfg, logger: cfg.Logger, trees: trees, modules: modules, run: run, bind: bind, reg: cfg.Webhooks, discovered: modules.WasDiscovered}
@@ -230,7 +232,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.trees.Start(&runstate.Tree{Model: model, Store: store, ConfigData: data, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
 	o.metrics.BindingsOf(model)
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
-	o.tree.report.revision(rev.Commit, "", RevisionApplying, "")
+	_ = o.tree.rec.record(ctx, outcome{What: revisionApplying, Commit: rev.Commit})
 	o.bind.runCtx = ctx
 	defer o.bind.stopMonitors()
 

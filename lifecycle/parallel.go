@@ -51,7 +51,7 @@ func (s *moduleSteps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 		// what comes after this weight waits for those of it that ask
 		for _, r := range runs[i:j] {
 			if r.module.HealthWait.On {
-				tasks = append(tasks, s.healthWaitTask(r.module.Name))
+				tasks = append(tasks, s.waits.healthWaitTask(r.module.Name))
 			}
 		}
 		i = j
@@ -96,9 +96,8 @@ func (s *moduleSteps) parallelRunTask(runs []moduleRun) *queue.Task {
 				wg.Go(func() {
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					err := s.runModuleRecovered(ctx, name, r.startup)
+					err := s.finishRun(ctx, s.runModuleRecovered(ctx, name, r.startup))
 					if err != nil {
-						s.moduleFailed(name, err)
 						errs[i] = fmt.Errorf("module %s: %w", name, err)
 						// a terminal failure is not retried with the others
 						if !queue.IsTerminal(err) {
@@ -125,12 +124,14 @@ func (s *moduleSteps) parallelRunTask(runs []moduleRun) *queue.Task {
 	return t
 }
 
-// runModuleRecovered is runModule in a goroutine of its own, where the
-// queue's recovery does not reach: a panic is the module's error.
-func (s *moduleSteps) runModuleRecovered(ctx context.Context, name string, startup bool) (err error) {
+// runModuleRecovered is runModule where a panic is the module's failed
+// run: in a weight group's goroutine the queue's recovery does not reach,
+// and alone the recorder records it the same way.
+func (s *moduleSteps) runModuleRecovered(ctx context.Context, name string, startup bool) (o outcome) {
+	started := s.cfg.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
+			o = outcome{What: moduleRunFailed, Module: name, Started: started, Err: fmt.Errorf("panic: %v", p)}
 			s.logger.Error("module run panicked", "module", name, "panic", p)
 		}
 	}()

@@ -37,7 +37,7 @@ type treeSteps struct {
 	steps   *steps
 	mods    *moduleSteps
 	purge   *purgeGuard
-	report  *revisionReporter // revisionstate.go
+	rec     *recorder         // the outcomes (record.go)
 	revs    revisions         // the revisions on the way
 }
 
@@ -225,7 +225,7 @@ func (o *Operator) Refused(commit string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // stopping: the tree was not judged
 	}
-	o.tree.report.revision(commit, "", RevisionFailed, refusedReasonOf(err))
+	_ = o.tree.rec.record(context.Background(), outcome{What: revisionRefused, Commit: commit, Reason: refusedReasonOf(err)})
 }
 
 // TreeError is the last refused tree's error ("" when the last load worked).
@@ -281,7 +281,7 @@ func (s *treeSteps) treeRefused(rev gitsync.Revision, err error) {
 	if queue.Reason(err) == reasonPurgeRefused {
 		reason = "held by the purge guard until confirmed (see /status)"
 	}
-	s.report.revision(rev.Commit, "", RevisionFailed, reason)
+	_ = s.rec.record(context.Background(), outcome{What: revisionRefused, Commit: rev.Commit, Reason: reason})
 }
 
 // adopt replaces the running tree with the revision's model, a values
@@ -318,7 +318,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 		return err
 	}
 	s.metrics.BindingsOf(model)
-	s.report.revision(rev.Commit, "", RevisionApplying, "")
+	_ = s.rec.record(ctx, outcome{What: revisionApplying, Commit: rev.Commit})
 	var purges []*queue.Task
 	if diff.OnlyRemoved() {
 		s.modules.Edit(func(modules map[string]*runstate.Module, enabled *[]string) {
@@ -342,7 +342,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev gitsync.Revision, model *load
 		// the same files (a re-tag, a revert): nothing to run
 		s.logger.Info("tree changed: the same files; nothing to run", "revision", rev.Commit)
 		if !s.reloading() {
-			s.report.outcome()
+			_ = s.rec.record(ctx, outcome{What: reloadEnded})
 		}
 	case s.moduleScoped(diff):
 		s.logger.Info("tree changed: running the changed modules", "revision", rev.Commit, "changed", diff.Changed)
@@ -423,8 +423,7 @@ func (s *treeSteps) runChanged(ctx context.Context, changed []string, hooksChang
 	})
 	if len(runs) == 0 {
 		s.logger.Info("no enabled module changed")
-		s.report.outcome()
-		return nil
+		return s.rec.record(ctx, outcome{What: reloadEnded})
 	}
 	s.steps.phase.begin(PhaseConverging, s.cfg.Now())
 	tasks := s.mods.moduleRunTasks(runs)
@@ -457,10 +456,9 @@ func (s *treeSteps) revisionAppliedTask() *queue.Task {
 	return &queue.Task{
 		Key:         queue.Key{Kind: taskkind.RevisionApplied},
 		Description: "revision applied",
-		Do: func(context.Context) error {
+		Do: func(ctx context.Context) error {
 			s.steps.phase.reported()
-			s.report.outcome()
-			return nil
+			return s.rec.record(ctx, outcome{What: reloadEnded})
 		},
 	}
 }

@@ -33,7 +33,7 @@ type steps struct {
 	mods    *moduleSteps
 	purge   *purgeGuard       // purge.go
 	drift   *driftSteps       // drift.go
-	report  *revisionReporter // revisionstate.go
+	rec     *recorder         // the outcomes (record.go)
 	phase   *reloadPhase      // the reload's phase (phase.go)
 }
 
@@ -71,7 +71,7 @@ func (s *steps) globalHookTasks(binding string) []*queue.Task {
 		tasks = append(tasks, &queue.Task{
 			Key:         queue.Key{Kind: taskkind.GlobalHook, Hook: metrics.HookLabel(h), Binding: binding},
 			Description: fmt.Sprintf("%s: %s", binding, h.Name),
-			OnFailure:   func(err error, _ int) { s.report.failure("", err) },
+			OnFailure:   func(err error, _ int) { _ = s.rec.record(context.Background(), outcome{What: globalHookFailed, Err: err}) },
 			Do: func(ctx context.Context) error {
 				h := currentHook(s.trees, s.modules, h)
 				if h == nil {
@@ -119,7 +119,7 @@ func (s *steps) convergedTask() *queue.Task {
 	return &queue.Task{
 		Key:         queue.Key{Kind: taskkind.Converged},
 		Description: "all modules converged",
-		Do: func(context.Context) error {
+		Do: func(ctx context.Context) error {
 			took, first, again := s.phase.end(s.cfg.Now())
 			s.metrics.Converged(first, took)
 			s.logger.Info("converged", "seconds", took.Seconds(), "first", first)
@@ -128,7 +128,7 @@ func (s *steps) convergedTask() *queue.Task {
 				s.logger.Info("afterAll hooks changed global values; reloading all modules")
 				s.queues.Main().AddAfterCurrent(s.reloadAllTask())
 			} else {
-				s.report.outcome()
+				_ = s.rec.record(ctx, outcome{What: reloadEnded})
 			}
 			return nil
 		},
