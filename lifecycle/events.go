@@ -66,20 +66,6 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 	}
 }
 
-// preemptReload puts 'reload all modules' at the head of "main", in place
-// of the work it supersedes (taskkind.SupersededByReload): an earlier
-// reload's steps and module runs still waiting.
-func (s *steps) preemptReload() {
-	s.queues.Main().Preempt(s.reloadAllTask(), taskkind.SupersededByReload)
-}
-
-// queueReloadAll queues 'reload all modules' at the tail unless one waits.
-func (s *steps) queueReloadAll() {
-	if !s.phase.reloadWaiting() {
-		s.queues.Main().Add(s.reloadAllTask())
-	}
-}
-
 // queueModuleRun queues a run of the module at the tail (one waiting there
 // takes it).
 func (s *steps) queueModuleRun(name string) {
