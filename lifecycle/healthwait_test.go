@@ -74,6 +74,7 @@ func (e *env) held() string {
 // wait that times out, or ends Degraded, lets the next weight run with a
 // Warning Event.
 func TestHealthWait(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		wait   string
@@ -115,7 +116,8 @@ func TestHealthWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := setup(t, waitingTree(tt.wait, "first"), nil)
+			t.Parallel()
+			e := parallelSetup(t, waitingTree(tt.wait, "first"), nil)
 			e.commit = "0000000000000000000000000000000000000000"
 			e.configure = func(cfg *Config) { cfg.Health = e.withHealth(health.Options{ProgressTimeout: time.Hour}) }
 			e.start()
@@ -159,7 +161,8 @@ func TestHealthWait(t *testing.T) {
 // generation before the upgrade, when the watch is late, is
 // health.TestTrackerRefresh's: here the watch is rarely late.)
 func TestHealthWaitAfterUpgrade(t *testing.T) {
-	e := setup(t, waitingTree("true", "first"), nil)
+	t.Parallel()
+	e := parallelSetup(t, waitingTree("true", "first"), nil)
 	e.commit = "0000000000000000000000000000000000000000"
 	e.configure = func(cfg *Config) { cfg.Health = e.withHealth(health.Options{ProgressTimeout: time.Hour}) }
 	e.start()
