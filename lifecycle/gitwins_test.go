@@ -13,6 +13,8 @@ import (
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
+	"github.com/addonops/addon-operator/queue"
 )
 
 // A ConfigMap edit made while a module's hook hangs reaches the chart once
@@ -46,13 +48,29 @@ func TestEditWhileHookHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the hook times out a few times while the patcher keeps writing
-	time.Sleep(5 * time.Second)
+	ticks := len(e.readRecords())
+	e.eventually("the hook to time out twice while the patcher writes", func() bool {
+		return e.attempts(taskkind.ModuleRun) >= 2 && len(e.readRecords()) >= ticks+2
+	})
 	if err := os.Remove(hang); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the edit to reach the chart", func() bool {
 		return e.releaseValues("slow")["count"] == 2.0
 	})
+}
+
+// attempts is how many times the task of that kind waiting in "main" has
+// failed (0: none waits).
+func (e *env) attempts(kind queue.Kind) int {
+	for _, q := range e.op.Status().Queues {
+		for _, task := range q.Tasks {
+			if q.Name == queue.MainQueue && task.Kind == string(kind) {
+				return task.Attempts
+			}
+		}
+	}
+	return 0
 }
 
 // editDuringWrite is the real ConfigMap backend, except that its first
