@@ -89,3 +89,16 @@ func TestQueueReloadAllOnceWhileOneWaits(t *testing.T) {
 		t.Fatalf("queue length = %d, want 3 (the gate, the reload that began, a new one)", n)
 	}
 }
+
+// waiting: a task of the kind waits in "main" (not running), as /queue
+// shows it; the operator itself asks the phase, never the queue.
+func waiting(set *queue.Set, kind queue.Kind) bool {
+	for _, q := range set.Dump() {
+		for _, task := range q.Tasks {
+			if q.Name == queue.MainQueue && task.Kind == string(kind) && !task.Running {
+				return true
+			}
+		}
+	}
+	return false
+}

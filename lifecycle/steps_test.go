@@ -190,7 +190,7 @@ func TestStepsEditSupersedesRunInWeightGroup(t *testing.T) {
 	before := len(helm.called())
 	u.op.steps.queueReloadAll()
 	<-held // gamma's run holds "main"; the group of alpha and beta waits behind it
-	u.until("the weight group queued", func() bool { return u.op.Queues().Main().HasQueued(taskkind.ParallelRun) })
+	u.until("the weight group queued", func() bool { return waiting(u.op.Queues(), taskkind.ParallelRun) })
 	u.config.set(map[string]string{"alpha": "x: 1\n"})
 	close(release)
 	u.idle()
