@@ -38,7 +38,7 @@ var _ binding.FollowUps = (*bindingFollowUps)(nil)
 
 func (a *bindingFollowUps) QueueReloadAll()              { a.s.queueReloadAll() }
 func (a *bindingFollowUps) QueueModuleRun(module string) { a.s.queueModuleRun(module) }
-func (a *bindingFollowUps) Converged() <-chan struct{}   { return a.s.reload.convergedCh() }
+func (a *bindingFollowUps) Converged() <-chan struct{}   { return a.s.phase.convergedCh() }
 
 // currentHook is binding.CurrentHook, for the steps, whose variables are
 // often named binding.

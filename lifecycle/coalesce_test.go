@@ -14,6 +14,7 @@ import (
 // wait coalesced per object: 1,000 updates of one object leave one event,
 // the newest, and the hook runs once with it when the queue moves on.
 func TestEventsCoalescePerObject(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	failCfg := fmt.Sprintf(`{"configVersion":"v1","kubernetes":[{"name":"trigger","apiVersion":"v1","kind":"ConfigMap","queue":"q","executeHookOnSynchronization":false,"labelSelector":{"matchLabels":{"run":"%s","k":"trigger"}}}]}`, id)
 	watchCfg := fmt.Sprintf(`{"configVersion":"v1","kubernetes":[{"name":"obj","apiVersion":"v1","kind":"ConfigMap","queue":"q","executeHookOnSynchronization":false,"jqFilter":".data.v","labelSelector":{"matchLabels":{"run":"%s","k":"obj"}}}]}`, id)
@@ -22,7 +23,7 @@ func TestEventsCoalescePerObject(t *testing.T) {
 		"global-hooks/fail.sh":  recordingHook("fail", failCfg, `[ -e "$RECORD_FILE.pass" ] || { echo "failing on purpose" >&2; exit 1; }`),
 		"global-hooks/watch.sh": recordingHook("watch", watchCfg, ""),
 	}
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.createConfigMap("obj", map[string]string{"run": id, "k": "obj"}, map[string]string{"v": "0"})
 	e.start()
 	e.waitReady()

@@ -25,9 +25,10 @@ const v0Switch = `case "$(jq -r '.[0].resourceEvent' "$BINDING_CONTEXT_PATH")" i
 // switches on resourceEvent does not block start-up, and its objects
 // reach it only as events.
 func TestCompatV0NoSynchronization(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	cfg := fmt.Sprintf(`{"onKubernetesEvent":[{"name":"cms","kind":"configmap","selector":{"matchLabels":{"run":"%s"}}}]}`, id)
-	e := setup(t, map[string]string{
+	e := parallelSetup(t, map[string]string{
 		"modules/values.yaml":    "global: {}\n",
 		"global-hooks/legacy.sh": recordingHook("legacy", cfg, v0Switch),
 	}, nil)
@@ -48,12 +49,13 @@ func TestCompatV0NoSynchronization(t *testing.T) {
 // A v0 hook gets one run per event, however they pile up; a v1 hook's
 // waiting run takes in the events of all its bindings, in order.
 func TestCompatCombining(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	v0 := fmt.Sprintf(`{"onKubernetesEvent":[{"name":"cms","kind":"configmap","selector":{"matchLabels":{"run":"%s","k":"v0"}}}]}`, id)
 	v1 := oneLine(fmt.Sprintf(`{"configVersion":"v1","kubernetes":[
  {"name":"a","apiVersion":"v1","kind":"ConfigMap","executeHookOnSynchronization":false,"queue":"q1","labelSelector":{"matchLabels":{"run":"%[1]s","k":"a"}}},
  {"name":"b","apiVersion":"v1","kind":"ConfigMap","executeHookOnSynchronization":false,"queue":"q1","labelSelector":{"matchLabels":{"run":"%[1]s","k":"b"}}}]}`, id))
-	e := setup(t, map[string]string{
+	e := parallelSetup(t, map[string]string{
 		"modules/values.yaml":    "global: {}\n",
 		"global-hooks/legacy.sh": recordingHook("legacy", v0, v0Switch+"; sleep 0.3"),
 		"global-hooks/modern.sh": recordingHook("modern", v1, "sleep 0.5"),
@@ -103,10 +105,11 @@ func TestCompatCombining(t *testing.T) {
 // mean there: v1 watchEvent, string booleans, resynchronizationPeriod and
 // settings; v0 objectName.
 func TestCompatConfigAliases(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	v1 := fmt.Sprintf(`{"configVersion":"v1","settings":{"executionMinInterval":"1s","executionBurst":"3"},"kubernetes":[{"name":"added","apiVersion":"v1","kind":"ConfigMap","watchEvent":["Added"],"executeHookOnSynchronization":"false","keepFullObjectsInMemory":"true","resynchronizationPeriod":"10m","labelSelector":{"matchLabels":{"run":"%s"}}}]}`, id)
 	v0 := fmt.Sprintf(`{"onKubernetesEvent":[{"name":"one","kind":"configmap","objectName":"target","event":["add","update"],"namespaceSelector":{"matchNames":["%s"]},"disableDebug":true}]}`, "NS")
-	e := setup(t, nil, nil)
+	e := parallelSetup(t, nil, nil)
 	files := map[string]string{
 		"modules/values.yaml":    "global: {}\n",
 		"global-hooks/modern.sh": recordingHook("modern", v1, ""),
@@ -143,6 +146,7 @@ func TestCompatConfigAliases(t *testing.T) {
 // without a queue (which still waits), and the snapshots every ordered
 // binding but onStartup carries.
 func TestCompatV1Contexts(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	sel := func(k string) string { return fmt.Sprintf(`"labelSelector":{"matchLabels":{"run":%q,"k":%q}}`, id, k) }
 	cfg := oneLine(fmt.Sprintf(`{"configVersion":"v1","onStartup":1,"beforeAll":1,"kubernetes":[
@@ -150,7 +154,7 @@ func TestCompatV1Contexts(t *testing.T) {
  {"name":"lean","apiVersion":"v1","kind":"ConfigMap","keepFullObjectsInMemory":false,"jqFilter":".data",%s},
  {"name":"bare","apiVersion":"v1","kind":"ConfigMap","keepFullObjectsInMemory":false,"executeHookOnEvent":[],%s},
  {"name":"nowait","apiVersion":"v1","kind":"ConfigMap","waitForSynchronization":false,%s}]}`, sel("full"), sel("lean"), sel("bare"), sel("nowait")))
-	e := setup(t, map[string]string{
+	e := parallelSetup(t, map[string]string{
 		"modules/values.yaml":    "global: {}\n",
 		"global-hooks/shapes.sh": recordingHook("shapes", cfg, ""),
 		"global-hooks/plain.sh":  recordingHook("plain", `{"configVersion":"v1","onStartup":1,"beforeAll":1}`, ""),
@@ -203,13 +207,14 @@ func TestCompatV1Contexts(t *testing.T) {
 // Synchronization, on events and on schedules; a v1 schedule context is
 // typed "Schedule", a v0 one is the binding name alone.
 func TestCompatGroupAndScheduleContexts(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	grouped := oneLine(fmt.Sprintf(`{"configVersion":"v1","kubernetes":[
  {"name":"x","apiVersion":"v1","kind":"ConfigMap","group":"g","labelSelector":{"matchLabels":{"run":"%[1]s","k":"x"}}},
  {"name":"y","apiVersion":"v1","kind":"ConfigMap","group":"g","keepFullObjectsInMemory":false,"labelSelector":{"matchLabels":{"run":"%[1]s","k":"y"}}},
  {"name":"z","apiVersion":"v1","kind":"ConfigMap","keepFullObjectsInMemory":false,"executeHookOnEvent":[],"labelSelector":{"matchLabels":{"run":"%[1]s","k":"z"}}}],
  "schedule":[{"name":"tick","crontab":"*/1 * * * * *","group":"g","includeSnapshotsFrom":["z"],"queue":"tick"},{"name":"tock","crontab":"*/1 * * * * *","includeSnapshotsFrom":["z"],"queue":"tock"}]}`, id))
-	e := setup(t, map[string]string{
+	e := parallelSetup(t, map[string]string{
 		"modules/values.yaml":     "global: {}\n",
 		"global-hooks/grouped.sh": recordingHook("grouped", grouped, ""),
 		"global-hooks/legacy.sh":  recordingHook("legacy", `{"schedule":[{"name":"old","crontab":"*/1 * * * * *"}]}`, ""),

@@ -14,6 +14,7 @@ import (
 // original; a config-values.yaml default object takes the ConfigMap's keys
 // in.
 func TestCompatNestedDefaults(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{
 		"modules/values.yaml":              "global: {}\ndefaultsEnabled: true\n",
 		"modules/001-defaults/values.yaml": "defaults:\n  ports: [{name: a}, {name: b, port: 81}]\n",
@@ -51,7 +52,7 @@ properties:
 `,
 		"modules/001-defaults/hooks/h.sh": recordingHook("h", `{"configVersion":"v1","beforeHelm":1}`, ""),
 	}, withPrefix("modules/001-defaults", moduleChart("defaults", "defaults")))
-	e := setup(t, files, map[string]string{"defaults": "limits: {cpu: 5}\n"})
+	e := parallelSetup(t, files, map[string]string{"defaults": "limits: {cpu: 5}\n"})
 	e.start()
 	e.waitReady()
 	want := `{"limits":{"cpu":5,"memory":2},"ports":[{"name":"a","port":80},{"name":"b","port":81}],"internal":{"token":"none","tls":{"enabled":true}}}`
@@ -68,6 +69,7 @@ properties:
 // do: every enabled module in run order, the list hooks get, through real
 // Helm (the release's ConfigMap) and the module's render on /debug.
 func TestChartGetsEnabledModules(t *testing.T) {
+	t.Parallel()
 	chart := func(name string) map[string]string {
 		return map[string]string{
 			"Chart.yaml": "apiVersion: v2\nname: " + name + "\nversion: 0.1.0\n",
@@ -82,7 +84,7 @@ func TestChartGetsEnabledModules(t *testing.T) {
 		"modules/003-third/values.yaml": "third: {}\n",
 	}, withPrefix("modules/001-first", chart("first")), withPrefix("modules/002-second", chart("second")),
 		withPrefix("modules/003-third", chart("third")))
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	e.waitReady()
 	for _, name := range []string{"first", "second"} {

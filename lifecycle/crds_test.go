@@ -13,6 +13,7 @@ import (
 // A module's crds/ is applied before its chart, which may then create
 // objects of those kinds; a changed CRD file updates the CRD.
 func TestModuleCRDs(t *testing.T) {
+	t.Parallel()
 	group := fmt.Sprintf("crds%d.example.com", nsSeq.Add(1))
 	crd := func(kind, plural, label string) string {
 		return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
@@ -44,7 +45,7 @@ spec:
 		"modules/001-widgets/Chart.yaml":            "apiVersion: v2\nname: widgets\nversion: 0.1.0\n",
 		"modules/001-widgets/templates/gadget.yaml": fmt.Sprintf("apiVersion: %s/v1\nkind: Gadget\nmetadata:\n  name: two\n", group),
 	})
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	ext := apiextensions.NewForConfigOrDie(restCfg)
 	t.Cleanup(func() {
 		for _, n := range []string{"widgets." + group, "gadgets." + group} {

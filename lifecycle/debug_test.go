@@ -14,7 +14,8 @@ import (
 // TestDebugEndpoints: what the CLI's debug subcommands read, against a
 // converged operator with a real API server and Helm.
 func TestDebugEndpoints(t *testing.T) {
-	e := setup(t, merged(
+	t.Parallel()
+	e := parallelSetup(t, merged(
 		map[string]string{
 			"modules/values.yaml":          "echoEnabled: true\nidleEnabled: false\nglobal: {region: eu}\n",
 			"modules/020-idle/values.yaml": "idle: {}\n",

@@ -7,21 +7,21 @@ import (
 
 	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
 
-const kindEnabledRetry queue.Kind = "EnabledScriptRetry"
-
 // discoverTask is 'discover modules' (step 4): it resolves every module's
 // enabled state and queues module runs, deletes and purges, afterAll hooks
 // and the end of the reload, right after itself.
 func (s *steps) discoverTask() *queue.Task {
-	return &queue.Task{Key: queue.Key{Kind: kindDiscover}, Description: "discover modules", Do: s.discover}
+	return &queue.Task{Key: queue.Key{Kind: taskkind.Discover}, Description: "discover modules", Do: s.discover}
 }
 
 func (s *steps) discover(ctx context.Context) error {
+	s.phase.enter(PhaseDiscovering)
 	t := s.trees.Load()
 	model, store := t.Model, t.Store
 	releases, err := s.helm.Releases(ctx)
@@ -83,7 +83,7 @@ func (s *steps) discover(ctx context.Context) error {
 				// neither run nor deleted while its enabled state is unknown
 			case refused:
 				// neither run nor deleted, and enabled if it was
-				// (ResolveEnabled): what runs of it keeps running, with
+				// (resolveEnabled): what runs of it keeps running, with
 				// the values the store holds, until its section is fixed
 				// (onConfigChange reloads then)
 			case slices.Contains(enabled, m.Name):
@@ -115,7 +115,7 @@ func (s *steps) discover(ctx context.Context) error {
 			retry = true
 			s.logger.Error("enabled script failed; the module keeps its state and is checked again", "module", name, "err", err)
 		}
-		s.mods.moduleFailed(name, err)
+		_ = s.mods.rec.record(ctx, outcome{What: moduleRunFailed, Module: name, Err: err})
 	}
 	var purged []string
 	for _, r := range releases {
@@ -155,6 +155,7 @@ func (s *steps) discover(ctx context.Context) error {
 	if retry {
 		tasks = append(tasks, s.enabledRetryTask())
 	}
+	s.phase.enter(PhaseConverging)
 	s.queues.Main().AddAfterCurrent(tasks...)
 	return nil
 }
@@ -165,7 +166,7 @@ func (s *steps) discover(ctx context.Context) error {
 // take effect through discovery and the purge guard.
 func (s *steps) enabledRetryTask() *queue.Task {
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindEnabledRetry},
+		Key:         queue.Key{Kind: taskkind.EnabledRetry},
 		Description: "enabled scripts that failed",
 		Do: func(ctx context.Context) error {
 			model, store := s.trees.Current()
@@ -175,8 +176,7 @@ func (s *steps) enabledRetryTask() *queue.Task {
 				check := s.modules.Get(m.Name).ScriptFailed && m.EnabledScript != "" && store.Enabled(m.Key)
 				if check {
 					if _, _, err := s.run.RunEnabledScript(ctx, store, m, slices.Clone(before)); err != nil {
-						s.mods.moduleFailed(m.Name, err)
-						return err
+						return s.mods.rec.record(ctx, outcome{What: moduleRunFailed, Module: m.Name, Err: err})
 					}
 				}
 				if slices.Contains(current, m.Name) {

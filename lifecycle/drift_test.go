@@ -32,7 +32,8 @@ func webModule() map[string]string {
 // replicas an autoscaler set through /scale are left alone; in
 // maintenance it is reported and not corrected; a bad mode is refused.
 func TestDriftWarnCorrectMaintenance(t *testing.T) {
-	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
+	t.Parallel()
+	e := parallelSetup(t, webModule(), map[string]string{"webDrift": "warn"})
 	e.withDrift(t)
 	e.start()
 	e.waitReady()
@@ -187,7 +188,8 @@ func (e *env) events(reason string) int {
 // operator is not drift and is not reverted in correct mode; a hand edit
 // beside it is corrected and the hook's replicas stay.
 func TestDriftLeavesHookObjectPatch(t *testing.T) {
-	e := setup(t, webModule(), map[string]string{})
+	t.Parallel()
+	e := parallelSetup(t, webModule(), map[string]string{})
 	ops := `{"operation":"MergePatch","apiVersion":"apps/v1","kind":"Deployment","namespace":"` + e.ns + `","name":"web","mergePatch":{"spec":{"replicas":3}}}` + "\n"
 	hook := filepath.Join(e.dir, "modules/001-web/hooks/scale.sh")
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {

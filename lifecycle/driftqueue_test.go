@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
 	"github.com/addonops/addon-operator/queue"
 )
@@ -28,7 +29,7 @@ func TestReloadSupersedesDriftCorrect(t *testing.T) {
 	for _, m := range []string{"web", "echo"} {
 		main.Add(&queue.Task{Key: queue.Key{Kind: kindDriftCorrect, Module: m}, Do: func(context.Context) error { return nil }})
 	}
-	main.Preempt(&queue.Task{Key: queue.Key{Kind: kindReloadAll}, Do: func(context.Context) error { return nil }}, supersededByReload)
+	main.Preempt(&queue.Task{Key: queue.Key{Kind: taskkind.ReloadAll}, Do: func(context.Context) error { return nil }}, taskkind.SupersededByReload)
 	for _, m := range []string{"web", "echo"} {
 		if main.HasQueuedKey(queue.Key{Kind: kindDriftCorrect, Module: m}) {
 			t.Errorf("%s's correction still waits after a reload", m)

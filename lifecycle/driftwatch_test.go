@@ -56,7 +56,8 @@ func (e *env) followed(module string) {
 // warn mode reported on /status, in correct mode corrected; a status-only
 // update before it makes no check.
 func TestDriftOnEdit(t *testing.T) {
-	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
+	t.Parallel()
+	e := parallelSetup(t, webModule(), map[string]string{"webDrift": "warn"})
 	det := e.withDriftOnEdits(t)
 	e.start()
 	e.waitReady()
@@ -124,7 +125,8 @@ func TestDriftOnEdit(t *testing.T) {
 // a writer that never stops is checked once per spacing, not once per
 // write, and not only when it stops.
 func TestDriftOnEditBounded(t *testing.T) {
-	e := setup(t, webModule(), map[string]string{"webDrift": "warn"})
+	t.Parallel()
+	e := parallelSetup(t, webModule(), map[string]string{"webDrift": "warn"})
 	quietFor, spacing := time.Second, 3*time.Second
 	det := e.withDriftOnEdits(t)
 	withDrift := e.configure

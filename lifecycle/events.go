@@ -4,9 +4,8 @@ import (
 	"context"
 
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
-	"github.com/addonops/addon-operator/loader"
-	"github.com/addonops/addon-operator/queue"
 	"github.com/addonops/addon-operator/values"
 )
 
@@ -42,7 +41,7 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 	main := s.queues.Main()
 	if ch.Global || ch.Enabled {
 		s.logger.Info("global values or enabled flags changed; reloading all modules")
-		main.Preempt(s.reloadAllTask(), supersededByReload)
+		s.preemptReload()
 		return
 	}
 	for _, key := range ch.Modules {
@@ -52,7 +51,7 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 			// (the module is not run before, with a section that may
 			// still be bad)
 			s.logger.Info("the section of a module refused by discovery changed; reloading all modules", "module", name)
-			main.Preempt(s.reloadAllTask(), supersededByReload)
+			s.preemptReload()
 			return
 		}
 	}
@@ -62,28 +61,8 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 		if st.Enabled {
 			s.logger.Info("module values changed; running module", "module", name)
 			// its run replaces one waiting alone or in a weight group
-			main.Preempt(s.mods.moduleRunTask(name, !st.StartupDone), func(k queue.Key) bool { return k == moduleRunKey(name) })
+			main.Preempt(s.mods.moduleRunTask(name, !st.StartupDone), taskkind.Superseding(taskkind.ModuleRun, name))
 		}
-	}
-}
-
-// supersededByReload: the work a 'reload all modules' replaces when it
-// pre-empts: an earlier reload's steps and module runs still waiting. Module
-// deletes and purges stay; discovery would not queue them again.
-func supersededByReload(k queue.Key) bool {
-	switch k.Kind {
-	case kindReloadAll, kindReloadChanged, kindDiscover, kindModuleRun, kindParallelRun, kindHealthWait, kindConverged, kindEnabledRetry, kindDriftCorrect:
-		return true
-	case kindGlobalHook:
-		return k.Binding == loader.BeforeAll || k.Binding == loader.AfterAll
-	}
-	return false
-}
-
-// queueReloadAll queues 'reload all modules' at the tail unless one waits.
-func (s *steps) queueReloadAll() {
-	if !s.queues.Main().HasQueued(kindReloadAll) {
-		s.queues.Main().Add(s.reloadAllTask())
 	}
 }
 

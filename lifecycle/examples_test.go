@@ -16,7 +16,8 @@ import (
 // The examples/ repository that users copy converges, and the changes its
 // README suggests work.
 func TestExamples(t *testing.T) {
-	e := setup(t, map[string]string{}, nil)
+	t.Parallel()
+	e := parallelSetup(t, map[string]string{}, nil)
 	abs, err := filepath.Abs("../examples")
 	if err != nil {
 		t.Fatal(err)

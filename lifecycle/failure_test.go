@@ -11,13 +11,14 @@ import (
 // one-line summary of its error, and only /debug, which answers on the
 // operator's own host, has what it printed.
 func TestStatusLeavesOutHookOutput(t *testing.T) {
+	t.Parallel()
 	const secret = "password=hunter2"
 	files := merged(map[string]string{
 		"modules/values.yaml": "alphaEnabled: true\n",
 		"modules/001-alpha/hooks/fail.sh": "#!/bin/sh\nif [ \"$1\" = --config ]; then echo '{\"beforeHelm\": 1}'; exit 0; fi\n" +
 			"echo 'connecting with " + secret + "' >&2\nexit 3\n",
 	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	serve := serveHandler(t, e.op.Handler(HTTPOptions{Namespace: e.ns}))
 	get := func(path string) string {

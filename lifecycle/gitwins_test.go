@@ -13,14 +13,17 @@ import (
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 	"github.com/addonops/addon-operator/kube"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
+	"github.com/addonops/addon-operator/queue"
 )
 
 // A ConfigMap edit made while a module's hook hangs reaches the chart once
 // the hook stops hanging, although a global schedule hook writes config
 // patches every second meanwhile.
 func TestEditWhileHookHangs(t *testing.T) {
+	t.Parallel()
 	hang := filepath.Join(t.TempDir(), "hang")
-	e := setup(t, merged(map[string]string{
+	e := parallelSetup(t, merged(map[string]string{
 		"modules/values.yaml": "slowEnabled: true\n",
 		"global-hooks/patcher.sh": recordingHook("patcher", `{"configVersion":"v1","schedule":[{"crontab":"*/1 * * * * *","queue":"ticks"}]}`,
 			`echo "[{\"op\":\"add\",\"path\":\"/global/tick\",\"value\":\"$(date +%s%N)\"}]" > "$CONFIG_VALUES_JSON_PATCH_PATH"`),
@@ -45,13 +48,29 @@ func TestEditWhileHookHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the hook times out a few times while the patcher keeps writing
-	time.Sleep(5 * time.Second)
+	ticks := len(e.readRecords())
+	e.eventually("the hook to time out twice while the patcher writes", func() bool {
+		return e.attempts(taskkind.ModuleRun) >= 2 && len(e.readRecords()) >= ticks+2
+	})
 	if err := os.Remove(hang); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the edit to reach the chart", func() bool {
 		return e.releaseValues("slow")["count"] == 2.0
 	})
+}
+
+// attempts is how many times the task of that kind waiting in "main" has
+// failed (0: none waits).
+func (e *env) attempts(kind queue.Kind) int {
+	for _, q := range e.op.Status().Queues {
+		for _, task := range q.Tasks {
+			if q.Name == queue.MainQueue && task.Kind == string(kind) {
+				return task.Attempts
+			}
+		}
+	}
+	return 0
 }
 
 // editDuringWrite is the real ConfigMap backend, except that its first
@@ -72,7 +91,8 @@ func (b *editDuringWrite) Update(ctx context.Context, fn func(map[string]string)
 // A hook's config write whose result is adopted after a newer user edit
 // arrived does not undo the edit: the edit reaches the chart.
 func TestLateHookWriteKeepsNewerEdit(t *testing.T) {
-	e := setup(t, merged(map[string]string{
+	t.Parallel()
+	e := parallelSetup(t, merged(map[string]string{
 		"modules/values.yaml": "alphaEnabled: true\n",
 		"global-hooks/g.sh": recordingHook("g", `{"onStartup": 1}`,
 			`echo '[{"op":"add","path":"/global/started","value":true}]' > "$CONFIG_VALUES_JSON_PATCH_PATH"`),
@@ -120,6 +140,7 @@ func (e *env) checked(commit string, files map[string]string) Revision {
 // Two revisions reported while the queue is busy: the newest runs, and
 // its commit is the one on /status and on the release.
 func TestNewestRevisionRuns(t *testing.T) {
+	t.Parallel()
 	gate := filepath.Join(t.TempDir(), "gate")
 	files := func(v string) map[string]string {
 		return merged(map[string]string{
@@ -128,7 +149,7 @@ func TestNewestRevisionRuns(t *testing.T) {
 			"modules/001-alpha/hooks/h.sh":  gatedHook(`{"beforeHelm": 1}`, gate, ""),
 		}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
 	}
-	e := setup(t, files("start"), nil)
+	e := parallelSetup(t, files("start"), nil)
 	e.commit = "0000000000000000000000000000000000000000"
 	e.start()
 	e.waitReady()
@@ -162,6 +183,7 @@ func TestNewestRevisionRuns(t *testing.T) {
 // A values patch written by a hook in a named queue while a new tree is
 // adopted is not lost with the old tree's store.
 func TestValuesPatchAcrossAdoption(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	gate, started, done := filepath.Join(dir, "gate"), filepath.Join(dir, "started"), filepath.Join(dir, "done")
 	files := func(v string) map[string]string {
@@ -179,7 +201,7 @@ func TestValuesPatchAcrossAdoption(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := setup(t, files("1"), nil)
+	e := parallelSetup(t, files("1"), nil)
 	e.start()
 	e.waitReady()
 	e.eventually("the schedule hook to start", func() bool { _, err := os.Stat(started); return err == nil })
@@ -198,8 +220,9 @@ func TestValuesPatchAcrossAdoption(t *testing.T) {
 // A stored values patch whose path a ConfigMap edit removed does not wedge
 // its module: the operation is dropped and the module converges.
 func TestStalePatchDropped(t *testing.T) {
+	t.Parallel()
 	once := filepath.Join(t.TempDir(), "once")
-	e := setup(t, merged(map[string]string{
+	e := parallelSetup(t, merged(map[string]string{
 		"modules/values.yaml": "gammaEnabled: true\n",
 		"modules/001-gamma/hooks/h.sh": "#!/usr/bin/env bash\n" +
 			`if [ "${1:-}" = "--config" ]; then echo '{"beforeHelm": 1}'; exit 0; fi` + "\n" +

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,12 +79,28 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 		mode := os.FileMode(0o644)
 		if strings.HasPrefix(c, "#!") {
 			mode = 0o755
+			c = withRecordFile(dir, c)
 		}
 		if err := os.WriteFile(full, []byte(c), mode); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
+
+// withRecordFile makes a script that appends to $RECORD_FILE find its
+// test's records without the process environment (which parallel tests
+// cannot set): the file beside the test's temporary directories, the one
+// parallelSetup's env reads. A RECORD_FILE in the environment still wins.
+func withRecordFile(dir, script string) string {
+	if !strings.Contains(script, "RECORD_FILE") {
+		return script
+	}
+	shebang, rest, _ := strings.Cut(script, "\n")
+	return shebang + "\n" + fmt.Sprintf("export RECORD_FILE=\"${RECORD_FILE:-%s}\"\n", recordsOf(dir)) + rest
+}
+
+// recordsOf is the records file of the test whose temporary directory dir is.
+func recordsOf(dir string) string { return filepath.Join(filepath.Dir(dir), "records.jsonl") }
 
 // recordingHook is a hook that prints config for --config and otherwise
 // appends {hook, ctx, values, config} to $RECORD_FILE, then runs extra.
@@ -220,12 +237,32 @@ func quiet() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// setup prepares a namespace, an optional ConfigMap and a tree, without starting.
+// setup prepares a namespace, an optional ConfigMap and a tree, without
+// starting; hooks find the records file in $RECORD_FILE (a batch
+// executable too).
 func setup(t testing.TB, files map[string]string, cm map[string]string) *env {
 	t.Helper()
-	e := &env{t: t, ns: newNamespace(t), dir: tree(t, files), cmName: "addon-operator"}
+	e := newEnv(t, files, cm)
 	e.records = filepath.Join(t.TempDir(), "records.jsonl")
 	t.Setenv("RECORD_FILE", e.records)
+	return e
+}
+
+// parallelSetup is setup for a test that runs in parallel with others
+// (t.Parallel: its own namespace, ConfigMap, tree and operator): its
+// scripts find the records file without the environment
+// (withRecordFile), so a batch executable, which reads the environment,
+// needs setup.
+func parallelSetup(t testing.TB, files map[string]string, cm map[string]string) *env {
+	t.Helper()
+	e := newEnv(t, files, cm)
+	e.records = recordsOf(e.dir)
+	return e
+}
+
+func newEnv(t testing.TB, files map[string]string, cm map[string]string) *env {
+	t.Helper()
+	e := &env{t: t, ns: newNamespace(t), dir: tree(t, files), cmName: "addon-operator"}
 	if cm != nil {
 		e.setConfigMap(cm)
 	}
@@ -333,8 +370,19 @@ func readJSONLines[T any](t testing.TB, path string) []T {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a line without its newline is one a hook is still writing: the next
+	// read has it
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		data = nil
+	}
 	var out []T
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var r T

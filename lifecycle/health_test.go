@@ -34,12 +34,13 @@ func (e *env) withHealth(opts health.Options) *health.Tracker {
 // past its chart's timeout, naming it), /debug/modules (module list) its
 // status, the metric too; a disabled module has none.
 func TestStatusShowsHealth(t *testing.T) {
+	t.Parallel()
 	deploymentChart := map[string]string{
 		"Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\nannotations:\n  " + health.TimeoutAnnotation + ": 2s\n",
 		"templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n" +
 			"  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers: [{name: app, image: fake}]\n",
 	}
-	e := setup(t, merged(
+	e := parallelSetup(t, merged(
 		map[string]string{"modules/values.yaml": "echoEnabled: true\nwebEnabled: true\n", "modules/010-echo/values.yaml": "echo: {}\n", "modules/020-web/values.yaml": "web: {}\n"},
 		withPrefix("modules/010-echo", moduleChart("echo", "echo")),
 		withPrefix("modules/020-web", deploymentChart),

@@ -3,16 +3,16 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
-
-// kindHealthWait holds what comes after a module in a reload until the
-// module is Healthy (docs/operator.md, "Health waits").
-const kindHealthWait queue.Kind = "HealthWait"
 
 // refreshTimeout bounds the reads that begin a wait: a slow API server
 // must not hold "main" beyond it (the watches tell the rest).
@@ -26,17 +26,27 @@ const (
 	waitSkipped  = "skipped"
 )
 
+// healthWaits are the health waits of a reload's module runs: the task
+// that holds the next weights, and how one wait ends.
+type healthWaits struct {
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics.Recorder
+	trees   *runstate.Trees
+	modules *runstate.Modules
+}
+
 // healthWaitTask follows a module's run in a reload when its Chart.yaml
 // asks for it (loader.HealthWaitAnnotation): until the module is Healthy,
 // Degraded, or its timeout passes, the task is held at the head of "main"
 // (queue.WaitError), so the next weights and the afterAll hooks wait while
 // any change still goes first. A newer revision or a 'reload all modules'
-// supersedes it with the rest of its reload (supersededByReload); a
+// supersedes it with the rest of its reload (taskkind.SupersededByReload); a
 // ConfigMap edit runs its module at once, wherever that module waits.
-func (s *moduleSteps) healthWaitTask(name string) *queue.Task {
+func (s *healthWaits) healthWaitTask(name string) *queue.Task {
 	w := &healthWait{read: -1} // the queue runs Do one at a time
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindHealthWait, Module: name},
+		Key:         queue.Key{Kind: taskkind.HealthWait, Module: name},
 		Description: "later weights wait for " + name + " to be Healthy",
 		Do:          func(ctx context.Context) error { return s.awaitHealth(ctx, name, w) },
 	}
@@ -53,7 +63,7 @@ type healthWait struct {
 // read yet (its first run, or a ConfigMap edit that upgraded the module
 // meanwhile), since the watch may not have told that upgrade yet, and a
 // wait must not end on the Current of the generation before it.
-func (s *moduleSteps) watchHealth(ctx context.Context, name string, hw *healthWait) (health.Watched, bool) {
+func (s *healthWaits) watchHealth(ctx context.Context, name string, hw *healthWait) (health.Watched, bool) {
 	if s.cfg.Health == nil {
 		return health.Watched{}, false
 	}
@@ -71,7 +81,7 @@ func (s *moduleSteps) watchHealth(ctx context.Context, name string, hw *healthWa
 	return s.cfg.Health.Watch(name)
 }
 
-func (s *moduleSteps) awaitHealth(ctx context.Context, name string, hw *healthWait) error {
+func (s *healthWaits) awaitHealth(ctx context.Context, name string, hw *healthWait) error {
 	model, _ := s.trees.Current()
 	m := model.Module(name)
 	st := s.modules.Get(name)
@@ -115,7 +125,7 @@ func (s *moduleSteps) awaitHealth(ctx context.Context, name string, hw *healthWa
 
 // waitEnded records how a module's wait ended; a wait that did not end
 // Healthy is a Warning Event naming why (docs/operator.md, "Events").
-func (s *moduleSteps) waitEnded(ctx context.Context, name, result, warning string) {
+func (s *healthWaits) waitEnded(ctx context.Context, name, result, warning string) {
 	s.metrics.HealthWaits.WithLabelValues(name, result).Inc()
 	if result == waitHealthy {
 		s.logger.Info("module is Healthy; later weights go on", "module", name)

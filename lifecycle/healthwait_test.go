@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -59,7 +60,7 @@ func markAvailable(t *testing.T, ns, name string) {
 func (e *env) held() string {
 	for _, q := range e.op.Status().Queues {
 		for _, task := range q.Tasks {
-			if task.Kind == string(kindHealthWait) && task.Held != "" {
+			if task.Kind == string(taskkind.HealthWait) && task.Held != "" {
 				return task.Held
 			}
 		}
@@ -73,6 +74,7 @@ func (e *env) held() string {
 // wait that times out, or ends Degraded, lets the next weight run with a
 // Warning Event.
 func TestHealthWait(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		wait   string
@@ -114,7 +116,8 @@ func TestHealthWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := setup(t, waitingTree(tt.wait, "first"), nil)
+			t.Parallel()
+			e := parallelSetup(t, waitingTree(tt.wait, "first"), nil)
 			e.commit = "0000000000000000000000000000000000000000"
 			e.configure = func(cfg *Config) { cfg.Health = e.withHealth(health.Options{ProgressTimeout: time.Hour}) }
 			e.start()
@@ -158,7 +161,8 @@ func TestHealthWait(t *testing.T) {
 // generation before the upgrade, when the watch is late, is
 // health.TestTrackerRefresh's: here the watch is rarely late.)
 func TestHealthWaitAfterUpgrade(t *testing.T) {
-	e := setup(t, waitingTree("true", "first"), nil)
+	t.Parallel()
+	e := parallelSetup(t, waitingTree("true", "first"), nil)
 	e.commit = "0000000000000000000000000000000000000000"
 	e.configure = func(cfg *Config) { cfg.Health = e.withHealth(health.Options{ProgressTimeout: time.Hour}) }
 	e.start()

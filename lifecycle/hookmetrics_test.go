@@ -83,6 +83,7 @@ func series(mfs map[string]*dto.MetricFamily, name string, labels map[string]str
 // same-named hooks of two modules kept apart, a bad line failing the run
 // with its line named and nothing of it applied, and the per-hook limit.
 func TestHookMetricsFile(t *testing.T) {
+	t.Parallel()
 	cluster(t)
 	var many strings.Builder
 	many.WriteString("#!/usr/bin/env bash\nif [ \"${1:-}\" = \"--config\" ]; then echo '{\"configVersion\":\"v1\",\"onStartup\":2}'; exit 0; fi\n")
@@ -98,7 +99,7 @@ if [ "${1:-}" = "--config" ]; then echo '{"configVersion":"v1","schedule":[{"nam
 printf '%s\n' '{"name":"bad_applied","set":1}' '{"name":"bad_applied","action":"inc","value":1}' > "$METRICS_PATH"
 `,
 	})
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	e.waitReady()
 

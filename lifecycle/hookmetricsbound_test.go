@@ -14,6 +14,7 @@ import (
 // naming its line; once the hook leaves the tree its series are gone from
 // /metrics/hooks and another hook's stay.
 func TestHookMetricsBoundedAndRetained(t *testing.T) {
+	t.Parallel()
 	cluster(t)
 	huge := "#!/usr/bin/env bash\n" +
 		`if [ "${1:-}" = "--config" ]; then echo '{"configVersion":"v1","onStartup":1}'; exit 0; fi` + "\n" +
@@ -33,7 +34,7 @@ func TestHookMetricsBoundedAndRetained(t *testing.T) {
 		"global-hooks/long.sh": long,
 		"global-hooks/keep.sh": keep,
 	}
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	e.waitReady()
 

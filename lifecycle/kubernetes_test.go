@@ -116,6 +116,7 @@ func (e *env) updateConfigMap(name string, change func(*corev1.ConfigMap)) {
 // includeSnapshotsFrom. Without full objects kept, contexts carry the
 // filter results only.
 func TestKubernetesBindingContexts(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	cfg := fmt.Sprintf(`{"configVersion":"v1","beforeAll":1,"kubernetes":[
  {"name":"cms","apiVersion":"v1","kind":"ConfigMap","labelSelector":{"matchLabels":{"run":"%[1]s"}},"jqFilter":"{name: .metadata.name, v: .data.v}","keepFullObjectsInMemory":false},
@@ -124,7 +125,7 @@ func TestKubernetesBindingContexts(t *testing.T) {
 		"modules/values.yaml":   "global: {}\n",
 		"global-hooks/watch.sh": recordingHook("watch", strings.ReplaceAll(cfg, "\n", ""), ""),
 	}
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	sel := map[string]string{"run": id}
 	e.createConfigMap("a", sel, map[string]string{"v": "1"})
 	e.createConfigMap("b", map[string]string{"run": "other"}, map[string]string{"v": "1"})
@@ -205,6 +206,7 @@ func TestKubernetesBindingContexts(t *testing.T) {
 // Synchronization run (as in the original), snapshots in beforeHelm and
 // afterDeleteHelm; the monitors stop when the module is disabled.
 func TestKubernetesV0ModuleHook(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	cfg := fmt.Sprintf(`{"beforeHelm":1,"afterDeleteHelm":1,"onKubernetesEvent":[{"name":"namespaces","kind":"namespace","event":["add","delete"],"selector":{"matchLabels":{"run":"%s"}}}]}`, id)
 	files := map[string]string{
@@ -212,7 +214,7 @@ func TestKubernetesV0ModuleHook(t *testing.T) {
 		"modules/001-watcher/hooks/ns.sh": recordingHook("ns", cfg, ""),
 		"modules/001-watcher/values.yaml": "watcher: {}\n",
 	}
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	nsName := func(n int) string { return fmt.Sprintf("%s-%d", e.ns, n) }
 	mkNS := func(name string) {
 		if _, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"run": id}}}, metav1.CreateOptions{}); err != nil {
@@ -272,6 +274,7 @@ func TestKubernetesV0ModuleHook(t *testing.T) {
 // false, a named queue that runs while "main" is blocked, and compaction of
 // an event burst into fewer runs that carry every event.
 func TestKubernetesQueuesGroupsAndCompaction(t *testing.T) {
+	t.Parallel()
 	id := runID(t)
 	groupCfg := fmt.Sprintf(`{"configVersion":"v1","kubernetes":[
  {"name":"x","apiVersion":"v1","kind":"ConfigMap","group":"both","labelSelector":{"matchLabels":{"run":"%[1]s","k":"x"}}},
@@ -287,7 +290,7 @@ func TestKubernetesQueuesGroupsAndCompaction(t *testing.T) {
 		"modules/001-blocker/hooks/b.sh": recordingHook("blocker", `{"beforeHelm":1}`,
 			`[ -e "$RECORD_FILE.block" ] && { echo "blocked on purpose" >&2; exit 1; }; true`),
 	})
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.createConfigMap("x1", map[string]string{"run": id, "k": "x"}, nil)
 	e.createConfigMap("y1", map[string]string{"run": id, "k": "y"}, nil)
 	e.start()

@@ -18,6 +18,7 @@ import (
 // The start-up sequence (docs/lifecycle.md, steps 1, 3–8) with the files
 // each hook gets.
 func TestStartupSequence(t *testing.T) {
+	t.Parallel()
 	files := merged(
 		map[string]string{
 			"modules/values.yaml": "global:\n  param1: 100\nalphaEnabled: true\nbetaEnabled: true\ngammaEnabled: false\n",
@@ -35,7 +36,7 @@ func TestStartupSequence(t *testing.T) {
 		withPrefix("modules/002-beta", moduleChart("beta", "beta")),
 		withPrefix("modules/003-gamma", moduleChart("gamma", "gamma")),
 	)
-	e := setup(t, files, map[string]string{"global": "param1: 200\n"})
+	e := parallelSetup(t, files, map[string]string{"global": "param1: 200\n"})
 	e.start()
 	e.waitReady()
 
@@ -77,6 +78,7 @@ func TestStartupSequence(t *testing.T) {
 // The two examples of the lifecycle the original documents: nginx-ingress disabled by its own
 // values.yaml; some-module enabled by the ConfigMap, disabled by its script.
 func TestLifecycleExamples(t *testing.T) {
+	t.Parallel()
 	files := merged(
 		map[string]string{
 			"modules/values.yaml":                   "global:\n  param1: 100\nsomeModuleEnabled: false\nnginxIngressEnabled: true\n",
@@ -88,7 +90,7 @@ func TestLifecycleExamples(t *testing.T) {
 		withPrefix("modules/001-nginx-ingress", moduleChart("nginx-ingress", "nginxIngress")),
 		withPrefix("modules/01-some-module", moduleChart("some-module", "someModule")),
 	)
-	e := setup(t, files, map[string]string{
+	e := parallelSetup(t, files, map[string]string{
 		"global":            "param1: 200\n",
 		"someModule":        "param1: \"Long string\"\nparam2: \"FOO\"\n",
 		"someModuleEnabled": "true",
@@ -111,6 +113,7 @@ func TestLifecycleExamples(t *testing.T) {
 // docs/operator.md, "Values": a config patch lands in the ConfigMap as param3, and the next
 // run of the hook sees it.
 func TestConfigPatchPersists(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{
 		"modules/values.yaml":                 "global:\n  param1: 100\n  param2: \"Yes\"\nsomeModuleEnabled: true\n",
 		"modules/001-some-module/values.yaml": "someModule:\n  param1: \"String\"\n",
@@ -119,7 +122,7 @@ func TestConfigPatchPersists(t *testing.T) {
   [{"op":"add", "path":"/someModule/param3", "value":"newValue"}]
 EOF`),
 	}, withPrefix("modules/001-some-module", moduleChart("some-module", "someModule")))
-	e := setup(t, files, map[string]string{
+	e := parallelSetup(t, files, map[string]string{
 		"global":     "param1: 200\n",
 		"someModule": "param1: \"Long string\"\nparam2: \"FOO\"\n",
 	})
@@ -150,7 +153,8 @@ func twoModules() map[string]string {
 // Step 16: a module section change re-runs only that module (without
 // onStartup); a global change reloads all; nothing changed means no upgrade.
 func TestConfigMapEvents(t *testing.T) {
-	e := setup(t, twoModules(), map[string]string{"global": "g: 1\n"})
+	t.Parallel()
+	e := parallelSetup(t, twoModules(), map[string]string{"global": "g: 1\n"})
 	e.start()
 	e.waitReady()
 	base := len(e.readRecords())
@@ -193,7 +197,8 @@ func TestConfigMapEvents(t *testing.T) {
 // Step 6: disabling a module in the ConfigMap uninstalls it and then runs
 // afterDeleteHelm; enabling it again runs onStartup again.
 func TestDisableByConfigMap(t *testing.T) {
-	e := setup(t, twoModules(), nil)
+	t.Parallel()
+	e := parallelSetup(t, twoModules(), nil)
 	e.start()
 	e.waitReady()
 	if !e.hasRelease("alpha") {
@@ -222,12 +227,13 @@ func TestDisableByConfigMap(t *testing.T) {
 // docs/lifecycle.md, step 5: an afterHelm failure in the first run re-runs onStartup,
 // beforeHelm, Helm and afterHelm.
 func TestAfterHelmFailureRetriesWholeRun(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{
 		"modules/values.yaml": "alphaEnabled: true\n",
 		"modules/001-alpha/hooks/a.sh": recordingHook("alpha", `{"onStartup": 1, "beforeHelm": 1, "afterHelm": 1}`,
 			`if [ "$(jq -r '.[0].binding' "$BINDING_CONTEXT_PATH")" = afterHelm ] && [ ! -e "$RECORD_FILE.failed" ]; then touch "$RECORD_FILE.failed"; echo "afterHelm broke" >&2; exit 1; fi`),
 	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	e.waitReady()
 	want := []string{"alpha:onStartup", "alpha:beforeHelm", "alpha:afterHelm", "alpha:onStartup", "alpha:beforeHelm", "alpha:afterHelm"}
@@ -242,7 +248,8 @@ func TestAfterHelmFailureRetriesWholeRun(t *testing.T) {
 // Step 7 at start-up: a release of ours whose module directory is gone is
 // purged (no hooks); a release that is not ours is left alone.
 func TestPurgeAtStartup(t *testing.T) {
-	e := setup(t, twoModules(), nil)
+	t.Parallel()
+	e := parallelSetup(t, twoModules(), nil)
 	// a release of ours for a module that is not in the tree
 	if _, err := e.helm.Upgrade(context.Background(), releaseFor(t, "orphan")); err != nil {
 		t.Fatal(err)
@@ -270,10 +277,11 @@ func TestPurgeAtStartup(t *testing.T) {
 // docs/operator.md, "Values": invalid config values stop start-up with the error; a bad
 // ConfigMap change later is refused and the current state stays.
 func TestInvalidConfig(t *testing.T) {
+	t.Parallel()
 	files := merged(twoModules(), map[string]string{
 		"global-hooks/openapi/config-values.yaml": "type: object\nrequired: [project]\nproperties:\n  project: {type: string}\n  g: {type: integer}\n",
 	})
-	e := setup(t, files, map[string]string{"global": "g: 1\n"})
+	e := parallelSetup(t, files, map[string]string{"global": "g: 1\n"})
 	e.start()
 	select {
 	case err := <-e.done:
@@ -285,14 +293,14 @@ func TestInvalidConfig(t *testing.T) {
 		t.Fatal("operator started on invalid config")
 	}
 
-	e2 := setup(t, files, map[string]string{"global": "project: p\ng: 1\n"})
+	e2 := parallelSetup(t, files, map[string]string{"global": "project: p\ng: 1\n"})
 	e2.start()
 	e2.waitReady()
 	up := e2.upgrades("alpha")
 	e2.setConfigMap(map[string]string{"global": "project: 5\n", "alpha": "x: ["})
-	time.Sleep(500 * time.Millisecond)
+	e2.eventually("the bad ConfigMap counted", func() bool { return testutilCounter(e2, "addon_operator_config_errors") >= 1 })
 	e2.idle()
-	if e2.upgrades("alpha") != up || testutilCounter(e2, "addon_operator_config_errors") < 1 {
-		t.Fatal("a bad ConfigMap queued work or was not counted")
+	if e2.upgrades("alpha") != up {
+		t.Fatal("a bad ConfigMap queued work")
 	}
 }

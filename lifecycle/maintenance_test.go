@@ -17,11 +17,12 @@ import (
 // is (labelled, not upgraded, not healed) while hooks still run; taking it
 // away reconciles the release at once.
 func TestMaintenanceMode(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{
 		"modules/values.yaml":          "alphaEnabled: true\n",
 		"modules/001-alpha/hooks/a.sh": recordingHook("alpha", `{"beforeHelm": 1}`, ""),
 	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	e.waitReady()
 	cfg, err := helmtest.Config(restCfg, e.ns)
@@ -80,9 +81,10 @@ func TestMaintenanceMode(t *testing.T) {
 // mid-upgrade) keeps it as it is: no repair, which would delete that
 // revision, until maintenance ends.
 func TestMaintenanceLeavesPendingRelease(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"},
 		withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	e.waitReady()
 	e.stop()

@@ -25,6 +25,7 @@ import (
 // tool made is reported and left alone, and so is an original's release
 // without a module.
 func TestTakeOverFromOriginal(t *testing.T) {
+	t.Parallel()
 	const hook = `{"beforeHelm": 1, "beforeDeleteHelm": 1, "afterDeleteHelm": 1}`
 	files := merged(map[string]string{
 		"modules/values.yaml":          "alphaEnabled: true\nbetaEnabled: true\ngammaEnabled: false\n",
@@ -33,7 +34,7 @@ func TestTakeOverFromOriginal(t *testing.T) {
 		"modules/003-gamma/hooks/c.sh": recordingHook("gamma", hook, ""),
 	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")), withPrefix("modules/002-beta", moduleChart("beta", "beta")),
 		withPrefix("modules/003-gamma", moduleChart("gamma", "gamma")), withPrefix("zeta", moduleChart("zeta", "zeta")))
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 
 	// the releases as the original writes them (helm3lib: Secrets storage,
 	// the module's name, the moduleChecksum storage label), and a foreign one

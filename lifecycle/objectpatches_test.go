@@ -71,10 +71,11 @@ func ptrTo[T any](v T) *T { return &v }
 // applying only its ignoreHookError status patches, a bad operation failing
 // the run named, and the cap.
 func TestHookObjectPatches(t *testing.T) {
+	t.Parallel()
 	cluster(t)
 	gvr := thingsCRD(t)
 	files := merged(map[string]string{"modules/values.yaml": "global: {}\nalphaEnabled: true\n"})
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	ns := e.ns
 	dyn := dynamic.NewForConfigOrDie(restCfg)
 	ctx := t.Context()

@@ -190,12 +190,14 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
 	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules, held: purge.discoveryHeld}
 	drift := newDriftChecker(cfg, driftcheck.Options{Metrics: m, Trees: trees, Modules: modules, Queues: queues})
+	rec := &recorder{metrics: m, modules: modules, report: report, health: cfg.Health, now: cfg.Now}
+	waits := &healthWaits{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules}
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, helm: helm, report: report}
+		run: run, bind: bind, helm: helm, rec: rec, waits: waits}
 	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, report: report}
+		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, rec: rec, phase: &reloadPhase{}}
 	ts := &treeSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, report: report}
+		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, rec: rec}
 	followUps.s = st
 	cfg.Registry.MustRegister(bind.Collector(), stateCollector{modules: modules, tree: ts, purge: purge})
 	wh := webhookrun.New(webhookrun.Options{Logger: cfg.Logger, Trees: trees, Modules: modules, Registrar: cfg.Webhooks,
@@ -233,7 +235,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.trees.Start(&runstate.Tree{Model: model, Store: store, ConfigData: data, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
 	o.metrics.BindingsOf(model)
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
-	o.tree.report.revision(rev.Commit, "", RevisionApplying, "")
+	_ = o.tree.rec.record(ctx, outcome{What: revisionApplying, Commit: rev.Commit})
 	// monitors live with ctx; schedules and monitors follow the running
 	// state from now on (lifecycle/binding)
 	o.bind.Start(ctx)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -139,9 +140,9 @@ func TestEditSupersedesRunInWeightGroup(t *testing.T) {
 	touch("hold")
 	e.op.steps.queueReloadAll()
 	e.eventually("gamma's run holding main", func() bool { _, err := os.Stat(filepath.Join(dir, "held")); return err == nil })
-	e.eventually("the weight group waiting", func() bool { return e.op.Queues().Main().HasQueued(kindParallelRun) })
+	e.eventually("the weight group waiting", func() bool { return waiting(e.op.Queues(), taskkind.ParallelRun) })
 	e.setConfigMap(map[string]string{"alpha": "x: 1\n"})
-	e.eventually("alpha's own run queued", func() bool { return e.op.Queues().Main().HasQueued(kindModuleRun) })
+	e.eventually("alpha's own run queued", func() bool { return waiting(e.op.Queues(), taskkind.ModuleRun) })
 	touch("go")
 	e.eventually("alpha's edit applied", func() bool { return strings.Contains(fmt.Sprint(e.releaseValues("alpha")), "x:1") })
 	e.idle()

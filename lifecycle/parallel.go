@@ -9,11 +9,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
-
-const kindParallelRun queue.Kind = "ParallelModuleRun"
 
 // moduleRun is one module to run in a reload, and whether with onStartup.
 type moduleRun struct {
@@ -52,7 +51,7 @@ func (s *moduleSteps) moduleRunTasks(runs []moduleRun) []*queue.Task {
 		// what comes after this weight waits for those of it that ask
 		for _, r := range runs[i:j] {
 			if r.module.HealthWait.On {
-				tasks = append(tasks, s.healthWaitTask(r.module.Name))
+				tasks = append(tasks, s.waits.healthWaitTask(r.module.Name))
 			}
 		}
 		i = j
@@ -83,7 +82,7 @@ func (s *moduleSteps) parallelRunTask(runs []moduleRun) *queue.Task {
 		return fmt.Sprintf("weight %d: %s", weight, strings.Join(names, ", "))
 	}
 	t := &queue.Task{
-		Key:         queue.Key{Kind: kindParallelRun},
+		Key:         queue.Key{Kind: taskkind.ParallelRun},
 		Description: describe(),
 		Do: func(ctx context.Context) error {
 			sem := make(chan struct{}, s.parallelModules())
@@ -97,9 +96,8 @@ func (s *moduleSteps) parallelRunTask(runs []moduleRun) *queue.Task {
 				wg.Go(func() {
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					err := s.runModuleRecovered(ctx, name, r.startup)
+					err := s.finishRun(ctx, s.runModuleRecovered(ctx, name, r.startup))
 					if err != nil {
-						s.moduleFailed(name, err)
 						errs[i] = fmt.Errorf("module %s: %w", name, err)
 						// a terminal failure is not retried with the others
 						if !queue.IsTerminal(err) {
@@ -126,12 +124,14 @@ func (s *moduleSteps) parallelRunTask(runs []moduleRun) *queue.Task {
 	return t
 }
 
-// runModuleRecovered is runModule in a goroutine of its own, where the
-// queue's recovery does not reach: a panic is the module's error.
-func (s *moduleSteps) runModuleRecovered(ctx context.Context, name string, startup bool) (err error) {
+// runModuleRecovered is runModule where a panic is the module's failed
+// run: in a weight group's goroutine the queue's recovery does not reach,
+// and alone the recorder records it the same way.
+func (s *moduleSteps) runModuleRecovered(ctx context.Context, name string, startup bool) (o outcome) {
+	started := s.cfg.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
+			o = outcome{What: moduleRunFailed, Module: name, Started: started, Err: fmt.Errorf("panic: %v", p)}
 			s.logger.Error("module run panicked", "module", name, "panic", p)
 		}
 	}()

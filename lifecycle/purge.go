@@ -213,6 +213,6 @@ func (o *Operator) ConfirmPurge(commit string) {
 		o.TreeChanged(*refused)
 	case rerun && queues != nil:
 		o.logger.Info("purge confirmed; reloading all modules", "revision", commit)
-		queues.Main().Preempt(o.steps.reloadAllTask(), supersededByReload)
+		o.steps.preemptReload()
 	}
 }

@@ -21,7 +21,8 @@ func threeModules() map[string]string {
 // modules (here all of them: an empty modules/) is refused until it is
 // confirmed; at start-up, releases whose modules are gone stay.
 func TestPurgeGuard(t *testing.T) {
-	e := setup(t, threeModules(), nil)
+	t.Parallel()
+	e := parallelSetup(t, threeModules(), nil)
 	e.commit = "1111111111111111111111111111111111111111"
 	e.start()
 	e.waitReady()
@@ -64,7 +65,8 @@ func TestPurgeGuard(t *testing.T) {
 
 // Removing one module of three is within the default limit.
 func TestPurgeWithinLimit(t *testing.T) {
-	e := setup(t, threeModules(), nil)
+	t.Parallel()
+	e := parallelSetup(t, threeModules(), nil)
 	e.start()
 	e.waitReady()
 	files := threeModules()
@@ -93,7 +95,8 @@ func fourModules() map[string]string {
 // together. Refused, the releases stay, /status says why and a Warning
 // Event on the source ConfigMap says how to confirm; confirmed, they go.
 func TestPurgeGuardDeletedConfigMap(t *testing.T) {
-	e := setup(t, fourModules(), map[string]string{"alphaEnabled": "true", "betaEnabled": "true", "gammaEnabled": "true", "deltaEnabled": "true"})
+	t.Parallel()
+	e := parallelSetup(t, fourModules(), map[string]string{"alphaEnabled": "true", "betaEnabled": "true", "gammaEnabled": "true", "deltaEnabled": "true"})
 	e.commit = "4444444444444444444444444444444444444444"
 	e.start()
 	e.waitReady()
@@ -162,6 +165,7 @@ func TestPurgeGuardDeletedConfigMap(t *testing.T) {
 // release and is Failed with a one-line error, the other modules
 // converge, and once the script answers again the module is back.
 func TestEnabledScriptFailureKeepsModule(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{
 		"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n",
 		"modules/001-alpha/enabled": "#!/bin/sh\n[ -e \"$RECORD_FILE.fail\" ] && { echo 'token=s3cret' >&2; exit 2; }\n" +
@@ -169,7 +173,7 @@ func TestEnabledScriptFailureKeepsModule(t *testing.T) {
 	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")),
 		withPrefix("modules/002-beta", moduleChart("beta", "beta")),
 		withPrefix("modules/003-gamma", moduleChart("gamma", "gamma")))
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	e.waitReady()
 	if !e.hasRelease("alpha") || !e.hasRelease("beta") {

@@ -12,6 +12,7 @@ import (
 // module, never the error's text (a hook's --config output, a file's
 // content, the ConfigMap's values).
 func TestRefusedTreeReason(t *testing.T) {
+	t.Parallel()
 	const tail = "; the previous revision keeps running (see /status)"
 	base := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha"))
 	tests := []struct {

@@ -13,6 +13,7 @@ import (
 // memory; "main" is not wedged, so a later revision without the fault
 // still applies.
 func TestHookResultFilesBounded(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// fault is run by the hook (beforeHelm) or, with enabled, by the
@@ -52,7 +53,7 @@ func TestHookResultFilesBounded(t *testing.T) {
 					"modules/001-alpha/enabled":     "#!/usr/bin/env bash\n" + enabled + "\n",
 				}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
 			}
-			e := setup(t, files("faulty", tt.fault), nil)
+			e := parallelSetup(t, files("faulty", tt.fault), nil)
 			e.commit = "0000000000000000000000000000000000000000"
 			var before runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -95,6 +96,7 @@ func (e *env) errors() string {
 // gets the schedule a later revision adds to that file alone, and the
 // schedule runs (docs/operator.md, "How hooks run").
 func TestConfigFromSiblingFile(t *testing.T) {
+	t.Parallel()
 	hook := "#!/usr/bin/env bash\n" +
 		`if [ "${1:-}" = "--config" ]; then cat "$(dirname "$0")/config.json"; exit 0; fi` + "\n" +
 		`jq -cn --arg hook h --slurpfile ctx "$BINDING_CONTEXT_PATH" '{hook:$hook, ctx:$ctx[0]}' >> "$RECORD_FILE"` + "\n"
@@ -105,7 +107,7 @@ func TestConfigFromSiblingFile(t *testing.T) {
 			"modules/001-alpha/hooks/config.json": config,
 		}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
 	}
-	e := setup(t, files(`{"configVersion":"v1","beforeHelm":1}`), nil)
+	e := parallelSetup(t, files(`{"configVersion":"v1","beforeHelm":1}`), nil)
 	e.commit = "0000000000000000000000000000000000000000"
 	e.start()
 	e.waitReady()

@@ -7,8 +7,6 @@ import (
 
 	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
-
-	"github.com/addonops/addon-operator/queue"
 )
 
 // RevisionState is what Config.OnRevisionState is told about the adopted
@@ -30,9 +28,6 @@ const (
 	RevisionApplied  = "applied"
 	RevisionFailed   = "failed"
 )
-
-// kindRevisionApplied ends a tree change that purges modules and runs none.
-const kindRevisionApplied queue.Kind = "RevisionApplied"
 
 // errPurgeGuard marks a revision the purge guard holds back.
 var errPurgeGuard = errors.New("purge guard")

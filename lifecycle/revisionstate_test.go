@@ -58,6 +58,7 @@ func sha(c byte) string { return strings.Repeat(string(c), 40) }
 // commit: a full reload, the same files, a module-scoped reload, a purge,
 // a failing hook and its fix, a tree that does not load, the purge guard.
 func TestRevisionStates(t *testing.T) {
+	t.Parallel()
 	files := func(alpha string, beta bool, hook string) map[string]string {
 		// the same values.yaml throughout: a module's removal alone is a purge
 		enabled := "alphaEnabled: true\nbetaEnabled: true\n"
@@ -73,7 +74,7 @@ func TestRevisionStates(t *testing.T) {
 		return f
 	}
 	rec := &revisionStates{}
-	e := setup(t, files("1", true, ""), nil)
+	e := parallelSetup(t, files("1", true, ""), nil)
 	e.commit, e.onRevision = sha('1'), rec.record
 	e.start()
 	e.waitReady()
@@ -136,7 +137,8 @@ func TestRevisionStates(t *testing.T) {
 // A release conflict fails its module and moves on: the revision is
 // failed, once, also when the reload ends.
 func TestRevisionStateReleaseConflict(t *testing.T) {
-	e := setup(t, twoModules(), nil)
+	t.Parallel()
+	e := parallelSetup(t, twoModules(), nil)
 	cfg, err := helmtest.Config(restCfg, e.ns)
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +174,7 @@ func TestRevisionStateReleaseConflict(t *testing.T) {
 // A global hook that fails fails the revision, naming the hook; once it
 // passes, the reload ends and the revision is applied.
 func TestRevisionStateGlobalHookFailure(t *testing.T) {
+	t.Parallel()
 	flag := filepath.Join(t.TempDir(), "fail")
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -182,7 +185,7 @@ func TestRevisionStateGlobalHookFailure(t *testing.T) {
 			"if [ -e " + flag + " ]; then echo secret-output >&2; exit 2; fi\n",
 	}, withPrefix("modules/001-alpha", moduleChart("alpha", "alpha")))
 	rec := &revisionStates{}
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.commit, e.onRevision = sha('g'), rec.record
 	e.start()
 	failed := "failed: hook g.sh (beforeAll): exited 2"
@@ -200,6 +203,7 @@ func TestRevisionStateGlobalHookFailure(t *testing.T) {
 // TestOutcomeWhilePurgeHeld: a reload that converged while the purge
 // guard holds its discovery's uninstalls is not "applied".
 func TestOutcomeWhilePurgeHeld(t *testing.T) {
+	t.Parallel()
 	for _, held := range []bool{false, true} {
 		rec := &revisionStates{}
 		trees := &runstate.Trees{}

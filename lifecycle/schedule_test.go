@@ -26,6 +26,7 @@ func countHook(recs []record, hook, binding string) int {
 // allowFailure schedule is counted and dropped; the named queue runs while
 // "main" is blocked; a disabled module's schedule stops.
 func TestScheduleBindings(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{
 		"modules/values.yaml": "global: {}\nalphaEnabled: true\nbetaEnabled: true\n",
 		"global-hooks/tick.sh": recordingHook("tick", `{"configVersion":"v1","afterAll":1,"schedule":[{"name":"every-second","crontab":"*/1 * * * * *","queue":"ticks"}]}`,
@@ -37,7 +38,7 @@ fi`),
 		"modules/002-beta/hooks/b.sh": recordingHook("beta", `{"beforeHelm":1}`,
 			`[ -e "$RECORD_FILE.block" ] && { echo "blocked on purpose" >&2; exit 1; }; true`),
 	}, withPrefix("modules/002-beta", moduleChart("beta", "beta")))
-	e := setup(t, files, nil)
+	e := parallelSetup(t, files, nil)
 	e.start()
 	e.waitReady()
 
@@ -86,7 +87,8 @@ fi`),
 // Auto-healing (docs/lifecycle.md, step 15): a deleted resource of a release
 // is noticed by the periodic check and put back by a module run.
 func TestAutoHeal(t *testing.T) {
-	e := setup(t, twoModules(), nil)
+	t.Parallel()
+	e := parallelSetup(t, twoModules(), nil)
 	e.checkInterval = 200 * time.Millisecond
 	e.start()
 	e.waitReady()

@@ -24,10 +24,14 @@ func scopedModules() map[string]string {
 // afterAll hooks, nothing else; a change outside modules, or one that
 // changes which modules are enabled, reloads all modules.
 func TestModuleScopedReloads(t *testing.T) {
-	e := setup(t, scopedModules(), nil)
+	t.Parallel()
+	e := parallelSetup(t, scopedModules(), nil)
 	e.start()
 	e.waitReady()
 	write := func(p, c string, mode os.FileMode) {
+		if mode&0o100 != 0 {
+			c = withRecordFile(e.dir, c)
+		}
 		if err := os.WriteFile(filepath.Join(e.dir, p), []byte(c), mode); err != nil {
 			t.Error(err)
 		}

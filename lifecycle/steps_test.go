@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 )
 
 // Unit tests of the steps on fakes: no API server, no Helm, no hooks. The
@@ -22,6 +23,7 @@ func chartOnly(dir string) map[string]string {
 }
 
 func TestStepsDiscoveryOrder(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: false\ngammaEnabled: true\n"},
 		chartOnly("001-alpha"), chartOnly("002-beta"), chartOnly("003-gamma"))
 	// beta's release is left from when it was enabled; zeta's module is gone
@@ -37,6 +39,7 @@ func TestStepsDiscoveryOrder(t *testing.T) {
 }
 
 func TestStepsReleaseConflictDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
 		chartOnly("001-alpha"), chartOnly("002-beta"))
 	helm := newFakeHelm(map[string]fakeRelease{"alpha": {ours: false}})
@@ -50,6 +53,7 @@ func TestStepsReleaseConflictDoesNotBlock(t *testing.T) {
 }
 
 func TestStepsPurgeGuard(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha"))
 	// three of four releases lost their modules: more than half
 	helm := newFakeHelm(map[string]fakeRelease{"x": {ours: true}, "y": {ours: true}, "z": {ours: true}, "other-tool": {ours: false}})
@@ -65,6 +69,7 @@ func TestStepsPurgeGuard(t *testing.T) {
 // A removed module whose release name another tool holds: the purge
 // leaves that release alone and does not hold up "main".
 func TestStepsPurgeLeavesForeignRelease(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\ngammaEnabled: true\n"},
 		chartOnly("001-alpha"), chartOnly("002-beta"), chartOnly("003-gamma"))
 	helm := newFakeHelm(map[string]fakeRelease{"beta": {ours: false}})
@@ -85,6 +90,7 @@ func TestStepsPurgeLeavesForeignRelease(t *testing.T) {
 }
 
 func TestStepsModuleScopedReload(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
 		chartOnly("001-alpha"), chartOnly("002-beta"))
 	helm := newFakeHelm(nil)
@@ -102,6 +108,7 @@ func TestStepsModuleScopedReload(t *testing.T) {
 }
 
 func TestStepsConfigMapSection(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
 		chartOnly("001-alpha"), chartOnly("002-beta"))
 	helm := newFakeHelm(nil)
@@ -121,6 +128,7 @@ func TestStepsConfigMapSection(t *testing.T) {
 // The purge guard on fakes: which uninstalls of one discovery count
 // together, and what passes.
 func TestStepsPurgeGuardCountsDisables(t *testing.T) {
+	t.Parallel()
 	all := map[string]string{"alphaEnabled": "true", "betaEnabled": "true", "gammaEnabled": "true", "deltaEnabled": "true"}
 	tests := []struct {
 		name       string
@@ -173,6 +181,7 @@ func TestStepsPurgeGuardCountsDisables(t *testing.T) {
 // waits in "main" replaces the module's run in the group: the module runs
 // once, and the rest of the group runs as queued (issue #21: it ran twice).
 func TestStepsEditSupersedesRunInWeightGroup(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\ngammaEnabled: true\n"},
 		chartOnly("001-gamma"), chartOnly("002-alpha"), chartOnly("002-beta"))
 	helm := newFakeHelm(nil)
@@ -189,7 +198,7 @@ func TestStepsEditSupersedesRunInWeightGroup(t *testing.T) {
 	before := len(helm.called())
 	u.op.steps.queueReloadAll()
 	<-held // gamma's run holds "main"; the group of alpha and beta waits behind it
-	u.until("the weight group queued", func() bool { return u.op.Queues().Main().HasQueued(kindParallelRun) })
+	u.until("the weight group queued", func() bool { return waiting(u.op.Queues(), taskkind.ParallelRun) })
 	u.config.set(map[string]string{"alpha": "x: 1\n"})
 	close(release)
 	u.idle()
@@ -209,6 +218,7 @@ func TestStepsEditSupersedesRunInWeightGroup(t *testing.T) {
 // "main" goes on, and /status names the reason; the next change runs the
 // module again.
 func TestStepsTerminalFailures(t *testing.T) {
+	t.Parallel()
 	requiresParam := withPrefix("modules/001-alpha", map[string]string{
 		"openapi/values.yaml": "type: object\nx-required-for-helm: [param1]\nproperties:\n  param1: {type: string}\n",
 	})
@@ -255,6 +265,7 @@ func TestStepsTerminalFailures(t *testing.T) {
 // A tree that does not load is refused with a reason, and the running one
 // stays.
 func TestStepsTreeRefusedReason(t *testing.T) {
+	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha"))
 	u := startUnit(t, files, nil, newFakeHelm(nil))
 	if err := os.WriteFile(filepath.Join(u.dir, "modules/values.yaml"), []byte("alphaEnabled: [\n"), 0o644); err != nil {
@@ -273,6 +284,7 @@ func TestStepsTreeRefusedReason(t *testing.T) {
 // passes, or the confirmation finds the refusal and hands the revision
 // back to load again (the check and the record were two steps before).
 func TestPurgeGuardConfirmationRacingACheck(t *testing.T) {
+	t.Parallel()
 	for i := range 500 {
 		g := &purgeGuard{limit: PurgeNone, logger: quiet()}
 		rev := Revision{Revision: gitsync.Revision{Commit: fmt.Sprintf("%040d", i)}}

@@ -16,7 +16,8 @@ import (
 // No-git mode: saves to a working copy reach the cluster; a half-typed
 // save is refused and the previous tree keeps running until a valid save.
 func TestWorkingCopyEdits(t *testing.T) {
-	e := setup(t, twoModules(), nil)
+	t.Parallel()
+	e := parallelSetup(t, twoModules(), nil)
 	e.start()
 	e.waitReady()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,8 +82,9 @@ func TestWorkingCopyEdits(t *testing.T) {
 // reported before Run is the tree Run loads, so the first converge records
 // it on the releases and in /status.
 func TestTreeChangedBeforeRun(t *testing.T) {
+	t.Parallel()
 	const first, latest = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	e := setup(t, twoModules(), nil)
+	e := parallelSetup(t, twoModules(), nil)
 	e.commit = first
 	e.beforeRun = func(o *Operator) { o.TreeChanged(Revision{Revision: gitsync.Revision{Commit: latest}}) }
 	e.start()

@@ -167,10 +167,11 @@ func widgetCRD(group string) *apiextv1.CustomResourceDefinition {
 // server calls the operator's webhook over TLS, and the registration
 // follows the tree.
 func TestWebhooksRealAPIServer(t *testing.T) {
+	t.Parallel()
 	cluster(t)
 	group := fmt.Sprintf("w%d.webhook.test", nsSeq.Add(1))
 	crdName := "widgets." + group
-	e := setup(t, map[string]string{"modules/.keep": ""}, nil)
+	e := parallelSetup(t, map[string]string{"modules/.keep": ""}, nil)
 	e.dir = tree(t, map[string]string{
 		"global-hooks/validate.sh": fmt.Sprintf(validatingHook, e.ns, ""),
 		"global-hooks/convert.sh":  fmt.Sprintf(conversionHook, crdName, group),

@@ -275,18 +275,6 @@ func (q *Queue) action(name string, start time.Time) {
 	}
 }
 
-// HasQueued reports whether a task of this kind waits (not running).
-func (q *Queue) HasQueued(kind Kind) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, t := range q.tasks {
-		if !t.running && t.Key.Kind == kind {
-			return true
-		}
-	}
-	return false
-}
-
 // HasQueuedKey reports whether a task of this key waits (not running).
 func (q *Queue) HasQueuedKey(k Key) bool {
 	q.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
@@ -18,10 +19,7 @@ import (
 )
 
 // Task kinds of kubernetes bindings.
-const (
-	kindKubeSync  queue.Kind = "KubernetesSynchronization"
-	kindKubeEvent queue.Kind = "KubernetesEvent"
-)
+const ()
 
 // MonitorSource starts the monitors behind kubernetes bindings, and lists
 // the API server watches they share, for /status.
@@ -231,7 +229,7 @@ func markSynced(group []*bindingMonitor, bm *bindingMonitor) {
 // (waitForSynchronization: false): it runs in the binding's queue.
 func (bs *Bindings) kubeSyncTask(h *loader.Hook, hm *hookMonitors, bm *bindingMonitor, group []*bindingMonitor) *queue.Task {
 	return &queue.Task{
-		Key:          queue.Key{Kind: kindKubeSync, Module: h.Module, Hook: metrics.HookLabel(h), Binding: bm.binding.Name},
+		Key:          queue.Key{Kind: taskkind.KubeSync, Module: h.Module, Hook: metrics.HookLabel(h), Binding: bm.binding.Name},
 		Description:  h.Name + ": " + bm.binding.Name,
 		AllowFailure: bm.binding.AllowFailure,
 		Do: func(ctx context.Context) error {
@@ -302,7 +300,7 @@ func (bs *Bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 			}
 			return eventContext(b, kind, taken, s)
 		}}
-	q.Add(bs.hookRunTask(h, kindKubeEvent, b.Queue, b.AllowFailure, a))
+	q.Add(bs.hookRunTask(h, taskkind.KubeEvent, b.Queue, b.AllowFailure, a))
 }
 
 // GlobalSyncTask is step 2: the global hooks' monitors and Synchronization.
@@ -310,7 +308,7 @@ func (bs *Bindings) queueKubeEvent(h *loader.Hook, bm *bindingMonitor, ev kube.O
 // hooks that a new tree added or changed.
 func (bs *Bindings) GlobalSyncTask() *queue.Task {
 	return &queue.Task{
-		Key:         queue.Key{Kind: kindKubeSync},
+		Key:         queue.Key{Kind: taskkind.KubeSync},
 		Description: "global hooks: kubernetes Synchronization",
 		Do: func(ctx context.Context) error {
 			model, _ := bs.trees.Current()

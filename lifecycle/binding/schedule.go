@@ -8,11 +8,10 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
-
-const kindScheduleHook queue.Kind = "ScheduleHookRun"
 
 // schedules runs the schedule bindings (docs/lifecycle.md, steps 11 and 12): each firing
 // queues a hook run in the binding's queue. Each entry waits on the
@@ -140,7 +139,7 @@ func (bs *Bindings) queueScheduled(h *loader.Hook, b loader.ScheduleBinding) {
 	if queues == nil {
 		return
 	}
-	t := bs.hookRunTask(h, kindScheduleHook, b.Queue, b.AllowFailure, activation{binding: b.Name, group: b.Group,
+	t := bs.hookRunTask(h, taskkind.ScheduleHook, b.Queue, b.AllowFailure, activation{binding: b.Name, group: b.Group,
 		context: func(s *snapshotter) map[string]any { return scheduleContext(h, b, s) }})
 	if isV0(h) {
 		t.Merge = func(later *queue.Task) bool { return later.Key == t.Key }

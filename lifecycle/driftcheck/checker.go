@@ -10,6 +10,7 @@ import (
 	"github.com/addonops/addon-operator/drift"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
@@ -31,7 +32,7 @@ type Events interface {
 
 // KindCorrect is the correction task's kind in "main": keyed by module, so
 // one waits at most, and superseded by a reload (lifecycle's events.go).
-const KindCorrect queue.Kind = "DriftCorrect"
+const KindCorrect = taskkind.DriftCorrect
 
 // The refusals of Diff; the HTTP layer maps them to 404.
 var (

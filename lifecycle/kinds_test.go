@@ -1,0 +1,68 @@
+package lifecycle
+
+import (
+	"testing"
+	"time"
+)
+
+// The reload's phase answers what the queue's contents answered: whether a
+// reload waits, is under way, or will report the revision.
+func TestReloadPhase(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1000, 0)
+	type want struct{ waiting, underWay, reporting, converged bool }
+	steps := []struct {
+		name string
+		do   func(r *reloadPhase)
+		want want
+		p    Phase
+	}{
+		{"start", func(*reloadPhase) {}, want{}, PhaseIdle},
+		{"reload queued", (*reloadPhase).askReload, want{waiting: true, underWay: true, reporting: true}, PhaseIdle},
+		{"reload begins", func(r *reloadPhase) { r.begin(PhaseReloading, now) }, want{underWay: true, reporting: true}, PhaseReloading},
+		{"discovery", func(r *reloadPhase) { r.enter(PhaseDiscovering) }, want{underWay: true, reporting: true}, PhaseDiscovering},
+		{"modules run", func(r *reloadPhase) { r.enter(PhaseConverging) }, want{underWay: true, reporting: true}, PhaseConverging},
+		{"another reload asked meanwhile", (*reloadPhase).askReload, want{waiting: true, underWay: true, reporting: true}, PhaseConverging},
+		{"converged", func(r *reloadPhase) { r.end(now.Add(time.Second)) }, want{waiting: true, underWay: true, reporting: true, converged: true}, PhaseIdle},
+		{"the second begins", func(r *reloadPhase) { r.begin(PhaseReloading, now) }, want{underWay: true, reporting: true, converged: true}, PhaseReloading},
+		{"and converges", func(r *reloadPhase) { r.end(now) }, want{converged: true}, PhaseIdle},
+		// a module-scoped reload: queued, it reports but leaves a
+		// tree change module-scoped; running, it is under way
+		{"changed modules queued", (*reloadPhase).askChanged, want{reporting: true, converged: true}, PhaseIdle},
+		{"changed modules run", func(r *reloadPhase) { r.begin(PhaseConverging, now); r.changedDone() }, want{underWay: true, reporting: true, converged: true}, PhaseConverging},
+		{"changed modules converged", func(r *reloadPhase) { r.end(now) }, want{converged: true}, PhaseIdle},
+		// a reload replaces a module-scoped one still waiting
+		{"changed queued again", (*reloadPhase).askChanged, want{reporting: true, converged: true}, PhaseIdle},
+		{"a reload pre-empts it", func(r *reloadPhase) { r.askReload(); r.begin(PhaseReloading, now); r.end(now) }, want{converged: true}, PhaseIdle},
+		// a purge's report
+		{"report queued", (*reloadPhase).askReport, want{reporting: true, converged: true}, PhaseIdle},
+		{"reported", (*reloadPhase).reported, want{converged: true}, PhaseIdle},
+	}
+	r := &reloadPhase{}
+	for _, s := range steps {
+		s.do(r)
+		got := want{r.reloadWaiting(), r.underWay(), r.reporting(), closed(r.convergedCh())}
+		if got != s.want {
+			t.Errorf("%s: got %+v, want %+v", s.name, got, s.want)
+		}
+		if p, _, _, _, _ := r.get(); p != s.p {
+			t.Errorf("%s: phase %s, want %s", s.name, p, s.p)
+		}
+	}
+}
+
+func TestReloadPhaseEnd(t *testing.T) {
+	t.Parallel()
+	r := &reloadPhase{}
+	start := time.Unix(1000, 0)
+	r.begin(PhaseReloading, start)
+	r.changedGlobal()
+	took, first, again := r.end(start.Add(3 * time.Second))
+	if took != 3*time.Second || !first || !again {
+		t.Errorf("first end = %s, %v, %v; want 3s, first, again", took, first, again)
+	}
+	r.begin(PhaseReloading, start)
+	if _, first, again := r.end(start); first || again {
+		t.Errorf("second end: first %v, again %v; want neither (a new reload forgets afterAll's changes)", first, again)
+	}
+}
