@@ -38,7 +38,7 @@ func TestReloadPhase(t *testing.T) {
 		{"report queued", (*reloadPhase).askReport, want{reporting: true, converged: true}, PhaseIdle},
 		{"reported", (*reloadPhase).reported, want{converged: true}, PhaseIdle},
 	}
-	r := &reloadPhase{}
+	r := newReloadPhase()
 	for _, s := range steps {
 		s.do(r)
 		got := want{r.reloadWaiting(), r.underWay(), r.reporting(), closed(r.convergedCh())}
@@ -53,7 +53,7 @@ func TestReloadPhase(t *testing.T) {
 
 func TestReloadPhaseEnd(t *testing.T) {
 	t.Parallel()
-	r := &reloadPhase{}
+	r := newReloadPhase()
 	start := time.Unix(1000, 0)
 	r.begin(PhaseReloading, start)
 	r.changedGlobal()

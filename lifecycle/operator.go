@@ -195,7 +195,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, helm: helm, rec: rec, waits: waits}
 	st := &steps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, rec: rec, phase: &reloadPhase{}}
+		run: run, checks: newSettingsChecks(cfg, cfg.Logger, trees), bind: bind, helm: helm, mods: mods, purge: purge, drift: drift, rec: rec, phase: newReloadPhase()}
 	ts := &treeSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, loader: ld, steps: st, mods: mods, purge: purge, rec: rec}
 	followUps.s = st

@@ -46,6 +46,9 @@ type reloadPhase struct {
 	readyCh chan struct{}
 }
 
+// newReloadPhase is the phase before the first reload (idle).
+func newReloadPhase() *reloadPhase { return &reloadPhase{readyCh: make(chan struct{})} }
+
 // askReload: a 'reload all modules' was queued. Its beginning answers it
 // (and every one asked before: one reload covers them all).
 func (r *reloadPhase) askReload() {
@@ -85,7 +88,7 @@ func (r *reloadPhase) changedGlobal() { r.set(func() { r.globalChanged = true })
 func (r *reloadPhase) end(now time.Time) (took time.Duration, first, again bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ready := r.readyLocked()
+	ready := r.readyCh
 	first = !closed(ready)
 	if first {
 		close(ready)
@@ -98,22 +101,12 @@ func (r *reloadPhase) end(now time.Time) (took time.Duration, first, again bool)
 func (r *reloadPhase) get() (p Phase, reloadAsked, changedAsked bool, reports int, ready bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.phase, r.reloadAsked, r.changedAsked, r.reports, closed(r.readyLocked())
+	return r.phase, r.reloadAsked, r.changedAsked, r.reports, closed(r.readyCh)
 }
 
 // convergedCh is closed when the first reload finished.
 func (r *reloadPhase) convergedCh() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.readyLocked()
-}
-
-// readyLocked is readyCh, made on first use (under mu).
-func (r *reloadPhase) readyLocked() chan struct{} {
-	if r.readyCh == nil {
-		r.readyCh = make(chan struct{})
-	}
-	return r.readyCh
+	return r.readyCh // made by newReloadPhase, never replaced
 }
 
 // closed: ch is closed.

@@ -47,7 +47,7 @@ func TestModuleScopedFollowsThePhase(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			st := &steps{phase: &reloadPhase{}}
+			st := &steps{phase: newReloadPhase()}
 			c.set(st.phase)
 			ts := &treeSteps{steps: st}
 			if got := ts.moduleScoped(inside); got != c.scoped {
@@ -67,7 +67,7 @@ func TestQueueReloadAllOnceWhileOneWaits(t *testing.T) {
 	set := queue.NewSet(t.Context(), queue.Options{Logger: quiet()})
 	queues := &runstate.Queues{}
 	queues.Set(set)
-	st := &steps{queues: queues, phase: &reloadPhase{}}
+	st := &steps{queues: queues, phase: newReloadPhase()}
 	main := set.Main()
 	block, started := make(chan struct{}), make(chan struct{})
 	defer close(block)

@@ -54,6 +54,10 @@ type Options struct {
 }
 
 // Bindings are the event sources of hooks (doc.go).
+//
+// Cohesive: its 16 methods are the life of one binding, from its monitors'
+// start and synchronization to its events, schedules and status; each
+// part (monitors, schedules, snapshots) keeps its own state apart.
 type Bindings struct {
 	logger      *slog.Logger
 	now         func() time.Time
