@@ -157,7 +157,7 @@ func (cfg Config) withDefaults() Config {
 // handlers of docs/lifecycle.md, steps.go), the bindings that turn
 // kubernetes events and schedules into hook runs (lifecycle/binding),
 // the hook runner (lifecycle/hookrun) and the holders of the running
-// state they are handed (state.go).
+// state they are handed (lifecycle/runstate).
 type Operator struct {
 	cfg     Config
 	logger  *slog.Logger

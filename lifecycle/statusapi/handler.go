@@ -11,7 +11,7 @@ import (
 )
 
 // Handler serves /metrics, /metrics/hooks, /healthz, /readyz, /queue,
-// /status and the debug endpoints under /debug/ (debug.go).
+// /status and the debug endpoints under /debug/ (debug.go in this package).
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	a.debugRoutes(mux)
