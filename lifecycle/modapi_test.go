@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/addonops/addon-operator/internal/batchtest"
-	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -196,12 +195,6 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// runShell runs script with sh as a hook runs, for a real exit error.
-func runShell(t *testing.T, script string) ([]byte, error) {
-	t.Helper()
-	return executor.Run(t.Context(), executor.Command{Path: "/bin/sh", Args: []string{"-c", script}, Logger: quiet()})
 }
 
 // The settings checks run for the sections the store validates, as the
