@@ -10,12 +10,9 @@ import (
 	"github.com/addonops/addon-operator/loader"
 )
 
-// The names of kubernetes bindings' monitors that cmd knows as lifecycle's
-// (the bindings live in lifecycle/binding).
-type (
-	MonitorSource = binding.MonitorSource
-	Monitor       = binding.Monitor
-)
+// MonitorSource starts the monitors of kubernetes bindings
+// (binding.MonitorSource; the bindings live in lifecycle/binding).
+type MonitorSource = binding.MonitorSource
 
 // KubeMonitors is the MonitorSource of the API server behind w.
 func KubeMonitors(w *kube.Watcher) MonitorSource { return binding.KubeMonitors(w) }

@@ -73,7 +73,7 @@ func (s *treeSteps) runChanged(ctx context.Context, changed []string, hooksChang
 		s.logger.Info("no enabled module changed")
 		return s.rec.record(ctx, outcome{What: reloadEnded})
 	}
-	s.steps.phase.begin(PhaseConverging, s.cfg.Now())
+	s.steps.phase.begin(phaseConverging, s.cfg.Now())
 	tasks := s.mods.moduleRunTasks(runs)
 	tasks = append(tasks, s.steps.globalHookTasks(loader.AfterAll)...)
 	main.AddAfterCurrent(append(tasks, s.steps.convergedTask())...)

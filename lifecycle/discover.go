@@ -21,7 +21,7 @@ func (s *steps) discoverTask() *queue.Task {
 }
 
 func (s *steps) discover(ctx context.Context) error {
-	s.phase.enter(PhaseDiscovering)
+	s.phase.enter(phaseDiscovering)
 	t := s.trees.Load()
 	model, store := t.Model, t.Store
 	releases, err := s.helm.Releases(ctx)
@@ -155,7 +155,7 @@ func (s *steps) discover(ctx context.Context) error {
 	if retry {
 		tasks = append(tasks, s.enabledRetryTask())
 	}
-	s.phase.enter(PhaseConverging)
+	s.phase.enter(phaseConverging)
 	s.queues.Main().AddAfterCurrent(tasks...)
 	return nil
 }

@@ -11,9 +11,6 @@ import (
 // and shows its drift (driftcheck.Detector).
 type DriftDetector = driftcheck.Detector
 
-// DriftStatus is a module's drift on /status (driftcheck.Status).
-type DriftStatus = driftcheck.Status
-
 // EditInbox holds the edits the health tracker tells (its OnEdited:
 // EditInbox.Edited) for the drift checks on edits (Config.Edits); cmd
 // makes it before both.

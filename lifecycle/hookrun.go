@@ -4,15 +4,11 @@ import (
 	"log/slog"
 
 	"github.com/addonops/addon-operator/lifecycle/hookrun"
-	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/values"
 )
 
 // The hook runner lives in lifecycle/hookrun; these names stay for cmd
 // and the rest of lifecycle.
-
-// Readiness is a readiness hook's last result (runstate.Readiness).
-type Readiness = runstate.Readiness
 
 // ObjectPatcher applies the object operations hooks write to
 // KUBERNETES_PATCH_PATH (hookrun.ObjectPatcher).

@@ -85,7 +85,7 @@ func (v failuresView) HookFailure(hook string) (err, output string) {
 }
 
 // WatchStatus converts binding's rows to statusapi's (the same fields:
-// statusapi imports no other part).
+// statusapi does not import binding).
 func (v bindingsView) WatchStatus() []WatchStatus {
 	rows := v.o.bind.WatchStatus()
 	out := make([]WatchStatus, len(rows))

@@ -15,28 +15,28 @@ func TestReloadPhase(t *testing.T) {
 		name string
 		do   func(r *reloadPhase)
 		want want
-		p    Phase
+		p    phase
 	}{
-		{"start", func(*reloadPhase) {}, want{}, PhaseIdle},
-		{"reload queued", (*reloadPhase).askReload, want{waiting: true, underWay: true, reporting: true}, PhaseIdle},
-		{"reload begins", func(r *reloadPhase) { r.begin(PhaseReloading, now) }, want{underWay: true, reporting: true}, PhaseReloading},
-		{"discovery", func(r *reloadPhase) { r.enter(PhaseDiscovering) }, want{underWay: true, reporting: true}, PhaseDiscovering},
-		{"modules run", func(r *reloadPhase) { r.enter(PhaseConverging) }, want{underWay: true, reporting: true}, PhaseConverging},
-		{"another reload asked meanwhile", (*reloadPhase).askReload, want{waiting: true, underWay: true, reporting: true}, PhaseConverging},
-		{"converged", func(r *reloadPhase) { r.end(now.Add(time.Second)) }, want{waiting: true, underWay: true, reporting: true, converged: true}, PhaseIdle},
-		{"the second begins", func(r *reloadPhase) { r.begin(PhaseReloading, now) }, want{underWay: true, reporting: true, converged: true}, PhaseReloading},
-		{"and converges", func(r *reloadPhase) { r.end(now) }, want{converged: true}, PhaseIdle},
+		{"start", func(*reloadPhase) {}, want{}, phaseIdle},
+		{"reload queued", (*reloadPhase).askReload, want{waiting: true, underWay: true, reporting: true}, phaseIdle},
+		{"reload begins", func(r *reloadPhase) { r.begin(phaseReloading, now) }, want{underWay: true, reporting: true}, phaseReloading},
+		{"discovery", func(r *reloadPhase) { r.enter(phaseDiscovering) }, want{underWay: true, reporting: true}, phaseDiscovering},
+		{"modules run", func(r *reloadPhase) { r.enter(phaseConverging) }, want{underWay: true, reporting: true}, phaseConverging},
+		{"another reload asked meanwhile", (*reloadPhase).askReload, want{waiting: true, underWay: true, reporting: true}, phaseConverging},
+		{"converged", func(r *reloadPhase) { r.end(now.Add(time.Second)) }, want{waiting: true, underWay: true, reporting: true, converged: true}, phaseIdle},
+		{"the second begins", func(r *reloadPhase) { r.begin(phaseReloading, now) }, want{underWay: true, reporting: true, converged: true}, phaseReloading},
+		{"and converges", func(r *reloadPhase) { r.end(now) }, want{converged: true}, phaseIdle},
 		// a module-scoped reload: queued, it reports but leaves a
 		// tree change module-scoped; running, it is under way
-		{"changed modules queued", (*reloadPhase).askChanged, want{reporting: true, converged: true}, PhaseIdle},
-		{"changed modules run", func(r *reloadPhase) { r.begin(PhaseConverging, now); r.changedDone() }, want{underWay: true, reporting: true, converged: true}, PhaseConverging},
-		{"changed modules converged", func(r *reloadPhase) { r.end(now) }, want{converged: true}, PhaseIdle},
+		{"changed modules queued", (*reloadPhase).askChanged, want{reporting: true, converged: true}, phaseIdle},
+		{"changed modules run", func(r *reloadPhase) { r.begin(phaseConverging, now); r.changedDone() }, want{underWay: true, reporting: true, converged: true}, phaseConverging},
+		{"changed modules converged", func(r *reloadPhase) { r.end(now) }, want{converged: true}, phaseIdle},
 		// a reload replaces a module-scoped one still waiting
-		{"changed queued again", (*reloadPhase).askChanged, want{reporting: true, converged: true}, PhaseIdle},
-		{"a reload pre-empts it", func(r *reloadPhase) { r.askReload(); r.begin(PhaseReloading, now); r.end(now) }, want{converged: true}, PhaseIdle},
+		{"changed queued again", (*reloadPhase).askChanged, want{reporting: true, converged: true}, phaseIdle},
+		{"a reload pre-empts it", func(r *reloadPhase) { r.askReload(); r.begin(phaseReloading, now); r.end(now) }, want{converged: true}, phaseIdle},
 		// a purge's report
-		{"report queued", (*reloadPhase).askReport, want{reporting: true, converged: true}, PhaseIdle},
-		{"reported", (*reloadPhase).reported, want{converged: true}, PhaseIdle},
+		{"report queued", (*reloadPhase).askReport, want{reporting: true, converged: true}, phaseIdle},
+		{"reported", (*reloadPhase).reported, want{converged: true}, phaseIdle},
 	}
 	r := newReloadPhase()
 	for _, s := range steps {
@@ -55,13 +55,13 @@ func TestReloadPhaseEnd(t *testing.T) {
 	t.Parallel()
 	r := newReloadPhase()
 	start := time.Unix(1000, 0)
-	r.begin(PhaseReloading, start)
+	r.begin(phaseReloading, start)
 	r.changedGlobal()
 	took, first, again := r.end(start.Add(3 * time.Second))
 	if took != 3*time.Second || !first || !again {
 		t.Errorf("first end = %s, %v, %v; want 3s, first, again", took, first, again)
 	}
-	r.begin(PhaseReloading, start)
+	r.begin(phaseReloading, start)
 	if _, first, again := r.end(start); first || again {
 		t.Errorf("second end: first %v, again %v; want neither (a new reload forgets afterAll's changes)", first, again)
 	}

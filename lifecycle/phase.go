@@ -5,26 +5,26 @@ import (
 	"time"
 )
 
-// Phase is where the reload of the running tree is (docs/lifecycle.md,
+// phase is where the reload of the running tree is (docs/lifecycle.md,
 // steps 3–8): the tasks of the reload set it as they run, and whoever
 // asks whether a reload is under way reads it here, never the queue's
 // contents.
-type Phase int
+type phase int
 
 // Phases of a reload.
 const (
-	// PhaseIdle: no reload runs (before the first, or after one converged).
-	PhaseIdle Phase = iota
-	// PhaseReloading: 'reload all modules' began: beforeAll hooks.
-	PhaseReloading
-	// PhaseDiscovering: discovery decides which modules run.
-	PhaseDiscovering
-	// PhaseConverging: the modules run, then afterAll hooks, until
+	// phaseIdle: no reload runs (before the first, or after one converged).
+	phaseIdle phase = iota
+	// phaseReloading: 'reload all modules' began: beforeAll hooks.
+	phaseReloading
+	// phaseDiscovering: discovery decides which modules run.
+	phaseDiscovering
+	// phaseConverging: the modules run, then afterAll hooks, until
 	// ConvergeDone (a module-scoped reload starts here).
-	PhaseConverging
+	phaseConverging
 )
 
-func (p Phase) String() string {
+func (p phase) String() string {
 	return [...]string{"idle", "reloading", "discovering", "converging"}[p]
 }
 
@@ -35,7 +35,7 @@ func (p Phase) String() string {
 // whether one reload has finished (the operator is ready).
 type reloadPhase struct {
 	mu            sync.Mutex
-	phase         Phase
+	phase         phase
 	reloadAsked   bool // a 'reload all modules' waits to begin
 	changedAsked  bool // a module-scoped reload waits to run
 	reports       int  // RevisionApplied tasks waiting
@@ -66,19 +66,19 @@ func (r *reloadPhase) changedDone() { r.set(func() { r.changedAsked = false }) }
 func (r *reloadPhase) askReport() { r.set(func() { r.reports++ }) }
 func (r *reloadPhase) reported()  { r.set(func() { r.reports = max(r.reports-1, 0) }) }
 
-// begin starts a reload in phase p: 'reload all modules' (PhaseReloading)
-// or the modules a tree changed (PhaseConverging).
-func (r *reloadPhase) begin(p Phase, now time.Time) {
+// begin starts a reload in phase p: 'reload all modules' (phaseReloading)
+// or the modules a tree changed (phaseConverging).
+func (r *reloadPhase) begin(p phase, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p == PhaseReloading {
+	if p == phaseReloading {
 		r.reloadAsked, r.changedAsked = false, false
 	}
 	r.phase, r.start, r.globalChanged = p, now, false
 }
 
 // enter moves the reload under way to phase p.
-func (r *reloadPhase) enter(p Phase) { r.set(func() { r.phase = p }) }
+func (r *reloadPhase) enter(p phase) { r.set(func() { r.phase = p }) }
 
 // changedGlobal: an afterAll hook changed global values in this reload.
 func (r *reloadPhase) changedGlobal() { r.set(func() { r.globalChanged = true }) }
@@ -93,12 +93,12 @@ func (r *reloadPhase) end(now time.Time) (took time.Duration, first, again bool)
 	if first {
 		close(ready)
 	}
-	r.phase = PhaseIdle
+	r.phase = phaseIdle
 	return now.Sub(r.start), first, r.globalChanged
 }
 
 // Snapshot of the phase, for the questions below.
-func (r *reloadPhase) get() (p Phase, reloadAsked, changedAsked bool, reports int, ready bool) {
+func (r *reloadPhase) get() (p phase, reloadAsked, changedAsked bool, reports int, ready bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.phase, r.reloadAsked, r.changedAsked, r.reports, closed(r.readyCh)
@@ -129,14 +129,14 @@ func (r *reloadPhase) reloadWaiting() bool {
 // change then runs with it, not alone).
 func (r *reloadPhase) underWay() bool {
 	p, asked, _, _, _ := r.get()
-	return p != PhaseIdle || asked
+	return p != phaseIdle || asked
 }
 
 // reporting: a reload or a revision report is under way or waits, whose
 // end reports the running revision's outcome.
 func (r *reloadPhase) reporting() bool {
 	p, asked, changed, reports, _ := r.get()
-	return p != PhaseIdle || asked || changed || reports > 0
+	return p != phaseIdle || asked || changed || reports > 0
 }
 
 func (r *reloadPhase) set(fn func()) {

@@ -25,24 +25,24 @@ func TestModuleScopedFollowsThePhase(t *testing.T) {
 		report bool // a later end reports the revision (treeSteps.reloading)
 	}{
 		{"before the first reload", func(*reloadPhase) {}, false, false},
-		{"converged", func(r *reloadPhase) { r.begin(PhaseReloading, now); r.end(now) }, true, false},
-		{"a reload waits", func(r *reloadPhase) { r.begin(PhaseReloading, now); r.end(now); r.askReload() }, false, true},
-		{"beforeAll", func(r *reloadPhase) { r.begin(PhaseReloading, now); r.end(now); r.begin(PhaseReloading, now) }, false, true},
+		{"converged", func(r *reloadPhase) { r.begin(phaseReloading, now); r.end(now) }, true, false},
+		{"a reload waits", func(r *reloadPhase) { r.begin(phaseReloading, now); r.end(now); r.askReload() }, false, true},
+		{"beforeAll", func(r *reloadPhase) { r.begin(phaseReloading, now); r.end(now); r.begin(phaseReloading, now) }, false, true},
 		{"discovery", func(r *reloadPhase) {
-			r.begin(PhaseReloading, now)
+			r.begin(phaseReloading, now)
 			r.end(now)
-			r.begin(PhaseReloading, now)
-			r.enter(PhaseDiscovering)
+			r.begin(phaseReloading, now)
+			r.enter(phaseDiscovering)
 		}, false, true},
 		{"modules run", func(r *reloadPhase) {
-			r.begin(PhaseReloading, now)
+			r.begin(phaseReloading, now)
 			r.end(now)
-			r.begin(PhaseReloading, now)
-			r.enter(PhaseConverging)
+			r.begin(phaseReloading, now)
+			r.enter(phaseConverging)
 		}, false, true},
-		{"a module-scoped reload waits", func(r *reloadPhase) { r.begin(PhaseReloading, now); r.end(now); r.askChanged() }, true, true},
-		{"a module-scoped reload runs", func(r *reloadPhase) { r.begin(PhaseReloading, now); r.end(now); r.begin(PhaseConverging, now) }, false, true},
-		{"a purge's report waits", func(r *reloadPhase) { r.begin(PhaseReloading, now); r.end(now); r.askReport() }, true, true},
+		{"a module-scoped reload waits", func(r *reloadPhase) { r.begin(phaseReloading, now); r.end(now); r.askChanged() }, true, true},
+		{"a module-scoped reload runs", func(r *reloadPhase) { r.begin(phaseReloading, now); r.end(now); r.begin(phaseConverging, now) }, false, true},
+		{"a purge's report waits", func(r *reloadPhase) { r.begin(phaseReloading, now); r.end(now); r.askReport() }, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestQueueReloadAllOnceWhileOneWaits(t *testing.T) {
 		t.Fatalf("queue length = %d, want 2 (the gate, one reload)", n)
 	}
 	// the waiting reload began: a later request is a new reload
-	st.phase.begin(PhaseReloading, time.Now())
+	st.phase.begin(phaseReloading, time.Now())
 	st.queueReloadAll()
 	if n := main.Len(); n != 3 {
 		t.Fatalf("queue length = %d, want 3 (the gate, the reload that began, a new one)", n)

@@ -20,7 +20,7 @@ func (s *steps) reloadAllTask() *queue.Task {
 		Key:         queue.Key{Kind: taskkind.ReloadAll},
 		Description: "reload all modules",
 		Do: func(ctx context.Context) error {
-			s.phase.begin(PhaseReloading, s.cfg.Now())
+			s.phase.begin(phaseReloading, s.cfg.Now())
 			var tasks []*queue.Task
 			model, _ := s.trees.Current()
 			if binding.HasKubernetes(model.Global.Hooks) {

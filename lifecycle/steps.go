@@ -4,7 +4,6 @@ import (
 	"log/slog"
 
 	"github.com/addonops/addon-operator/lifecycle/binding"
-	"github.com/addonops/addon-operator/lifecycle/driftcheck"
 	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
@@ -30,10 +29,10 @@ type steps struct {
 	bind    *binding.Bindings
 	helm    Helm
 	mods    *moduleSteps
-	purge   *purgeGuard         // purge.go
-	drift   *driftcheck.Checker // drift.go
-	rec     *recorder           // the outcomes (record.go)
-	phase   *reloadPhase        // the reload's phase (phase.go)
+	purge   *purgeGuard  // purge.go
+	drift   driftPass    // the interval's drift checks (heal.go)
+	rec     *recorder    // the outcomes (record.go)
+	phase   *reloadPhase // the reload's phase (phase.go)
 }
 
 // converged: the first 'reload all modules' finished.

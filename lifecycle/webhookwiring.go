@@ -9,13 +9,9 @@ import (
 	"github.com/addonops/addon-operator/loader"
 )
 
-// The webhooks' names cmd and /status know as lifecycle's (the part
-// itself lives in lifecycle/webhookrun).
-type (
-	WebhookRegistrar     = webhookrun.Registrar
-	WebhookStatus        = webhookrun.Status
-	WebhookBindingStatus = webhookrun.BindingStatus
-)
+// WebhookRegistrar registers the running tree's webhooks
+// (webhookrun.Registrar; the part lives in lifecycle/webhookrun).
+type WebhookRegistrar = webhookrun.Registrar
 
 // webhookHookRunner runs a webhook's hook through the hook runner
 // (webhookrun.HookRunner).

@@ -8,7 +8,7 @@
 // "Previews").
 //
 // It imports lifecycle/hookrun (the enabled-script runner alone: no
-// running tree, no metrics), lifecycle/runstate (Admit), loader, values,
-// kube (Render) and gitsync; never lifecycle or cmd. cmd keeps the flags
+// running tree, no metrics), lifecycle/runstate (Admit), loader, kube
+// (Render) and gitsync; never lifecycle or cmd. cmd keeps the flags
 // and the printing.
 package preview

@@ -54,7 +54,7 @@ type Modules struct {
 	modules map[string]*Module // by module name
 	enabled []string
 	// discovered: a discovery resolved the enabled states (the webhooks of
-	// a module are answered by its hook only from then on, webhooks.go)
+	// a module are answered by its hook only from then on: lifecycle/webhookrun)
 	discovered bool
 	notify     notifier
 }
@@ -92,21 +92,21 @@ func (r *Modules) All() map[string]Module {
 	return out
 }
 
-// enabledList is the modules the last discovery enabled, in run order.
+// EnabledList is the modules the last discovery enabled, in run order.
 func (r *Modules) EnabledList() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.enabled)
 }
 
-// InEnabledList: the module is in enabledList, read without a copy.
+// InEnabledList: the module is in EnabledList, read without a copy.
 func (r *Modules) InEnabledList(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Contains(r.enabled, name)
 }
 
-// markDiscovered records that a discovery resolved the enabled states.
+// MarkDiscovered records that a discovery resolved the enabled states.
 func (r *Modules) MarkDiscovered() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -151,7 +151,7 @@ func (r *Modules) Reset(model *loader.Model) {
 	}
 }
 
-// setState records where a module is, and the error that put it there.
+// SetState records where a module is, and the error that put it there.
 func (r *Modules) SetState(name string, state ModuleState, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -44,8 +44,9 @@ func (h *Trees) Start(t *Tree) {
 }
 
 // Changed is the version of the running tree and a channel closed when a
-// transition replaces it (not when a values patch or ConfigMap edit
-// changes its store's values: those keep the model).
+// transition replaces it: a new tree (Start, adopt) or new ConfigMap data
+// (SetConfig, which keeps the model). A hook's values patch changes the
+// store in place and announces nothing.
 func (h *Trees) Changed() (uint64, <-chan struct{}) { return h.notify.changed() }
 
 // Load is the running tree (nil before Run adopted the first).

@@ -73,6 +73,11 @@ func TestRunFollowsAnnouncedChanges(t *testing.T) {
 	}
 	// nothing changes for almost a minute: nothing is due, nothing runs
 	clock.Advance(RewriteEvery - time.Second)
+	// the rewrite's timer still waits, the same one: nothing fired, so the
+	// loop did not run (an immediate look at the registrar could not tell)
+	if n, d := clock.Waiting(), clock.LongestWait(); n != 1 || d != time.Second {
+		t.Fatalf("after an unchanged minute: %d waits, the longest %s; want the rewrite's only, due in 1s", n, d)
+	}
 	noneApplied(t, reg, "an unchanged minute")
 
 	steps := []struct {
