@@ -55,12 +55,13 @@ $(TESTCLUSTER_STAMP): hack/testcluster/go.mod hack/testcluster/go.sum hack/testc
 	cp $(addprefix $(TESTCLUSTER_CACHE)/,$(CONTROL_PLANE)) $(BIN)/
 	@touch $@
 
-test: deps testcluster
+test: deps testcluster test-sops
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
 # secretfile against the sops library itself (a module of its own, so the
 # operator never requires sops and its cloud SDKs): random documents under
 # every rule, and the fixtures regenerate with `go run . -dir ..` there.
+# make test runs it first: what secretfile reads must stay SOPS's own format.
 test-sops:
 	cd secretfile/testdata/sopsgen && $(GO) test ./...
 
