@@ -102,8 +102,8 @@ func (f *Failures) record(hook string, he *HookError) {
 	f.m[hook] = Failure{Err: he.Error(), Output: he.output}
 }
 
-// Succeeded forgets a hook's last failure.
-func (f *Failures) Succeeded(hook string) {
+// succeeded forgets a hook's last failure.
+func (f *Failures) succeeded(hook string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.m, hook)

@@ -62,7 +62,7 @@ func TestFailures(t *testing.T) {
 		t.Fatalf("err %q", err)
 	}
 	f.Failed("b", "beforeHelm", errors.New("b failed"))
-	f.Succeeded("b")
+	f.succeeded("b")
 	if got := f.Get("a"); got.Err != err.Error() || got.Output != "" {
 		t.Fatalf("a: %+v", got)
 	}

@@ -43,8 +43,8 @@ func newFiles(tempDir string) (*Files, error) {
 	return f, nil
 }
 
-// ModuleKeyOf is the values key of hook's module ("" for a global hook).
-func ModuleKeyOf(model *loader.Model, hook *loader.Hook) (string, error) {
+// moduleKeyOf is the values key of hook's module ("" for a global hook).
+func moduleKeyOf(model *loader.Model, hook *loader.Hook) (string, error) {
 	if hook.Module == "" {
 		return "", nil
 	}
@@ -55,8 +55,8 @@ func ModuleKeyOf(model *loader.Model, hook *loader.Hook) (string, error) {
 	return m.Key, nil
 }
 
-// HookLogger is the logger of one run of hook, with its hook and module.
-func (r *Runner) HookLogger(hook *loader.Hook, attrs ...any) *slog.Logger {
+// hookLogger is the logger of one run of hook, with its hook and module.
+func (r *Runner) hookLogger(hook *loader.Hook, attrs ...any) *slog.Logger {
 	logger := r.opts.Logger.With(append([]any{"hook", hook.Name}, attrs...)...)
 	if hook.Module != "" {
 		logger = logger.With("module", hook.Module)

@@ -35,11 +35,11 @@ type ResponseRun struct {
 func (r *Runner) RunResponseHook(ctx context.Context, run ResponseRun) (_ []byte, err error) {
 	h, binding := run.Hook, run.Binding
 	model, store := r.opts.Trees.Current()
-	moduleKey, err := ModuleKeyOf(model, h)
+	moduleKey, err := moduleKeyOf(model, h)
 	if err != nil {
 		return nil, err
 	}
-	logger := r.HookLogger(h, "binding", binding, "queue", "webhook")
+	logger := r.hookLogger(h, "binding", binding, "queue", "webhook")
 	start := r.opts.Now()
 	var usage executor.Usage
 	defer func() {
@@ -80,6 +80,6 @@ func (r *Runner) RunResponseHook(ctx context.Context, run ResponseRun) (_ []byte
 	if err != nil {
 		return nil, fmt.Errorf("hook %s: %s: %w", h.Name, run.ResponseVar, err)
 	}
-	r.failures.Succeeded(h.Name)
+	r.failures.succeeded(h.Name)
 	return b, nil
 }

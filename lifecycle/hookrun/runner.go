@@ -99,11 +99,11 @@ type Result struct {
 // patches after its values patches (objectpatches.go).
 func (r *Runner) RunHook(ctx context.Context, hook *loader.Hook, binding string, bindingContext []map[string]any, allowFailure bool) (res Result, err error) {
 	model, store := r.opts.Trees.Current()
-	moduleKey, err := ModuleKeyOf(model, hook)
+	moduleKey, err := moduleKeyOf(model, hook)
 	if err != nil {
 		return res, err
 	}
-	logger := r.HookLogger(hook, "binding", binding)
+	logger := r.hookLogger(hook, "binding", binding)
 	start := r.opts.Now()
 	var usage executor.Usage
 	defer func() {
@@ -153,7 +153,7 @@ func (r *Runner) RunHook(ctx context.Context, hook *loader.Hook, binding string,
 	if err := r.applyHookMetrics(hook, ops, logger); err != nil {
 		return res, err
 	}
-	r.failures.Succeeded(hook.Name)
+	r.failures.succeeded(hook.Name)
 	return res, nil
 }
 

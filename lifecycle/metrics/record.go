@@ -18,7 +18,7 @@ import (
 type HookRun struct {
 	Module, Hook string // hook: relative to the module's directory or GLOBAL_HOOKS_DIR
 	BindingType  string // onStartup, kubernetes, schedule, beforeHelm, ...
-	Activation   string // what started the run (see ActivationOf)
+	Activation   string // what started the run (see activationOf)
 	Queue        string
 	OldName      string // the deprecated metrics' hook label
 }
@@ -41,7 +41,7 @@ func HookRunOf(h *loader.Hook, binding string) HookRun {
 	if r.Queue == "" {
 		r.Queue = queue.MainQueue
 	}
-	r.Activation = ActivationOf(r.BindingType)
+	r.Activation = activationOf(r.BindingType)
 	return r
 }
 
@@ -57,9 +57,9 @@ func HookLabel(h *loader.Hook) string {
 	return h.Name
 }
 
-// ActivationOf names what started a run of a binding type, in the
+// activationOf names what started a run of a binding type, in the
 // original's event names.
-func ActivationOf(bindingType string) string {
+func activationOf(bindingType string) string {
 	switch bindingType {
 	case loader.OnStartup:
 		return "OperatorStartup"
@@ -120,9 +120,9 @@ func (m *Recorder) ModuleFailed(name string, deleting bool) {
 	m.old.moduleRunErrors.WithLabelValues(name).Inc()
 }
 
-// ModuleSeen creates a module's error and conflict series at 0, for rate()
+// moduleSeen creates a module's error and conflict series at 0, for rate()
 // and alerts.
-func (m *Recorder) ModuleSeen(name string) {
+func (m *Recorder) moduleSeen(name string) {
 	m.ModuleRunErrs.WithLabelValues(name)
 	m.moduleDeleteErrs.WithLabelValues(name)
 	m.ReleaseConflicts.WithLabelValues(name)
@@ -168,7 +168,7 @@ func (m *Recorder) KubeEvent(h *loader.Hook, binding string) {
 // BindingsOf sets addon_operator_binding_count for a tree's hooks, and
 // drops the hook metrics of hooks that left it.
 func (m *Recorder) BindingsOf(model *loader.Model) {
-	m.RetainHookMetrics(model)
+	m.retainHookMetrics(model)
 	m.bindingCount.Reset()
 	count := func(h *loader.Hook) {
 		n := 0
@@ -182,7 +182,7 @@ func (m *Recorder) BindingsOf(model *loader.Model) {
 		count(h)
 	}
 	for _, mod := range model.Modules {
-		m.ModuleSeen(mod.Name)
+		m.moduleSeen(mod.Name)
 		for _, h := range mod.Hooks {
 			count(h)
 		}
@@ -237,9 +237,9 @@ func HookBudget(h *loader.Hook) string {
 	return h.Module + "\x00" + file
 }
 
-// RetainHookMetrics drops the series of hooks that are not in model, the
+// retainHookMetrics drops the series of hooks that are not in model, the
 // tree now running, and refuses what their runs still in flight write.
-func (m *Recorder) RetainHookMetrics(model *loader.Model) {
+func (m *Recorder) retainHookMetrics(model *loader.Model) {
 	var hooks []hookmetrics.Hook
 	add := func(h *loader.Hook) { hooks = append(hooks, hookmetrics.Hook{Module: h.Module, Hook: HookLabel(h)}) }
 	for _, h := range model.Global.Hooks {

@@ -192,7 +192,7 @@ func TestModuleSettings(t *testing.T) {
 		{map[string]string{"alphaDrift": "fix"}, false, "", "alphaDrift"},
 	}
 	for _, c := range cases {
-		err := CheckSettings(m, c.data)
+		err := checkSettings(m, c.data)
 		if c.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 				t.Errorf("%v: got %v, want an error naming %s", c.data, err, c.wantErr)

@@ -27,7 +27,7 @@ func Admit(model *loader.Model, data map[string]string, active []string) (*value
 		return nil, fmt.Errorf("values of the tree: %w", err)
 	}
 	store.Sections().SetActive(active)
-	if err := CheckSettings(model, data); err != nil {
+	if err := checkSettings(model, data); err != nil {
 		return nil, fmt.Errorf("the ConfigMap does not suit the tree: %w", err)
 	}
 	if _, err := store.SetConfig(data); err != nil {
@@ -76,8 +76,8 @@ func MaintenanceChanged(model *loader.Model, before, after map[string]string) []
 	return out
 }
 
-// CheckSettings checks every module's mode in ConfigMap data.
-func CheckSettings(model *loader.Model, data map[string]string) error {
+// checkSettings checks every module's mode in ConfigMap data.
+func checkSettings(model *loader.Model, data map[string]string) error {
 	for _, m := range model.Modules {
 		if _, err := Maintenance(data, m); err != nil {
 			return err

@@ -19,9 +19,9 @@ import (
 
 // Binding context types of webhook runs, as shell-operator writes them.
 const (
-	TypeValidating = "Validating"
-	TypeMutating   = "Mutating"
-	TypeConversion = "Conversion"
+	typeValidating = "Validating"
+	typeMutating   = "Mutating"
+	typeConversion = "Conversion"
 )
 
 // Routes says whether the running tree binds the webhook (a conversion of
@@ -45,9 +45,9 @@ func (w *Webhooks) Admit(ctx context.Context, kind webhook.Kind, name string, re
 	if why := w.waitingFor(route.hook); why != "" {
 		return w.byFailurePolicy(route, name, why), nil
 	}
-	typ := TypeValidating
+	typ := typeValidating
 	if kind == webhook.Mutating {
-		typ = TypeMutating
+		typ = typeMutating
 	}
 	bc := map[string]any{"binding": name, "type": typ, "review": review}
 	w.addSnapshots(bc, route.hook, route.binding.Group, route.binding.IncludeSnapshotsFrom)
@@ -101,7 +101,7 @@ func (w *Webhooks) Convert(ctx context.Context, crd string, review *apiextv1.Con
 			}
 			step := step
 			sub := apiextv1.ConversionReview{TypeMeta: review.TypeMeta, Request: &apiextv1.ConversionRequest{UID: req.UID, DesiredAPIVersion: req.DesiredAPIVersion, Objects: objs}}
-			bc := map[string]any{"binding": step.Binding, "type": TypeConversion, "fromVersion": step.Rule.FromVersion, "toVersion": step.Rule.ToVersion, "review": sub}
+			bc := map[string]any{"binding": step.Binding, "type": typeConversion, "fromVersion": step.Rule.FromVersion, "toVersion": step.Rule.ToVersion, "review": sub}
 			if b := conversionBinding(h, step.Binding); b != nil {
 				w.addSnapshots(bc, h, b.Group, b.IncludeSnapshotsFrom)
 			}
@@ -185,7 +185,7 @@ func (w *Webhooks) addSnapshots(bc map[string]any, h *loader.Hook, group string,
 func (w *Webhooks) runHook(ctx context.Context, h *loader.Hook, binding string, bc map[string]any) ([]byte, error) {
 	typ, _ := bc["type"].(string)
 	what, limit := "VALIDATING_RESPONSE_PATH", int64(executor.MaxResultFile)
-	if typ == TypeConversion {
+	if typ == typeConversion {
 		// converted objects are as large as the request's: a list's worth
 		what, limit = "CONVERSION_RESPONSE_PATH", webhook.DefaultMaxRequestBytes
 	}

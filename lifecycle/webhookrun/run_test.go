@@ -101,13 +101,13 @@ func TestAdmitRunsTheHook(t *testing.T) {
 		err       string
 	}{
 		{name: "validating with snapshots", kind: webhook.Validating, webhook: "policy.example.com", answer: `{"allowed":false,"message":"no"}`,
-			typ: TypeValidating, snapshots: "map[extra:[map[filterResult:global/hooks/g.sh/extra]] in-group:[map[filterResult:global/hooks/g.sh/in-group]]]", message: "no"},
+			typ: typeValidating, snapshots: "map[extra:[map[filterResult:global/hooks/g.sh/extra]] in-group:[map[filterResult:global/hooks/g.sh/in-group]]]", message: "no"},
 		{name: "mutating without", kind: webhook.Mutating, webhook: "mutate.example.com", answer: `{"allowed":true}`,
-			typ: TypeMutating, allowed: true},
+			typ: typeMutating, allowed: true},
 		{name: "a response that is not one denies", kind: webhook.Validating, webhook: "policy.example.com", answer: `nope`,
-			typ: TypeValidating, snapshots: "map[extra:[map[filterResult:global/hooks/g.sh/extra]] in-group:[map[filterResult:global/hooks/g.sh/in-group]]]", message: "the hook's response is not valid"},
+			typ: typeValidating, snapshots: "map[extra:[map[filterResult:global/hooks/g.sh/extra]] in-group:[map[filterResult:global/hooks/g.sh/in-group]]]", message: "the hook's response is not valid"},
 		{name: "a failed run is an error", kind: webhook.Mutating, webhook: "mutate.example.com", fail: errors.New("hook global/hooks/g.sh failed: exit status 1"),
-			typ: TypeMutating, err: "hook global/hooks/g.sh failed: exit status 1"},
+			typ: typeMutating, err: "hook global/hooks/g.sh failed: exit status 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -250,7 +250,7 @@ func TestConvert(t *testing.T) {
 			var steps []string
 			for _, r := range runner.ran() {
 				steps = append(steps, fmt.Sprint(r.Context["fromVersion"], ">", r.Context["toVersion"]))
-				if r.Type != TypeConversion || r.Context["type"] != TypeConversion || r.ResponseVar != "CONVERSION_RESPONSE_PATH" || r.ResponseLimit != webhook.DefaultMaxRequestBytes {
+				if r.Type != typeConversion || r.Context["type"] != typeConversion || r.ResponseVar != "CONVERSION_RESPONSE_PATH" || r.ResponseLimit != webhook.DefaultMaxRequestBytes {
 					t.Errorf("run %+v", r)
 				}
 			}
