@@ -4,34 +4,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/addonops/addon-operator/loader"
 )
-
-// tree writes files (path → content; executable when it starts with #!)
-// into a new directory.
-func tree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := os.FileMode(0o644)
-		if strings.HasPrefix(c, "#!") {
-			mode = 0o755
-		}
-		if err := os.WriteFile(full, []byte(c), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // chart is module dir's chart, one ConfigMap showing the values of key.
 func chart(dir, name, key string) map[string]string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/addonops/addon-operator/internal/testtree"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -16,7 +17,7 @@ import (
 // alias the tree is refused naming the setting.
 func TestRenderTreeRootAlias(t *testing.T) {
 	t.Parallel()
-	root := tree(t, map[string]string{
+	root := testtree.New(t, map[string]string{
 		"helm_lib/charts/lib/Chart.yaml":          "apiVersion: v2\nname: lib\nversion: 0.1.0\ntype: library\n",
 		"helm_lib/charts/lib/templates/_h.tpl":    `{{- define "lib.name" }}from-lib-{{ .Values.global.enabledModules | join "-" }}{{ end }}`,
 		"modules/values.yaml":                     "global: {}\nmEnabled: true\n",
@@ -54,7 +55,7 @@ func TestRenderTreeRootAlias(t *testing.T) {
 // its file (relative to the tree's root) and the others are rendered.
 func TestRenderGoesOnPastFailures(t *testing.T) {
 	t.Parallel()
-	root := tree(t, merged(map[string]string{
+	root := testtree.New(t, merged(map[string]string{
 		"modules/values.yaml":                   "global: {}\naEnabled: true\nbadEnabled: true\ncEnabled: true\n",
 		"modules/002-bad/Chart.yaml":            "apiVersion: v2\nname: bad\nversion: 0.1.0\n",
 		"modules/002-bad/templates/broken.yaml": "kind: ConfigMap\n{{ .Values.nope.deeper }}\n",
@@ -98,7 +99,7 @@ func TestRenderEnabledScripts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			root := tree(t, files)
+			root := testtree.New(t, files)
 			ld := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(tt.execHooks))
 			p, err := renderTree(t, ld, root, nil, tt.execHooks)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 )
@@ -37,14 +38,14 @@ func TestEventsCoalescePerObject(t *testing.T) {
 			if tt.held {
 				updates = 1000
 				f.queues.Queue("q").Add(holdTask(release))
-				eventually(t, "q held", f.queues.Queue("q").Blocked)
+				testwait.Until(t, "q held", f.queues.Queue("q").Blocked)
 			}
 			for i := 1; i <= updates; i++ {
 				ev := obj(loader.EventModified, "a")
 				ev.Object["v"] = i
 				mon.emit(ev)
 				if !tt.held {
-					eventually(t, "the run", func() bool { return len(f.runner.all()) == i })
+					testwait.Until(t, "the run", func() bool { return len(f.runner.all()) == i })
 				}
 			}
 			mon.emit(obj(loader.EventAdded, "b"))
@@ -55,7 +56,7 @@ func TestEventsCoalescePerObject(t *testing.T) {
 				}
 				close(release)
 			}
-			eventually(t, "queues idle", f.idle)
+			testwait.Until(t, "queues idle", f.idle)
 			var runsA []string
 			for _, r := range f.runner.all() {
 				for _, c := range r.contexts {

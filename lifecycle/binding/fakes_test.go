@@ -201,18 +201,6 @@ func newFixture(t *testing.T, model *loader.Model, start bool) *fixture {
 	return f
 }
 
-// eventually polls cond until it holds (5 s at most).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // entries is how many schedule entries run.
 func (f *fixture) entries() int {
 	f.bs.schedules.mu.Lock()

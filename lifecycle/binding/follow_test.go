@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
@@ -50,7 +51,7 @@ func TestSchedulesFollowState(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.change()
-		eventually(t, s.name, func() bool { return f.entries() == s.want })
+		testwait.Until(t, s.name, func() bool { return f.entries() == s.want })
 	}
 }
 
@@ -65,17 +66,17 @@ func TestModuleScheduleStartsAndStopsOnStateChange(t *testing.T) {
 		m["alpha"].Enabled, m["alpha"].StartupDone, m["alpha"].State = true, true, runstate.StateReady
 		*enabled = []string{"alpha"}
 	})
-	eventually(t, "alpha's schedule to wait on the clock", func() bool { return f.clock.Waiting() == 1 })
+	testwait.Until(t, "alpha's schedule to wait on the clock", func() bool { return f.clock.Waiting() == 1 })
 	f.clock.Advance(10 * time.Second)
-	eventually(t, "alpha's scheduled run", func() bool { return len(f.runner.all()) == 1 })
+	testwait.Until(t, "alpha's scheduled run", func() bool { return len(f.runner.all()) == 1 })
 	if r := f.runner.all()[0]; r.binding != "every" || len(r.contexts) != 1 || r.contexts[0]["type"] != "Schedule" {
 		t.Fatalf("run %+v, want one Schedule context of binding every", r)
 	}
 
 	f.modules.Update("alpha", func(st *runstate.Module) { st.Enabled = false })
-	eventually(t, "alpha's schedule to stop", func() bool { return f.entries() == 0 })
+	testwait.Until(t, "alpha's schedule to stop", func() bool { return f.entries() == 0 })
 	f.clock.Advance(time.Hour)
-	eventually(t, "queues idle", f.idle)
+	testwait.Until(t, "queues idle", f.idle)
 	if n := len(f.runner.all()); n != 1 {
 		t.Fatalf("a disabled module's schedule ran: %d runs", n)
 	}
@@ -128,12 +129,12 @@ func TestMonitorsFollowState(t *testing.T) {
 			mon := f.source.get(alpha.Name + ":pods")
 			tt.change(f)
 			if tt.stopped {
-				eventually(t, "the monitor to stop", mon.isStopped)
+				testwait.Until(t, "the monitor to stop", mon.isStopped)
 			} else {
 				// the state change was seen: a later change's sync has run
 				v, _ := f.modules.Changed()
 				f.modules.Update("alpha", func(*runstate.Module) {})
-				eventually(t, "a sync after the change", func() bool { return f.syncedAfter(v) })
+				testwait.Until(t, "a sync after the change", func() bool { return f.syncedAfter(v) })
 				if mon.isStopped() {
 					t.Fatal("the monitor stopped")
 				}

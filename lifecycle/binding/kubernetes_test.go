@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
@@ -93,7 +94,7 @@ func TestKubernetesRuns(t *testing.T) {
 					f.source.get(h.Name + ":" + b.Name).emit(ev)
 				}
 			}
-			eventually(t, "queues idle", f.idle)
+			testwait.Until(t, "queues idle", f.idle)
 			got = nil
 			for _, r := range f.runner.all() {
 				got = append(got, briefs(r.contexts))
@@ -104,7 +105,7 @@ func TestKubernetesRuns(t *testing.T) {
 			if err := f.bs.Synchronize(t.Context(), []*loader.Hook{h}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "queues idle", f.idle)
+			testwait.Until(t, "queues idle", f.idle)
 			if m := len(f.runner.all()); m != n {
 				t.Fatalf("a second Synchronize ran the hook again: %d → %d runs", n, m)
 			}

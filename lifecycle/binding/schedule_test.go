@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/internal/testclock"
+	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/loader"
 )
 
@@ -19,14 +20,14 @@ func TestSchedulesOnInjectedClock(t *testing.T) {
 	var fired atomic.Int64
 	fires := make(chan struct{}, 10)
 	s.set(map[string]scheduled{"k": {mustCron(t, "*/10 * * * * *"), func() { fired.Add(1); fires <- struct{}{} }}})
-	eventually(t, "the entry to wait", func() bool { return clock.Waiting() == 1 })
+	testwait.Until(t, "the entry to wait", func() bool { return clock.Waiting() == 1 })
 	clock.Advance(9 * time.Second)
 	if fired.Load() != 0 {
 		t.Fatal("fired before its activation")
 	}
 	clock.Advance(time.Second)
 	<-fires
-	eventually(t, "the next wait", func() bool { return clock.Waiting() == 1 })
+	testwait.Until(t, "the next wait", func() bool { return clock.Waiting() == 1 })
 	clock.Advance(10 * time.Second)
 	<-fires
 	if n := fired.Load(); n != 2 {
@@ -97,16 +98,16 @@ func TestScheduleRuns(t *testing.T) {
 			f.queues.Queue("q").Add(holdTask(release))
 			f.steps.converge()
 			for range tt.firings {
-				eventually(t, "the schedule to wait", func() bool { return f.clock.Waiting() == 1 })
+				testwait.Until(t, "the schedule to wait", func() bool { return f.clock.Waiting() == 1 })
 				f.clock.Advance(10 * time.Second)
 			}
 			// the entry waits again once its last firing is queued
-			eventually(t, "the last firing queued", func() bool { return f.clock.Waiting() == 1 })
+			testwait.Until(t, "the last firing queued", func() bool { return f.clock.Waiting() == 1 })
 			if n := f.queued("q"); n != 2 {
 				t.Fatalf("queue q holds %d tasks, want the held one and one run", n)
 			}
 			close(release)
-			eventually(t, "queues idle", f.idle)
+			testwait.Until(t, "queues idle", f.idle)
 			var got [][]string
 			for _, r := range f.runner.all() {
 				got = append(got, briefs(r.contexts))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/drift"
+	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 )
 
@@ -134,7 +135,7 @@ func TestCorrectionQueuedOncePerModule(t *testing.T) {
 		t.Fatalf("queue length %d, want 3 (the gate, one correction per drifted module)", n)
 	}
 	f.release()
-	waitFor(t, "the corrections to run", func() bool { return f.main.Len() == 0 })
+	testwait.Until(t, "the corrections to run", func() bool { return f.main.Len() == 0 })
 	got := f.det.corrections()
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"echo", "web"}) {
@@ -165,7 +166,7 @@ func TestCorrectionRechecksMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.release()
-		waitFor(t, "the correction to run", func() bool { return f.main.Len() == 0 })
+		testwait.Until(t, "the correction to run", func() bool { return f.main.Len() == 0 })
 		if got := det.corrections(); len(got) != 0 {
 			t.Fatalf("%v: corrected %v", data, got)
 		}

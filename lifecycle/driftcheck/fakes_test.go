@@ -207,18 +207,6 @@ func (f *fixture) queued(module string) bool {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// waitFor polls cond every millisecond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // image is a report of one Deployment whose image differs.
 func image(name string) drift.Report {
 	return drift.Report{Checked: 1, Objects: []drift.Object{{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "ns", Name: name,

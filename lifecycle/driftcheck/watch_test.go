@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 )
 
@@ -119,18 +120,18 @@ func TestRunChecksEdits(t *testing.T) {
 		f.c.Run(ctx)
 	}()
 	f.c.Edited("web")
-	waitFor(t, "the loop to wait for the quiet time", func() bool { return f.clock.LongestWait() == DefaultQuiet })
+	testwait.Until(t, "the loop to wait for the quiet time", func() bool { return f.clock.LongestWait() == DefaultQuiet })
 	if n := len(f.det.checks()); n != 0 {
 		t.Fatalf("%d checks before the quiet time", n)
 	}
 	f.clock.Advance(DefaultQuiet)
-	waitFor(t, "the edit's check", func() bool { return len(f.det.checks()) == 1 })
+	testwait.Until(t, "the edit's check", func() bool { return len(f.det.checks()) == 1 })
 	// the check ran after the loop looked at what is pending: this edit
 	// reaches it through its wake-up only
 	f.c.Edited("web")
-	waitFor(t, "the loop to wait for the spacing", func() bool { return f.clock.LongestWait() == DefaultSpacing })
+	testwait.Until(t, "the loop to wait for the spacing", func() bool { return f.clock.LongestWait() == DefaultSpacing })
 	f.clock.Advance(DefaultSpacing)
-	waitFor(t, "the second edit's check", func() bool { return len(f.det.checks()) == 2 })
+	testwait.Until(t, "the second edit's check", func() bool { return len(f.det.checks()) == 2 })
 	cancel()
 	<-done
 }
@@ -151,15 +152,15 @@ func TestInboxEditsReachRun(t *testing.T) {
 		defer close(done)
 		f.c.Run(ctx)
 	}()
-	waitFor(t, "the loop to wait for the quiet time", func() bool { return f.clock.LongestWait() == DefaultQuiet })
+	testwait.Until(t, "the loop to wait for the quiet time", func() bool { return f.clock.LongestWait() == DefaultQuiet })
 	in.Edited("db") // while it waits
-	waitFor(t, "db's edit to be taken", func() bool {
+	testwait.Until(t, "db's edit to be taken", func() bool {
 		in.mu.Lock()
 		defer in.mu.Unlock()
 		return len(in.modules) == 0
 	})
 	f.clock.Advance(DefaultQuiet)
-	waitFor(t, "both modules' checks", func() bool { return len(f.det.checks()) == 2 })
+	testwait.Until(t, "both modules' checks", func() bool { return len(f.det.checks()) == 2 })
 	cancel()
 	<-done
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/internal/testtree"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
 )
@@ -101,7 +102,7 @@ func TestResolveEnabled(t *testing.T) {
 			if tt.beta != "" {
 				files["modules/002-beta/enabled"] = enabledScript(tt.beta)
 			}
-			dir := writeTree(t, files)
+			dir := testtree.New(t, files)
 			model, err := loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false)).Load(t.Context(), dir, filepath.Join(dir, "modules"), filepath.Join(dir, "global-hooks"))
 			if err != nil {
 				t.Fatal(err)
@@ -154,7 +155,7 @@ func TestResolveEnabled(t *testing.T) {
 // A cancel stops the resolution: an error, not a failed module.
 func TestResolveEnabledCanceled(t *testing.T) {
 	t.Parallel()
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"modules/values.yaml":          "alphaEnabled: true\n",
 		"modules/001-alpha/Chart.yaml": "apiVersion: v2\nname: alpha\nversion: 0.1.0\n",
 		"modules/001-alpha/enabled":    enabledScript("sleep 5"),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/internal/testtree"
 )
 
 // NewHookError: one line that says how a script failed, its output apart.
@@ -26,7 +27,7 @@ func TestHookErrorSummary(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := writeTree(t, map[string]string{"s": tt.script})
+			dir := testtree.New(t, map[string]string{"s": tt.script})
 			_, err := executor.Run(t.Context(), executor.Command{Path: filepath.Join(dir, "s"), Timeout: 200 * time.Millisecond, Logger: quiet()})
 			if err == nil {
 				t.Fatal("no error")

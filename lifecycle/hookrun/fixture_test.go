@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/addonops/addon-operator/internal/testtree"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
@@ -106,7 +106,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, files map[string]string, opts ...func(*Options)) *fixture {
 	t.Helper()
-	dir := writeTree(t, files)
+	dir := testtree.New(t, files)
 	ld := loader.New(loader.WithLogger(quiet()))
 	model, err := ld.Load(t.Context(), dir, filepath.Join(dir, "modules"), filepath.Join(dir, "global-hooks"))
 	if err != nil {
@@ -158,27 +158,6 @@ func (f *fixture) leftovers(t *testing.T) []string {
 		names = append(names, e.Name())
 	}
 	return names
-}
-
-// writeTree writes files (executable when they start with #!) into a new
-// directory.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := os.FileMode(0o644)
-		if strings.HasPrefix(c, "#!") {
-			mode = 0o755
-		}
-		if err := os.WriteFile(full, []byte(c), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

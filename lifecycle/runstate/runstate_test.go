@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"testing/fstest"
 
+	"github.com/addonops/addon-operator/internal/testtree"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
 )
@@ -41,15 +41,12 @@ func TestNotifierWakesOncePerBurst(t *testing.T) {
 
 func model(t *testing.T, modules ...string) *loader.Model {
 	t.Helper()
-	files := fstest.MapFS{"global-hooks/.keep": {}}
+	files := map[string]string{"global-hooks/.keep": ""}
 	for i, m := range modules {
-		files[fmt.Sprintf("modules/%03d-%s/Chart.yaml", i+1, m)] = &fstest.MapFile{Data: []byte("name: " + m + "\nversion: 0.1.0\n")}
-		files[fmt.Sprintf("modules/%03d-%s/openapi/config-values.yaml", i+1, m)] = &fstest.MapFile{Data: []byte("type: object\nproperties:\n  x: {type: integer}\n")}
+		files[fmt.Sprintf("modules/%03d-%s/Chart.yaml", i+1, m)] = "name: " + m + "\nversion: 0.1.0\n"
+		files[fmt.Sprintf("modules/%03d-%s/openapi/config-values.yaml", i+1, m)] = "type: object\nproperties:\n  x: {type: integer}\n"
 	}
-	dir := t.TempDir()
-	if err := writeFS(dir, files); err != nil {
-		t.Fatal(err)
-	}
+	dir := testtree.New(t, files)
 	m, err := loader.New(loader.WithHookConfigs(false)).Load(t.Context(), dir, dir+"/modules", dir+"/global-hooks")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/addonops/addon-operator/internal/testclock"
+	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
@@ -188,27 +189,12 @@ func enable(modules *runstate.Modules, names ...string) {
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// eventually polls cond until it holds (a bound in real time, never a
-// sleep that the test relies on).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // parked: the loop waits for a change or a timer due in d, its only one
 // (clock.Waiting counts every wait not fired; the loop keeps its timer
 // while nothing moves it).
 func parked(t *testing.T, clock *testclock.Manual, d time.Duration) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("the loop waiting on one timer of %s", d), func() bool {
+	testwait.Until(t, fmt.Sprintf("the loop waiting on one timer of %s", d), func() bool {
 		return clock.LongestWait() == d
 	})
 }

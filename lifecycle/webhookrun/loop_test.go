@@ -9,6 +9,7 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/addonops/addon-operator/internal/testclock"
+	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/webhook"
@@ -106,7 +107,7 @@ func TestRunFollowsAnnouncedChanges(t *testing.T) {
 	listens := func() int { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.listens }
 	before := listens()
 	modules.SetState("guard", runstate.StateRunning, nil)
-	eventually(t, "a sync on the module's change", func() bool { return listens() > before })
+	testwait.Until(t, "a sync on the module's change", func() bool { return listens() > before })
 	before = reg.applies()
 	trees.Start(&runstate.Tree{Model: modelOf(global("c.example.com"), guard)})
 	if got := applied(t, reg, "the tree after a module's state"); got != "c.example.com" || reg.applies() != before+1 {
@@ -168,7 +169,7 @@ func TestRunRetriesWithBackoff(t *testing.T) {
 			}
 			// the fourth attempt succeeds: the module's webhook (the last
 			// run's, kept before discovery) is registered
-			eventually(t, "the registration", func() bool { st := w.Status(); return st != nil && st.Error == "" })
+			testwait.Until(t, "the registration", func() bool { st := w.Status(); return st != nil && st.Error == "" })
 			if got := reg.last(); got != "guard.example.com" {
 				t.Fatalf("registered %q after the retries", got)
 			}
