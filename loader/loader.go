@@ -2,12 +2,14 @@ package loader
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/values"
 )
 
@@ -19,7 +21,8 @@ type Loader struct {
 	maxFile       int64
 	maxConfig     int
 	runConfigs    bool
-	alias         string // WithTreeRootAlias
+	alias         string                  // WithTreeRootAlias
+	cluster       *clusterconfig.Settings // WithClusterConfig
 	logger        *slog.Logger
 	configs       *configCache
 }
@@ -68,6 +71,15 @@ func WithMaxConfigOutput(n int) Option {
 // true). Off, nothing from the tree runs and every Hook.Config is nil: for
 // a preview of a tree that is not trusted, never for a model that runs.
 func WithHookConfigs(run bool) Option { return func(l *Loader) { l.runConfigs = run } }
+
+// WithClusterConfig makes Load read the cluster's config from the tree
+// (docs/operator.md, "Config in git") into Model.Config, beneath the root
+// Load is given; the tree's module keys refuse a key for a module it
+// lacks. A config that does not load fails the load, naming the file and
+// key, so the revision is refused with it.
+func WithClusterConfig(s clusterconfig.Settings) Option {
+	return func(l *Loader) { l.cluster = &s }
+}
 
 // New returns a Loader.
 func New(opts ...Option) *Loader {
@@ -140,6 +152,11 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 	if m.Values.Common, m.Values.CommonFile, err = commonValues(modules, m.Values); err != nil {
 		return nil, err
 	}
+	if l.cluster != nil {
+		if m.Config, err = l.loadConfig(ctx, root, m); err != nil {
+			return nil, err
+		}
+	}
 	m.Warnings = s.warnings
 	// Values errors (bad flags, duplicate keys) fail the load, as the tree is
 	// what is wrong; warnings ride along.
@@ -152,4 +169,18 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 		l.logger.Warn(w)
 	}
 	return m, nil
+}
+
+// loadConfig reads the cluster's config from the tree's root, knowing the
+// tree's module keys.
+func (l *Loader) loadConfig(ctx context.Context, root string, m *Model) (*clusterconfig.Config, error) {
+	if root == "" {
+		return nil, errors.New("the cluster's config in git needs the tree's root (a git source)")
+	}
+	s := *l.cluster
+	s.Modules = make([]string, 0, len(m.Modules))
+	for _, mod := range m.Modules {
+		s.Modules = append(s.Modules, mod.Key)
+	}
+	return clusterconfig.Load(ctx, root, s)
 }

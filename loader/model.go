@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/values"
 )
 
@@ -23,6 +24,10 @@ type Model struct {
 	Modules []*Module
 	// Values is the tree's values source for values.NewStore.
 	Values values.Source
+	// Config is the cluster's config read from the tree (WithClusterConfig;
+	// nil without it): part of the revision, so a rollback by ref rolls
+	// it back (docs/operator.md, "Config in git").
+	Config *clusterconfig.Config
 	// Warnings are problems that do not stop the load.
 	Warnings []string
 	// root and alias: the tree's root and its alias, for ChartFS
