@@ -86,6 +86,7 @@ func TestDecideDST(t *testing.T) {
 		{"spring: after the deny", berlin(Deny, "0 22 * * *", "8h"), "2026-03-29T05:30:00Z", ""},
 		// 25 October 2026: 03:00 CEST becomes 02:00 CET (01:00 UTC)
 		{"repeated start: first time", berlin(Allow, "30 2 * * *", "30m"), "2026-10-25T00:40:00Z", ""},
+		{"repeated start: the hour again, before the start", berlin(Allow, "30 2 * * *", "30m"), "2026-10-25T01:10:00Z", "2026-10-26T01:30:00Z"},
 		{"repeated start: not again", berlin(Allow, "30 2 * * *", "30m"), "2026-10-25T01:40:00Z", "2026-10-26T01:30:00Z"},
 		{"autumn: an 8h deny is 8 hours", berlin(Deny, "0 22 * * *", "8h"), "2026-10-25T03:30:00Z", "2026-10-25T04:00:00Z"},
 		{"autumn: after the deny", berlin(Deny, "0 22 * * *", "8h"), "2026-10-25T04:10:00Z", ""},
