@@ -30,6 +30,12 @@ type Options struct {
 	Provider Provider
 	// Cluster names the cluster in contexts and descriptions.
 	Cluster string
+	// Ring, if set, is the cluster's rollout ring: each description
+	// starts with "[ring N] " so that clusters of the next ring can tell
+	// which ring a status comes from (ParseOwn). The context stays
+	// addon-operator/<cluster>, so required checks and older readers keep
+	// matching it.
+	Ring *int
 	// PerModule posts a status per module as well as the revision's;
 	// without it, reports of modules are dropped.
 	PerModule bool
@@ -144,7 +150,8 @@ func (n *Notifier) Report(r Report) {
 		return
 	}
 	st := Status{Commit: r.Commit, Context: statusContext(n.opts.Cluster, r.Module), Cluster: n.opts.Cluster,
-		Module: r.Module, State: r.State, Description: describe(r, n.opts.Cluster), TargetURL: n.opts.TargetURL}
+		Module: r.Module, Ring: n.opts.Ring, State: r.State, Description: withRing(describe(r, n.opts.Cluster), n.opts.Ring),
+		TargetURL: n.opts.TargetURL}
 	k := key{st.Commit, st.Context}
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -65,7 +65,9 @@ type Status struct {
 	Context string
 	Cluster string
 	Module  string
-	State   State
+	// Ring is the cluster's rollout ring, when it has one.
+	Ring  *int
+	State State
 	// Description is one line of at most maxDescription characters.
 	Description string
 	TargetURL   string

@@ -38,6 +38,8 @@ type WebhookBody struct {
 	Context    string `json:"context"`
 	Cluster    string `json:"cluster,omitempty"`
 	Module     string `json:"module,omitempty"`
+	// Ring is the cluster's rollout ring, when it has one.
+	Ring *int `json:"ring,omitempty"`
 	// State is the report's own (applying, applied, failed, progressing,
 	// healthy, degraded); Outcome is it as pending, success or failure.
 	State       string    `json:"state"`
@@ -85,7 +87,7 @@ func (w *Webhook) Post(ctx context.Context, s Status) error {
 		return fmt.Errorf("%w: %w", errTerminal, err)
 	}
 	body := marshal(WebhookBody{Commit: s.Commit, Repository: w.repository, Context: s.Context, Cluster: s.Cluster,
-		Module: s.Module, State: string(s.State), Outcome: s.State.outcome(), Description: s.Description,
+		Module: s.Module, Ring: s.Ring, State: string(s.State), Outcome: s.State.outcome(), Description: s.Description,
 		TargetURL: s.TargetURL, Time: w.now().UTC()})
 	headers := map[string]string{}
 	if token != "" {
