@@ -42,6 +42,7 @@ type GitHubOptions struct {
 // failure. GitHub, Gitea and Forgejo share it.
 type GitHub struct {
 	endpoint string // up to and including /statuses/
+	repo     string // up to and including /repos/{owner}/{repo}/
 	token    secretFile
 	client   *http.Client
 }
@@ -63,9 +64,10 @@ func NewGitHub(o GitHubOptions) (*GitHub, error) {
 	if _, err := secretFile(o.TokenFile).read(); err != nil {
 		return nil, err
 	}
+	repo := base + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + "/"
 	return &GitHub{
-		endpoint: base + "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + "/statuses/",
-		token:    secretFile(o.TokenFile), client: client(o.Client),
+		endpoint: repo + "statuses/", repo: repo,
+		token: secretFile(o.TokenFile), client: client(o.Client),
 	}, nil
 }
 

@@ -29,6 +29,7 @@ type GitLabOptions struct {
 // the context as the status's name.
 type GitLab struct {
 	endpoint string
+	project  string // up to and including /projects/{id}/
 	token    secretFile
 	client   *http.Client
 }
@@ -50,7 +51,8 @@ func NewGitLab(o GitLabOptions) (*GitLab, error) {
 		return nil, err
 	}
 	// a path is one URL-encoded segment: group%2Fname
-	return &GitLab{endpoint: base + "/projects/" + url.PathEscape(project) + "/statuses/",
+	p := base + "/projects/" + url.PathEscape(project) + "/"
+	return &GitLab{endpoint: p + "statuses/", project: p,
 		token: secretFile(o.TokenFile), client: client(o.Client)}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -26,6 +27,9 @@ type Status struct {
 	TargetURL   string
 	// Body is the request body as sent (the webhook's JSON).
 	Body []byte
+	// Time is when the forge accepted it (Server.Now), or what a test
+	// injected.
+	Time time.Time
 }
 
 // Failure is an answer the server gives instead of accepting a post.
@@ -33,6 +37,8 @@ type Failure struct {
 	Code       int
 	RetryAfter string
 	Body       string
+	// Header is set on the answer too (X-RateLimit-Remaining...).
+	Header map[string]string
 }
 
 // Server is the forge. Token is the credential every API checks
@@ -42,11 +48,15 @@ type Server struct {
 	*httptest.Server
 	Token  string
 	Secret string
+	// Now dates accepted posts (default time.Now); set it before the
+	// first request.
+	Now func() time.Time
 
 	mu       sync.Mutex
 	statuses []Status
 	failures []Failure
 	requests int
+	reads    int
 }
 
 // New starts a forge on 127.0.0.1; Close stops it.
@@ -56,16 +66,24 @@ func New(token string) *Server {
 	mux.HandleFunc("POST /github/repos/{owner}/{repo}/statuses/{sha}", s.github)
 	mux.HandleFunc("POST /gitlab/projects/{id}/statuses/{sha}", s.gitlab)
 	mux.HandleFunc("POST /webhook", s.webhook)
+	mux.HandleFunc("GET /github/repos/{owner}/{repo}/commits/{sha}/status", s.githubRead(false))
+	mux.HandleFunc("POST /gitea/repos/{owner}/{repo}/statuses/{sha}", s.github)
+	mux.HandleFunc("GET /gitea/repos/{owner}/{repo}/commits/{sha}/status", s.githubRead(true))
+	mux.HandleFunc("GET /gitlab/projects/{id}/repository/commits/{sha}/statuses", s.gitlabRead)
 	s.Server = httptest.NewServer(mux)
 	return s
 }
 
-// GitHubURL, GitLabURL and WebhookURL are the APIs' roots.
+// GitHubURL, GiteaURL, GitLabURL and WebhookURL are the APIs' roots.
+// Gitea's is GitHub's statuses API answered as Gitea does (its state
+// field named status, pages of at most 50, the count in X-Total-Count);
+// both keep their statuses as API github.
 func (s *Server) GitHubURL() string  { return s.URL + "/github" }
+func (s *Server) GiteaURL() string   { return s.URL + "/gitea" }
 func (s *Server) GitLabURL() string  { return s.URL + "/gitlab" }
 func (s *Server) WebhookURL() string { return s.URL + "/webhook" }
 
-// Fail makes the next posts get these answers, one each, in order.
+// Fail makes the next requests (posts and reads) get these answers, one each, in order.
 func (s *Server) Fail(f ...Failure) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,12 +117,16 @@ func (s *Server) admit(w http.ResponseWriter) bool {
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
 	}
+	for k, v := range f.Header {
+		w.Header().Set(k, v)
+	}
 	http.Error(w, f.Body, f.Code)
 	return false
 }
 
 func (s *Server) accept(w http.ResponseWriter, st Status) {
 	s.mu.Lock()
+	st.Time = s.now()
 	s.statuses = append(s.statuses, st)
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
