@@ -5,4 +5,10 @@
 // API (GitHub, Gitea, Forgejo), GitLab's, or a generic JSON webhook. A
 // Notifier's one worker deduplicates per commit and context, rate-limits,
 // and retries with backoff (docs/operator.md, "Commit status").
+//
+// It also reads a commit's statuses back (GitHub.Statuses,
+// GitLab.Statuses, through a ReadCache: one read per commit per poll,
+// bounded), and ParseOwn reads our own contexts and descriptions, with
+// the ring a cluster posts (Options.Ring): what the ring gate of a
+// fleet decides from (package ring; not wired yet).
 package commitstatus
