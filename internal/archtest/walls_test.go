@@ -52,6 +52,15 @@ var allowed = map[string][]string{
 	"lifecycle/statusapi": {"lifecycle/driftcheck"},
 }
 
+// fleetLeaves are the fleet's groundwork packages (docs/architecture.md,
+// "Fleets (groundwork)") and the only packages of ours each may import.
+var fleetLeaves = map[string][]string{
+	"changewindow": nil,
+	"ring":         {"commitstatus"},
+}
+
+func isFleetLeaf(pkg string) bool { _, ok := fleetLeaves[pkg]; return ok }
+
 func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
 
 func TestImportWalls(t *testing.T) {
@@ -84,6 +93,8 @@ func wrong(pkg, imp string) string {
 		return "parts of lifecycle reach each other through consumer-side interfaces, not imports"
 	case pkg == "preview" && strings.HasPrefix(imp, "lifecycle/") && !leaves[imp] && !contains(allowed[pkg], imp):
 		return "previews import only the enabled-script runner and the leaves"
+	case isFleetLeaf(pkg) && !contains(fleetLeaves[pkg], imp) && !under(imp, "internal"):
+		return "a fleet leaf imports of ours only what fleetLeaves names (and test helpers)"
 	}
 	return ""
 }
@@ -120,6 +131,11 @@ func TestWrongRefuses(t *testing.T) {
 		{"lifecycle/statusapi", "lifecycle/driftcheck", false},
 		{"lifecycle/statusapi", "lifecycle/binding", true},
 		{"lifecycle/driftcheck", "lifecycle/statusapi", true},
+		{"ring", "commitstatus", false},
+		{"ring", "internal/forgetest", false},
+		{"ring", "loader", true},
+		{"changewindow", "loader", true},
+		{"changewindow", "commitstatus", true},
 	} {
 		if got := wrong(c.pkg, c.imp) != ""; got != c.refused {
 			t.Errorf("%s -> %s: refused %v, want %v", c.pkg, c.imp, got, c.refused)
