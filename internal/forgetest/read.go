@@ -18,7 +18,7 @@ func (s *Server) Inject(sts ...Status) {
 	defer s.mu.Unlock()
 	for _, st := range sts {
 		if st.Time.IsZero() {
-			st.Time = s.now()
+			st.Time = orNow(s.Now)
 		}
 		s.statuses = append(s.statuses, st)
 	}
@@ -31,17 +31,21 @@ func (s *Server) Reads() int {
 	return s.reads
 }
 
-// now is Now or time.Now; mu is held.
-func (s *Server) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
+// orNow is now(), or time.Now when now is nil.
+func orNow(now func() time.Time) time.Time {
+	if now != nil {
+		return now()
 	}
 	return time.Now()
 }
 
+// reads answers the read routes of a Server.
+type reads struct{ s *Server }
+
 // history is every status of one API, repository and commit, grouped by
 // context, each group oldest first, groups in context order.
-func (s *Server) history(api, repo, commit string) [][]Status {
+func (r reads) history(api, repo, commit string) [][]Status {
+	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	by := map[string][]Status{}
@@ -65,7 +69,8 @@ func (s *Server) history(api, repo, commit string) [][]Status {
 
 // readable counts a read and checks it as the forge would: the token in
 // header, a full commit id.
-func (s *Server) readable(w http.ResponseWriter, r *http.Request, header, want string) bool {
+func (rd reads) readable(w http.ResponseWriter, r *http.Request, header, want string) bool {
+	s := rd.s
 	s.mu.Lock()
 	s.reads++
 	s.mu.Unlock()
@@ -104,13 +109,14 @@ func page(q url.Values, sizeKey string, def, max, n int) (int, int, int, int) {
 // at most 100) and counts them all in total_count; Gitea pages with
 // limit (at most 50), names the state "status" and counts the page in
 // total_count, all of them in X-Total-Count.
-func (s *Server) githubRead(gitea bool) http.HandlerFunc {
+func (rd reads) githubRead(gitea bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.readable(w, r, "Authorization", "Bearer "+s.Token) {
+		s := rd.s
+		if !rd.readable(w, r, "Authorization", "Bearer "+s.Token) {
 			return
 		}
 		var latest []Status
-		for _, h := range s.history("github", r.PathValue("owner")+"/"+r.PathValue("repo"), r.PathValue("sha")) {
+		for _, h := range rd.history("github", r.PathValue("owner")+"/"+r.PathValue("repo"), r.PathValue("sha")) {
 			latest = append(latest, h[len(h)-1])
 		}
 		sizeKey, def, most := "per_page", 30, 100
@@ -160,13 +166,14 @@ func combined(sts []Status) string {
 // per_page (default 20, at most 100) with X-Next-Page and X-Total. A
 // name's status is one job that moves: created when first posted,
 // started when it first ran, finished when it succeeded or failed.
-func (s *Server) gitlabRead(w http.ResponseWriter, r *http.Request) {
-	if !s.readable(w, r, "PRIVATE-TOKEN", s.Token) {
+func (rd reads) gitlabRead(w http.ResponseWriter, r *http.Request) {
+	s := rd.s
+	if !rd.readable(w, r, "PRIVATE-TOKEN", s.Token) {
 		return
 	}
 	all := r.URL.Query().Get("all") == "true"
 	var items []map[string]any
-	for _, h := range s.history("gitlab", r.PathValue("id"), r.PathValue("sha")) {
+	for _, h := range rd.history("gitlab", r.PathValue("id"), r.PathValue("sha")) {
 		for i := range h {
 			if !all && i != len(h)-1 {
 				continue

@@ -66,10 +66,11 @@ func New(token string) *Server {
 	mux.HandleFunc("POST /github/repos/{owner}/{repo}/statuses/{sha}", s.github)
 	mux.HandleFunc("POST /gitlab/projects/{id}/statuses/{sha}", s.gitlab)
 	mux.HandleFunc("POST /webhook", s.webhook)
-	mux.HandleFunc("GET /github/repos/{owner}/{repo}/commits/{sha}/status", s.githubRead(false))
+	rd := reads{s}
+	mux.HandleFunc("GET /github/repos/{owner}/{repo}/commits/{sha}/status", rd.githubRead(false))
 	mux.HandleFunc("POST /gitea/repos/{owner}/{repo}/statuses/{sha}", s.github)
-	mux.HandleFunc("GET /gitea/repos/{owner}/{repo}/commits/{sha}/status", s.githubRead(true))
-	mux.HandleFunc("GET /gitlab/projects/{id}/repository/commits/{sha}/statuses", s.gitlabRead)
+	mux.HandleFunc("GET /gitea/repos/{owner}/{repo}/commits/{sha}/status", rd.githubRead(true))
+	mux.HandleFunc("GET /gitlab/projects/{id}/repository/commits/{sha}/statuses", rd.gitlabRead)
 	s.Server = httptest.NewServer(mux)
 	return s
 }
@@ -126,7 +127,7 @@ func (s *Server) admit(w http.ResponseWriter) bool {
 
 func (s *Server) accept(w http.ResponseWriter, st Status) {
 	s.mu.Lock()
-	st.Time = s.now()
+	st.Time = orNow(s.Now)
 	s.statuses = append(s.statuses, st)
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
