@@ -12,7 +12,7 @@ import (
 
 var now = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC) // a Friday
 
-func readSpecs(t *testing.T, name string) []Spec {
+func readSpecs(t testing.TB, name string) []Spec {
 	t.Helper()
 	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
