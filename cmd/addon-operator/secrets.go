@@ -33,3 +33,24 @@ func (r redactedReports) Report(rep commitstatus.Report) {
 	rep.Reason = r.redactor.Text(rep.Reason)
 	r.r.Report(rep)
 }
+
+// redactedError is err with its message redacted (nil stays nil); it
+// unwraps to err, for the exit code.
+func redactedError(r *values.Redactor, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := r.Text(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &redacted{msg: msg, err: err}
+}
+
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.err }

@@ -140,10 +140,12 @@ type startup struct {
 	health        *health.Tracker        // nil: health off
 }
 
-func start(o *startOptions) error {
+func start(o *startOptions) (err error) {
 	// secret config values are hidden from every output from the first
-	// log line on (docs/operator.md, "Secrets")
+	// log line on, and from the error start-up may end with
+	// (docs/operator.md, "Secrets")
 	redactor := values.NewRedactor()
+	defer func() { err = redactedError(redactor, err) }()
 	logger, listenAddress, err := setUp(o, redactor)
 	if err != nil {
 		return err
