@@ -119,5 +119,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	// read by people and the CLI, never embedded in HTML: <redacted> as it is
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
