@@ -94,8 +94,13 @@ func (c *ClusterValues) Get(ctx context.Context) (map[string]string, error) {
 	if err := c.readSecret(sec); err != nil {
 		return nil, err
 	}
-	// the last good Secret from now on, should the watch first see a bad one
+	// what the watch starts from: a missing object gives it no first
+	// event, and a Secret the watch first sees bad leaves this one as the
+	// last good
 	c.mu.Lock()
+	if !c.cmSeen {
+		c.cmData, c.cmSeen = cm, true
+	}
 	if !c.secSeen || newerRV(ver, c.secVer) {
 		c.secData, c.secVer, c.secSeen = sec, ver, true
 	}
@@ -133,9 +138,10 @@ func (c *ClusterValues) Update(ctx context.Context, fn func(map[string]string) (
 	return merged, strconv.FormatUint(c.version, 10), nil
 }
 
-// Watch calls onChange with the merged data and its version once both
-// objects were read, then after every change of either, until ctx is
-// done. Calls are sequential.
+// Watch calls onChange with the merged data and its version after every
+// change of either object, once both were read (by Get, which the
+// operator calls first, or by the watch), until ctx is done. Calls are
+// sequential.
 func (c *ClusterValues) Watch(ctx context.Context, onChange func(data map[string]string, version string)) {
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -179,3 +179,24 @@ func TestRedactEvents(t *testing.T) {
 		t.Fatalf("events: %v, %v", list, err)
 	}
 }
+
+// Without a values ConfigMap the watch has no first event of it: the
+// Secret's changes are handed on all the same, from what Get read.
+func TestClusterValuesWithoutConfigMap(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cv := NewClusterValues(NewConfigMap(client, ns, "addon-operator"), NewValuesSecret(client, ns, "values"), nil, nil)
+	if _, err := cv.Get(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got deliveries
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go cv.Watch(ctx, func(d map[string]string, v string) {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		got.data, got.vers = append(got.data, d), append(got.vers, v)
+	})
+	putSecret(t, ns, "values", map[string]string{"alpha": "v: 1\n"})
+	testwait.Until(t, "the Secret's data", func() bool { d, _, _ := got.last(); return d["alpha"] == "v: 1\n" })
+}
