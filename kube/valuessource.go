@@ -72,8 +72,8 @@ func (c *ClusterValues) readSecret(data map[string]string) error {
 	return nil
 }
 
-// MergeSecret lays the Secret's data over the ConfigMap's.
-func MergeSecret(cm, secret map[string]string) (map[string]string, error) {
+// mergeSecret lays the Secret's data over the ConfigMap's.
+func mergeSecret(cm, secret map[string]string) (map[string]string, error) {
 	if len(secret) == 0 {
 		return cm, nil
 	}
@@ -105,7 +105,7 @@ func (c *ClusterValues) Get(ctx context.Context) (map[string]string, error) {
 		c.secData, c.secVer, c.secSeen = sec, ver, true
 	}
 	c.mu.Unlock()
-	return MergeSecret(cm, sec)
+	return mergeSecret(cm, sec)
 }
 
 // ClusterData is ConfigMap data with the last good Secret data merged
@@ -115,7 +115,7 @@ func (c *ClusterValues) ClusterData(cm map[string]string) (map[string]string, er
 	c.mu.Lock()
 	sec := c.secData
 	c.mu.Unlock()
-	return MergeSecret(cm, sec)
+	return mergeSecret(cm, sec)
 }
 
 // Update applies fn to the ConfigMap's data alone and writes it; it
@@ -130,7 +130,7 @@ func (c *ClusterValues) Update(ctx context.Context, fn func(map[string]string) (
 	if newerRV(ver, c.cmVer) {
 		c.cmData, c.cmVer = data, ver
 	}
-	merged, err := MergeSecret(data, c.secData)
+	merged, err := mergeSecret(data, c.secData)
 	if err != nil {
 		return nil, "", err
 	}
@@ -183,7 +183,7 @@ func (c *ClusterValues) changed(onChange func(map[string]string, string), set fu
 		c.mu.Unlock()
 		return
 	}
-	merged, err := MergeSecret(maps.Clone(c.cmData), c.secData)
+	merged, err := mergeSecret(maps.Clone(c.cmData), c.secData)
 	c.version++
 	ver := strconv.FormatUint(c.version, 10)
 	c.mu.Unlock()
