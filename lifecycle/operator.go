@@ -228,6 +228,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			return fmt.Errorf("load modules: %w", err)
 		}
 	}
+	o.trees.Decrypted(model)
 	data, err := o.backend.Get(ctx)
 	if err != nil {
 		return err

@@ -45,3 +45,18 @@ func TestTreesSensitive(t *testing.T) {
 		t.Fatalf("after a transition: Text = %q", got)
 	}
 }
+
+// A model's decrypted values are hidden before it is judged.
+func TestTreesDecrypted(t *testing.T) {
+	t.Parallel()
+	m := model(t, "alpha")
+	m.Config = &clusterconfig.Config{Data: map[string]string{"alpha": "token: decrypted-token-3\n"},
+		Encrypted: map[string][]secretfile.Path{"alpha": {{"token"}}}}
+	red := values.NewRedactor()
+	trees := Trees{Redactor: red}
+	trees.Decrypted(m)
+	trees.Decrypted(model(t, "beta")) // no cluster config
+	if got := red.Text("decrypted-token-3"); got != "<redacted>" {
+		t.Fatalf("Text = %q", got)
+	}
+}

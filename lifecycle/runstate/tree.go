@@ -21,7 +21,7 @@ type Tree struct {
 	Rev           gitsync.Revision // without its model
 	PrevCommit    string           // the revision adopted before it
 	ConfigData    map[string]string
-	ConfigVersion string // the ConfigMap's resourceVersion
+	ConfigVersion string // the ConfigMap's resourceVersion (kube.ClusterValues': its own)
 	// Sensitive are the config values' secret paths: the values Secret's
 	// and the encrypted ones of the model's cluster config, set by the
 	// holder at each transition (docs/operator.md, "Secrets").
@@ -60,6 +60,15 @@ func (h *Trees) sensitive(t *Tree) {
 	}
 	t.Sensitive = s
 	h.Redactor.Add(s, t.ConfigData)
+}
+
+// Decrypted tells the Redactor the values a model's cluster config
+// decrypted, before the model is judged: a refusal's message may quote
+// them (CheckTree).
+func (h *Trees) Decrypted(m *loader.Model) {
+	if m != nil && m.Config != nil {
+		h.Redactor.Add(values.SensitiveFromEncrypted(m.Config.Encrypted), m.Config.Data)
+	}
 }
 
 // Changed is the version of the running tree and a channel closed when a
