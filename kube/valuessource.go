@@ -40,10 +40,13 @@ type ClusterValues struct {
 	cmData  map[string]string
 	cmVer   string
 	cmSeen  bool
-	secData map[string]string // the last good Secret data
-	secVer  string
-	secSeen bool
-	version uint64
+	// cmWatched: the watch has reported the ConfigMap, whose state Get
+	// (which has no version of it) no longer replaces
+	cmWatched bool
+	secData   map[string]string // the last good Secret data
+	secVer    string
+	secSeen   bool
+	version   uint64
 }
 
 // NewClusterValues merges secret over cm; redactor (nil: none) is told
@@ -98,7 +101,7 @@ func (c *ClusterValues) Get(ctx context.Context) (map[string]string, error) {
 	// event, and a Secret the watch first sees bad leaves this one as the
 	// last good
 	c.mu.Lock()
-	if !c.cmSeen {
+	if !c.cmWatched {
 		c.cmData, c.cmSeen = cm, true
 	}
 	if !c.secSeen || newerRV(ver, c.secVer) {
@@ -150,7 +153,7 @@ func (c *ClusterValues) Watch(ctx context.Context, onChange func(data map[string
 				if ver != "" && c.cmSeen && !newerRV(ver, c.cmVer) {
 					return false // an echo of Update's write, or older
 				}
-				c.cmData, c.cmVer, c.cmSeen = data, ver, true
+				c.cmData, c.cmVer, c.cmSeen, c.cmWatched = data, ver, true, true
 				return true
 			})
 		})
