@@ -21,6 +21,8 @@ type ConfigMap struct {
 	client    kubernetes.Interface
 	namespace string
 	name      string
+	// redact rewrites Event messages (nil: as they are; RedactEvents)
+	redact func(string) string
 }
 
 // NewConfigMap returns the backend for namespace/name.

@@ -22,6 +22,9 @@ func (c *ConfigMap) Warning(ctx context.Context, reason, message string) error {
 // Event records an Event of eventType (Normal or Warning) on the values
 // ConfigMap.
 func (c *ConfigMap) Event(ctx context.Context, eventType, reason, message string) error {
+	if c.redact != nil {
+		message = c.redact(message)
+	}
 	ref := corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: c.namespace, Name: c.name}
 	if cm, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(ctx, c.name, metav1.GetOptions{}); err == nil {
 		ref.UID, ref.ResourceVersion = cm.UID, cm.ResourceVersion
@@ -38,3 +41,8 @@ func (c *ConfigMap) Event(ctx context.Context, eventType, reason, message string
 	}
 	return nil
 }
+
+// RedactEvents makes every Event message go through fn first: secret
+// config values shown as <redacted> (docs/operator.md, "Secrets"). Call it
+// before the ConfigMap is used.
+func (c *ConfigMap) RedactEvents(fn func(string) string) { c.redact = fn }

@@ -53,7 +53,7 @@ func (o *Operator) statusAPI(opts HTTPOptions) *statusapi.API {
 		Failures: failuresView{o.run.Failures()}, Health: o.cfg.Health, Drift: o.drift,
 		Bindings: bindingsView{o}, Webhooks: webhooksView{o.hooks},
 		Registry: o.cfg.Registry, HookRegistry: o.metrics.HookRegistry,
-		Extra: opts.Extra, Namespace: opts.Namespace,
+		Extra: opts.Extra, Namespace: opts.Namespace, Redactor: o.cfg.Redactor,
 	})
 }
 

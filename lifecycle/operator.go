@@ -22,6 +22,7 @@ import (
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
+	"github.com/addonops/addon-operator/values"
 	"github.com/addonops/addon-operator/webhook"
 )
 
@@ -59,6 +60,7 @@ type CRDInstaller interface {
 var (
 	_ CRDInstaller  = (*kube.CRDs)(nil)
 	_ ConfigBackend = (*kube.ConfigMap)(nil)
+	_ ConfigBackend = (*kube.ClusterValues)(nil)
 	_ Helm          = (*kube.Helm)(nil)
 )
 
@@ -121,6 +123,9 @@ type Config struct {
 	// Webhooks registers the webhooks the running tree binds (nil: no
 	// webhook server; a tree that binds one gets an error on /status).
 	Webhooks WebhookRegistrar
+	// Redactor hides secret config values wherever values are shown: it
+	// is told each tree's (nil: none; docs/operator.md, "Secrets").
+	Redactor *values.Redactor
 	// driftQuiet and driftSpacing bound drift checks on edits (tests
 	// shorten them; 0: driftcheck's defaults).
 	driftQuiet, driftSpacing time.Duration
@@ -181,7 +186,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	if ld == nil {
 		ld = loader.New(loader.WithLogger(cfg.Logger))
 	}
-	trees, modules, queues := &runstate.Trees{}, runstate.NewModules(), &runstate.Queues{}
+	trees, modules, queues := &runstate.Trees{Redactor: cfg.Redactor}, runstate.NewModules(), &runstate.Queues{}
 	m := metrics.New(cfg.Registry, trees.RevisionInfo)
 	run := newRunner(cfg, hookrun.Options{Config: backend, Metrics: m, Trees: trees, Modules: modules})
 	followUps := &bindingFollowUps{} // its steps are set below: they are built with bind
@@ -223,6 +228,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			return fmt.Errorf("load modules: %w", err)
 		}
 	}
+	o.trees.Decrypted(model)
 	data, err := o.backend.Get(ctx)
 	if err != nil {
 		return err

@@ -113,6 +113,7 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 		}
 		return nil, refusal(root, dirs, refusedLoad, err)
 	}
+	o.trees.Decrypted(model)
 	data, err := o.admittedConfig(ctx)
 	if err != nil {
 		return nil, err

@@ -76,5 +76,17 @@
 // config patches); valuespatch.go the hooks' temporary values patches;
 // patch.go and compact.go JSON Patch itself; schema.go the OpenAPI
 // schemas; names.go module names and keys; tree.go the documents and their
-// merge.
+// merge; sensitive.go, redact.go and redactlog.go the secret values
+// (Sensitive: their paths per ConfigMap key) and their redaction wherever
+// values are shown (Redactor).
+//
+// # Secrets
+//
+// The store holds secret values as any other: hooks and charts get them.
+// What shows values hides them (docs/operator.md, "Secrets"): documents by
+// key path, text by the secrets' own text (4 characters at least) and
+// their quoted and base64 forms. go-openapi quotes the value it refuses in
+// one message only, a format's ("a.b in body must be of type email:
+// \"...\""): Redactor.Text hides that value by the path the message names,
+// whatever its length.
 package values

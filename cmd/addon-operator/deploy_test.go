@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,14 +100,28 @@ func TestDeployManifest(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "global-hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// the values Secret the manifest names, read and watched by name alone
+	const valuesSecret = "addon-operator-values"
+	putSecret(t, ns, valuesSecret, map[string]string{"alpha": "v: from-secret\n"})
 	op := startOperator(t, "KUBECONFIG="+kubeconfig, "ADDON_OPERATOR_NAMESPACE="+ns, "ADDON_OPERATOR_LEADER_ELECTION=true",
-		"MODULES_DIR="+filepath.Join(dir, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(dir, "global-hooks"))
+		"MODULES_DIR="+filepath.Join(dir, "modules"), "GLOBAL_HOOKS_DIR="+filepath.Join(dir, "global-hooks"),
+		"ADDON_OPERATOR_VALUES_SECRET="+valuesSecret)
 	eventually(t, "the operator to converge as its ServiceAccount", func() bool {
 		code, body := get(op.addr, "/readyz")
 		return code == http.StatusOK && body == "ok\n"
 	})
-	if v := cmValue(ns, "001-alpha-cm"); v != "deployed" {
-		t.Fatalf("module ConfigMap v = %q", v)
+	if v := cmValue(ns, "001-alpha-cm"); v != "from-secret" {
+		t.Fatalf("module ConfigMap v = %q, want the values Secret's", v)
+	}
+	// its watch, allowed by name: the change runs the module (whose Helm
+	// upgrade needs the chart's own rules, which this Role leaves out)
+	putSecret(t, ns, valuesSecret, map[string]string{"alpha": "v: rotated\n"})
+	eventually(t, "the values Secret's change to run the module", func() bool {
+		logs, _ := os.ReadFile(op.log)
+		return strings.Contains(string(logs), "module values changed; running module")
+	})
+	if logs, _ := os.ReadFile(op.log); strings.Contains(string(logs), "values Secret not applied") {
+		t.Fatalf("the values Secret's watch failed as the ServiceAccount:\n%s", logs)
 	}
 }
 
@@ -138,8 +153,10 @@ func checkHardening(t *testing.T, obj *unstructured.Unstructured) {
 		for _, r := range rules {
 			verbs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs")
 			resources, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+			// the values Secret alone is watched, by name
+			names, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resourceNames")
 			for _, v := range verbs {
-				if v == "patch" || v == "*" || (v == "watch" && slices.Contains(resources, "secrets")) {
+				if v == "patch" || v == "*" || (v == "watch" && slices.Contains(resources, "secrets") && len(names) == 0) {
 					t.Errorf("Role grants %s on %v, which the operator never calls", v, resources)
 				}
 			}

@@ -125,6 +125,10 @@ type operatorOptions struct {
 	DriftSensitiveKinds []string
 	// driftSensitive is DriftSensitiveKinds parsed (startOptions.finish).
 	driftSensitive []schema.GroupKind
+
+	// ValuesSecret names the values Secret ("": none; docs/operator.md,
+	// "Secrets").
+	ValuesSecret string
 }
 
 func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
@@ -134,6 +138,7 @@ func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
 	bindTreeRootAlias(fs, e, &o.TreeRootAlias)
 	fs.StringVar(&o.Namespace, "namespace", e.str([]string{"ADDON_OPERATOR_NAMESPACE"}, podNamespace()), "namespace of releases and the ConfigMap (env ADDON_OPERATOR_NAMESPACE)")
 	fs.StringVar(&o.ConfigMap, "config-map", e.str([]string{"ADDON_OPERATOR_CONFIG_MAP"}, "addon-operator"), "values ConfigMap name (env ADDON_OPERATOR_CONFIG_MAP)")
+	fs.StringVar(&o.ValuesSecret, "values-secret", e.str([]string{"ADDON_OPERATOR_VALUES_SECRET"}, ""), "a Secret in the namespace in the ConfigMap's shape, merged over it; its values are secret and shown as <redacted> (env ADDON_OPERATOR_VALUES_SECRET; default: none)")
 	o.Listen.bind(fs, e)
 	o.Kube.bind(fs, e)
 	fs.StringVar(&o.TempDir, "tmp-dir", e.str([]string{"ADDON_OPERATOR_TMP_DIR"}, ""), "directory of the files handed to hooks, made if missing (env ADDON_OPERATOR_TMP_DIR; default: the system's)")

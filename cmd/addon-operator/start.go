@@ -32,6 +32,7 @@ import (
 	"github.com/addonops/addon-operator/lifecycle"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/objectpatch"
+	"github.com/addonops/addon-operator/values"
 	"github.com/addonops/addon-operator/webhook"
 )
 
@@ -139,8 +140,13 @@ type startup struct {
 	health        *health.Tracker        // nil: health off
 }
 
-func start(o *startOptions) error {
-	logger, listenAddress, err := setUp(o)
+func start(o *startOptions) (err error) {
+	// secret config values are hidden from every output from the first
+	// log line on, and from the error start-up may end with
+	// (docs/operator.md, "Secrets")
+	redactor := values.NewRedactor()
+	defer func() { err = redactedError(redactor, err) }()
+	logger, listenAddress, err := setUp(o, redactor)
 	if err != nil {
 		return err
 	}
@@ -158,6 +164,7 @@ func start(o *startOptions) error {
 		return err
 	}
 	s.sourceCM = kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
+	s.sourceCM.RedactEvents(redactor.Text)
 	if gt.URL != "" {
 		// the live ref in the source ConfigMap wins over GIT_REF
 		if data, err := s.sourceCM.Get(ctx); err != nil {
@@ -223,6 +230,8 @@ func start(o *startOptions) error {
 		return err
 	}
 	valuesCM := kube.NewConfigMap(client, op.Namespace, op.ConfigMap)
+	valuesCM.RedactEvents(redactor.Text)
+	backend := valuesBackend(valuesCM, kube.NewValuesSecret(client, op.Namespace, op.ValuesSecret), op.ValuesSecret != "", redactor, logger)
 	if s.notifier, err = o.cs.notifier(gt.URL, logger); err != nil {
 		return err
 	}
@@ -231,9 +240,9 @@ func start(o *startOptions) error {
 	var reporter commitstatus.Reporter // nil: commit status off
 	var merger *commithealth.Merger
 	if s.notifier != nil {
-		reporter = s.notifier
+		reporter = redactedReports{s.notifier, redactor}
 		if o.hl.Enabled {
-			merger = commithealth.New(s.notifier)
+			merger = commithealth.New(reporter)
 			reporter = merger
 		}
 	}
@@ -273,7 +282,7 @@ func start(o *startOptions) error {
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
-		ObjectPatcher: patcher, Drift: detector, DriftMode: op.Drift, Edits: edits,
+		ObjectPatcher: patcher, Drift: detector, DriftMode: op.Drift, Edits: edits, Redactor: redactor,
 	}
 	// the optional parts: an interface field stays nil when its part is off
 	if reporter != nil {
@@ -285,7 +294,7 @@ func start(o *startOptions) error {
 	if s.webhooks != nil {
 		cfg.Webhooks = s.webhooks
 	}
-	s.operator = lifecycle.New(cfg, valuesCM, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
+	s.operator = lifecycle.New(cfg, backend, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
 	if s.leader, err = o.le.leader(restConfig, op.Namespace, op.ConfigMap, logger); err != nil {
 		return err
 	}
@@ -331,11 +340,12 @@ func start(o *startOptions) error {
 // setUp applies the process-wide settings: the logger (client-go's too),
 // the temporary directory, the GC target. It returns the logger and the
 // listen address.
-func setUp(o *startOptions) (*slog.Logger, string, error) {
+func setUp(o *startOptions, redactor *values.Redactor) (*slog.Logger, string, error) {
 	logger, err := o.lg.logger(os.Stderr)
 	if err != nil {
 		return nil, "", err
 	}
+	logger = slog.New(redactor.LogHandler(logger.Handler()))
 	slog.SetDefault(logger)
 	for _, n := range o.notes {
 		level := slog.LevelInfo

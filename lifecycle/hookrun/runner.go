@@ -21,6 +21,13 @@ type ConfigWriter interface {
 	Update(ctx context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, string, error)
 }
 
+// clusterSide is a ConfigWriter whose data is the ConfigMap's with more
+// merged over it (kube.ClusterValues: the values Secret's): a config
+// patch is checked as it will be read.
+type clusterSide interface {
+	ClusterData(cm map[string]string) (map[string]string, error)
+}
+
 // Options configure a Runner.
 type Options struct {
 	Logger *slog.Logger     // default slog.Default()
@@ -183,9 +190,17 @@ func (r *Runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 			if err != nil {
 				return nil, err
 			}
-			// checked against the schemas current at the write
+			// checked against the schemas current at the write, with
+			// what the cluster side merges over the ConfigMap (a values
+			// Secret: clusterSide)
+			check := next
+			if cs, ok := r.opts.Config.(clusterSide); ok {
+				if check, err = cs.ClusterData(next); err != nil {
+					return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
+				}
+			}
 			_, store := r.opts.Trees.Current()
-			if err := store.CheckConfig(next); err != nil {
+			if err := store.CheckConfig(check); err != nil {
 				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 			}
 			return next, nil

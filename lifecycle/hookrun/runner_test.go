@@ -1,8 +1,10 @@
 package hookrun
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -271,4 +273,58 @@ func jsonEqual(a, b string) bool {
 	xa, _ := json.Marshal(x)
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
+}
+
+// secretConfig is the values ConfigMap with a values Secret merged over
+// it (kube.ClusterValues): writes reach the ConfigMap alone.
+type secretConfig struct {
+	*fakeConfig
+	secret map[string]string
+}
+
+var _ clusterSide = secretConfig{}
+
+// Update writes the ConfigMap and returns the merged data, as
+// kube.ClusterValues does.
+func (c secretConfig) Update(ctx context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, string, error) {
+	data, ver, err := c.fakeConfig.Update(ctx, fn)
+	if err != nil {
+		return nil, "", err
+	}
+	merged, _ := c.ClusterData(data)
+	return merged, ver, nil
+}
+
+func (c secretConfig) ClusterData(cm map[string]string) (map[string]string, error) {
+	out := maps.Clone(cm)
+	maps.Copy(out, c.secret)
+	return out, nil
+}
+
+// A config patch is checked with the values Secret merged over the
+// ConfigMap, as it will be read: a schema that needs a value the Secret
+// alone holds accepts it; the ConfigMap gets the patch alone.
+func TestConfigPatchCheckedWithSecret(t *testing.T) {
+	t.Parallel()
+	const configPatch = `echo '{"op":"add","path":"/alpha/c","value":3}' > "$CONFIG_VALUES_JSON_PATCH_PATH"`
+	files := baseTree(map[string]string{
+		"modules/001-alpha/hooks/h.sh":                 hookScript(loader.BeforeHelm, configPatch),
+		"modules/001-alpha/openapi/config-values.yaml": "type: object\nproperties:\n  a: {type: integer}\n  c: {type: integer}\n  pw: {type: string}\ndependencies:\n  c: [pw]\n",
+	})
+	for _, withSecret := range []bool{false, true} {
+		var cfg *fakeConfig
+		f := newFixture(t, files, func(o *Options) {
+			cfg = o.Config.(*fakeConfig)
+			if withSecret {
+				o.Config = secretConfig{cfg, map[string]string{"alpha": "pw: from-the-secret\n"}}
+			}
+		})
+		_, err := f.r.RunHook(t.Context(), f.hook(t, "001-alpha/hooks/h.sh"), loader.BeforeHelm, nil, false)
+		if withSecret != (err == nil) {
+			t.Fatalf("with a Secret %v: err %v", withSecret, err)
+		}
+		if data, _ := cfg.get(); withSecret && (!strings.Contains(data["alpha"], "c: 3") || strings.Contains(data["alpha"], "from-the-secret")) {
+			t.Fatalf("ConfigMap written: %v", data)
+		}
+	}
 }

@@ -21,7 +21,11 @@ type Tree struct {
 	Rev           gitsync.Revision // without its model
 	PrevCommit    string           // the revision adopted before it
 	ConfigData    map[string]string
-	ConfigVersion string // the ConfigMap's resourceVersion
+	ConfigVersion string // the ConfigMap's resourceVersion (kube.ClusterValues': its own)
+	// Sensitive are the config values' secret paths: the values Secret's
+	// and the encrypted ones of the model's cluster config, set by the
+	// holder at each transition (docs/operator.md, "Secrets").
+	Sensitive values.Sensitive
 }
 
 // Trees holds the running tree. Readers load it without waiting;
@@ -33,14 +37,38 @@ type Trees struct {
 	mu     sync.Mutex
 	p      atomic.Pointer[Tree]
 	notify notifier
+	// Redactor is told each tree's secret values (nil: none).
+	Redactor *values.Redactor
 }
 
 // Start sets the first running tree (Run's start-up, before any task).
 func (h *Trees) Start(t *Tree) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.sensitive(t)
 	h.p.Store(t)
 	h.notify.bump()
+}
+
+// sensitive sets t's secret paths (those the Redactor knows: the values
+// Secret's, and the model's encrypted ones) and tells the Redactor their
+// values in t's data, before anything can show them.
+func (h *Trees) sensitive(t *Tree) {
+	s := t.Sensitive.Union(h.Redactor.Sensitive())
+	if t.Model != nil && t.Model.Config != nil {
+		s = s.Union(values.SensitiveFromEncrypted(t.Model.Config.Encrypted))
+	}
+	t.Sensitive = s
+	h.Redactor.Add(s, t.ConfigData)
+}
+
+// Decrypted tells the Redactor the values a model's cluster config
+// decrypted, before the model is judged: a refusal's message may quote
+// them (CheckTree).
+func (h *Trees) Decrypted(m *loader.Model) {
+	if m != nil && m.Config != nil {
+		h.Redactor.Add(values.SensitiveFromEncrypted(m.Config.Encrypted), m.Config.Data)
+	}
 }
 
 // Changed is the version of the running tree and a channel closed when a
@@ -75,6 +103,7 @@ func (h *Trees) Transition(fn func(cur *Tree) (*Tree, error)) error {
 	defer h.mu.Unlock()
 	next, err := fn(h.Load())
 	if err == nil && next != nil {
+		h.sensitive(next)
 		h.p.Store(next)
 		h.notify.bump()
 	}

@@ -91,14 +91,15 @@ func (a *API) debugRoutes(mux *http.ServeMux) {
 		if err != nil {
 			return nil, err
 		}
-		return store.GlobalValues()
+		v, err := store.GlobalValues()
+		return a.opts.Redactor.Values(v), err
 	}))
 	mux.Handle("GET /debug/global/config", debugJSON(func(*http.Request) (any, error) {
 		_, store, err := a.debugCurrent()
 		if err != nil {
 			return nil, err
 		}
-		return store.GlobalConfigValues(), nil
+		return a.opts.Redactor.Values(store.GlobalConfigValues()), nil
 	}))
 	mux.Handle("GET /debug/hooks", debugJSON(func(*http.Request) (any, error) {
 		hooks, err := a.debugHooks()
@@ -182,7 +183,8 @@ func (a *API) debugModuleValues(name string, withGlobal, config bool) (values.Va
 	if !withGlobal {
 		delete(v, values.GlobalKey)
 	}
-	return v, nil
+	// shown, not handed to a hook: secret paths as <redacted>
+	return a.opts.Redactor.Values(v), nil
 }
 
 // debugRender renders a module's chart with its current values, as the

@@ -14,10 +14,17 @@ import (
 // /status and the debug endpoints under /debug/ (debug.go in this package).
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	a.debugRoutes(mux)
+	shown := http.NewServeMux() // answers that may show values: redacted
+	a.debugRoutes(shown)
 	// a diff may show what a hand edit put in a ConfigMap: local only, as
 	// /debug/ (docs/security.md, "Who sees what")
-	mux.Handle("GET /debug/modules/{name}/diff", LocalOnly(http.HandlerFunc(a.serveDiff)))
+	shown.Handle("GET /debug/modules/{name}/diff", LocalOnly(http.HandlerFunc(a.serveDiff)))
+	shown.HandleFunc("/status", a.serveStatus)
+	shown.HandleFunc("/queue", a.serveQueue)
+	redacted := Redacted(a.opts.Redactor, shown)
+	mux.Handle("/debug/", redacted)
+	mux.Handle("/status", redacted)
+	mux.Handle("/queue", redacted)
 	if a.opts.Registry != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(a.opts.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	}
@@ -33,16 +40,16 @@ func (a *API) Handler() http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("/queue", func(w http.ResponseWriter, r *http.Request) {
-		queues := a.opts.Queues.Get()
-		if queues == nil {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		queues.Handler().ServeHTTP(w, r)
-	})
-	mux.HandleFunc("/status", a.serveStatus)
 	return mux
+}
+
+func (a *API) serveQueue(w http.ResponseWriter, r *http.Request) {
+	queues := a.opts.Queues.Get()
+	if queues == nil {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	queues.Handler().ServeHTTP(w, r)
 }
 
 // serveStatus marshals Status beside Extra's fields, one JSON object with
@@ -112,5 +119,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	// read by people and the CLI, never embedded in HTML: <redacted> as it is
+	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
+	"github.com/addonops/addon-operator/values"
 )
 
 // Tree is the running tree (runstate.Trees).
@@ -102,4 +103,7 @@ type Options struct {
 	Extra func() map[string]any
 	// Namespace is what /debug renders charts for: the releases' namespace.
 	Namespace string
+	// Redactor hides secret config values in /status, /queue and /debug
+	// (nil: none).
+	Redactor *values.Redactor
 }
