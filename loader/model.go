@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/addonops/addon-operator/clusterconfig"
+	"github.com/addonops/addon-operator/secretfile"
 	"github.com/addonops/addon-operator/values"
 )
 
@@ -28,6 +29,11 @@ type Model struct {
 	// nil without it): part of the revision, so a rollback by ref rolls
 	// it back (docs/operator.md, "Config in git").
 	Config *clusterconfig.Config
+	// Encrypted lists, per values key ("global", a module's key, a flag),
+	// the paths below it whose values were SOPS-encrypted in the tree's
+	// values.yaml files (WithSecrets): what to redact wherever values
+	// show. The cluster's config has its own, Config.Encrypted.
+	Encrypted map[string][]secretfile.Path
 	// Warnings are problems that do not stop the load.
 	Warnings []string
 	// root and alias: the tree's root and its alias, for ChartFS

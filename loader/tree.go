@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/addonops/addon-operator/secretfile"
 )
 
 // session is one Load's reading state: its context, its bounds and the
@@ -25,6 +27,9 @@ type session struct {
 	ownRoots bool
 	alias    string // WithTreeRootAlias (alias.go)
 	tree     dir    // the tree's root, when the load has one
+	// secrets: WithSecrets; encrypted: the paths its files had (secrets.go)
+	secrets   *secretOptions
+	encrypted map[string][]secretfile.Path
 }
 
 func newSession(ctx context.Context, maxFile int64, alias string) *session {
