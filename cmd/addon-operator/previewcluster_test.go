@@ -89,7 +89,7 @@ func TestPreviewCluster(t *testing.T) {
 	if !errors.Is(err, errDiffFound) {
 		t.Fatalf("diff: %v\n%s", err, out.String())
 	}
-	if s := out.String(); !strings.Contains(s, "changed: echo-server") || !strings.Contains(s, "+  token: <redacted (changed)>") || strings.Contains(s, "plain-token") || strings.Contains(s, "s3cret-token") {
+	if s := out.String(); !strings.Contains(s, "# cluster config: clusters/a/config.yaml") || !strings.Contains(s, "changed: echo-server") || !strings.Contains(s, "+  token: <redacted (changed)>") || strings.Contains(s, "plain-token") || strings.Contains(s, "s3cret-token") {
 		t.Fatalf("diff:\n%s", s)
 	}
 	out.Reset()

@@ -118,7 +118,10 @@ func diff(out, errOut io.Writer, po *previewOptions, from, to, output string) er
 			From    string       `json:"from"`
 			To      string       `json:"to"`
 			Modules []diffModule `json:"modules"`
-		}{From: from, To: toName}
+			// ConfigDrift: the --values keys the to side's config in git
+			// replaces (the operator reports them, never applies them)
+			ConfigDrift []clusterconfig.Override `json:"configDrift,omitempty"`
+		}{From: from, To: toName, ConfigDrift: after.Overrides}
 		for _, m := range names {
 			res.Modules = append(res.Modules, diffModule{Name: m, Change: change[m], Diff: diffs[m], Failures: failed[m]})
 		}
@@ -128,6 +131,7 @@ func diff(out, errOut io.Writer, po *previewOptions, from, to, output string) er
 	} else {
 		notEvaluated(out, before)
 		notEvaluated(out, after)
+		clusterConfig(out, after)
 		if len(added)+len(removed)+len(changed) == 0 && failErr == nil {
 			fmt.Fprintf(out, "no differences between %s and %s\n", from, toName)
 			return nil
