@@ -122,6 +122,10 @@ func fileErr(path string, err error) error { return &Error{Path: path, Err: err}
 func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir string) (_ *Model, err error) {
 	s := newSession(ctx, l.maxFile, l.alias)
 	s.secrets = l.secrets
+	if s.secrets == nil && l.cluster != nil && (l.cluster.Keyring != nil || l.cluster.Preview) {
+		// one key setting decrypts the config and the values files alike
+		s.secrets = &secretOptions{keyring: l.cluster.Keyring, preview: l.cluster.Preview}
+	}
 	defer s.close()
 	use := l.configs.begin()
 	defer func() { l.configs.end(use, err == nil) }()

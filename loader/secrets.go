@@ -24,8 +24,11 @@ type secretOptions struct {
 // are checked against the schemas as any values are; Model.Encrypted
 // lists the paths that were encrypted, for redaction.
 //
-// Without this option, or with a nil k and no preview, an encrypted
-// values.yaml fails the load with the file and its recipients.
+// Without this option an encrypted values.yaml is decrypted with
+// WithClusterConfig's keyring (or previewed as it says); with neither, or
+// with a nil k and no preview, it fails the load with the file and its
+// recipients. WithClusterConfig's settings without a keyring take this
+// one's, so one key setting serves both.
 func WithSecrets(k *secretfile.Keyring, preview bool) Option {
 	return func(l *Loader) { l.secrets = &secretOptions{keyring: k, preview: preview} }
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/internal/testtree"
 	"github.com/addonops/addon-operator/secretfile"
 	"github.com/addonops/addon-operator/values"
@@ -151,5 +152,36 @@ func TestLoadEncryptedFlagPreview(t *testing.T) {
 	}
 	if _, ok := m.Encrypted["echoServerEnabled"]; !ok {
 		t.Fatalf("Encrypted = %v", m.Encrypted)
+	}
+}
+
+// One key setting serves both: WithClusterConfig's keyring decrypts the
+// values files, and WithSecrets' the cluster's config files.
+func TestLoadSecretsOneKeySetting(t *testing.T) {
+	t.Parallel()
+	cfg, err := os.ReadFile("../secretfile/testdata/config.enc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{name: "the cluster's keyring", opts: []Option{WithClusterConfig(clusterconfig.Settings{Cluster: "a", Keyring: testKeyring(t, testKeyA)})}},
+		{name: "WithSecrets' keyring", opts: []Option{WithSecrets(testKeyring(t, testKeyA), false), WithClusterConfig(clusterconfig.Settings{Cluster: "a"})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := secretTree(t, "global: {}\n", secretFixture(t, "module-values.enc.yaml"), echoSchema)
+			testtree.Write(t, root, map[string]string{"clusters/a/config.yaml": string(cfg), // its modules' keys:
+				"modules/020-cert-manager/values.yaml": "certManager: {}\n", "modules/030-ingress-nginx/values.yaml": "ingressNginx: {}\n"})
+			m, err := New(append(tc.opts, WithLogger(quietLogger()))...).Load(context.Background(), root, filepath.Join(root, "modules"), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Encrypted["echoServer"]) != 2 || len(m.Config.Encrypted["global"]) == 0 {
+				t.Fatalf("Encrypted %v, Config.Encrypted %v", m.Encrypted, m.Config.Encrypted)
+			}
+		})
 	}
 }
