@@ -164,6 +164,7 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 		}
 	}
 	m.Encrypted = s.encrypted
+	m.Placeholders = s.placeholders || (m.Config != nil && len(m.Config.Encrypted) > 0 && l.configKeyless())
 	m.Warnings = s.warnings
 	// Values errors (bad flags, duplicate keys) fail the load, as the tree is
 	// what is wrong; warnings ride along.
@@ -176,6 +177,15 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 		l.logger.Warn(w)
 	}
 	return m, nil
+}
+
+// configKeyless: the cluster's config is previewed without a key, as
+// loadConfig reads it.
+func (l *Loader) configKeyless() bool {
+	if l.cluster.Keyring != nil || l.cluster.Preview {
+		return l.cluster.Keyring == nil
+	}
+	return l.secrets != nil && l.secrets.keyring == nil
 }
 
 // loadConfig reads the cluster's config from the tree's root, knowing the

@@ -34,6 +34,10 @@ type Model struct {
 	// values.yaml files (WithSecrets): what to redact wherever values
 	// show. The cluster's config has its own, Config.Encrypted.
 	Encrypted map[string][]secretfile.Path
+	// Placeholders: some encrypted value, of the values files or the
+	// cluster's config, was read as secretfile.Placeholder (a preview
+	// without a key), which a schema may refuse.
+	Placeholders bool
 	// Warnings are problems that do not stop the load.
 	Warnings []string
 	// root and alias: the tree's root and its alias, for ChartFS

@@ -48,6 +48,7 @@ func (s *session) parseValues(file string, b []byte, module string) (values.Valu
 		p, err = s.secrets.keyring.Open(s.ctx, file, b)
 	case s.secrets != nil && s.secrets.preview:
 		p, err = secretfile.Preview(file, b)
+		s.placeholders = s.placeholders || (err == nil && len(p.Encrypted) > 0)
 	default:
 		// a nil keyring says NoKey with the file and its recipients
 		var none *secretfile.Keyring

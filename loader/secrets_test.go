@@ -108,6 +108,9 @@ func TestLoadEncryptedValues(t *testing.T) {
 			if es["token"] != tc.token || es["nested"].(map[string]any)["user"] != "admin" || es["replicas"] != float64(2) && es["replicas"] != 2 || g["apiKey"] != tc.apiKey || g["region"] != "eu" {
 				t.Fatalf("values: %v", v)
 			}
+			if m.Placeholders != (tc.token == secretfile.Placeholder) {
+				t.Errorf("Placeholders = %v", m.Placeholders)
+			}
 			want := map[string][]secretfile.Path{"echoServer": {{"token"}, {"nested", "password"}}, "global": {{"apiKey"}}}
 			if !reflect.DeepEqual(m.Encrypted, want) {
 				t.Fatalf("Encrypted = %v, want %v", m.Encrypted, want)

@@ -116,3 +116,37 @@ func TestRenderFleetExamples(t *testing.T) {
 		})
 	}
 }
+
+// A keyless preview reads encrypted values as placeholders; a schema that
+// refuses the placeholder fails the preview with an error that says so,
+// and the key makes it render.
+func TestRenderKeylessSchemaHint(t *testing.T) {
+	t.Parallel()
+	enc, err := os.ReadFile("../loader/testdata/secrets/module-values.enc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := testtree.New(t, merged(chart("010-echo-server", "echo-server", "echoServer"), map[string]string{
+		"modules/values.yaml":                                "echoServerEnabled: true\n",
+		"modules/010-echo-server/values.yaml":                string(enc),
+		"modules/010-echo-server/openapi/config-values.yaml": "type: object\nproperties:\n  token: {type: string, pattern: '^s3'}\n  replicas: {type: integer}\n  nested: {type: object, additionalProperties: true}\n",
+	}))
+	render := func(k *secretfile.Keyring) (*Preview, error) {
+		return renderTree(t, loader.New(loader.WithLogger(quiet()), loader.WithHookConfigs(false), loader.WithSecrets(k, k == nil)), root, nil, false)
+	}
+	if _, err := render(nil); err == nil || !strings.Contains(err.Error(), "token") || !strings.Contains(err.Error(), "a preview without a key reads the tree's SOPS-encrypted values as <encrypted>") {
+		t.Fatalf("keyless: %v", err)
+	}
+	k, err := secretfile.NewKeyring("../secretfile/testdata/keys/test-only-age-key-a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := render(k); err != nil || !strings.Contains(p.Manifests["echo-server"], "s3cret-token") {
+		t.Fatalf("with the key: %v", err)
+	}
+	// with the key, a refusal is the schema's alone
+	testtree.Write(t, root, map[string]string{"modules/010-echo-server/openapi/config-values.yaml": "type: object\nproperties:\n  token: {type: string, pattern: '^x'}\n  replicas: {type: integer}\n  nested: {type: object, additionalProperties: true}\n"})
+	if _, err := render(k); err == nil || strings.Contains(err.Error(), "without a key") {
+		t.Fatalf("with the key, refused: %v", err)
+	}
+}

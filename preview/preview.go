@@ -177,14 +177,13 @@ func Render(ctx context.Context, opts Options) (*Preview, error) {
 	return p, nil
 }
 
-// encryptedHint says, of a tree with SOPS-encrypted values, that a
-// preview without a key reads them as placeholders, which a schema that
-// types or patterns them refuses.
+// encryptedHint says, of a tree whose SOPS-encrypted values were read as
+// placeholders, that a schema that types or patterns them refuses them.
 func encryptedHint(model *loader.Model, err error) error {
-	if len(model.Encrypted) == 0 && (model.Config == nil || len(model.Config.Encrypted) == 0) {
+	if !model.Placeholders {
 		return err
 	}
-	return fmt.Errorf("%w (the tree has SOPS-encrypted values: a preview without a key reads them as %s, which a schema may refuse)", err, secretfile.Placeholder)
+	return fmt.Errorf("%w (a preview without a key reads the tree's SOPS-encrypted values as %s, which a schema may refuse)", err, secretfile.Placeholder)
 }
 
 // Module is one module's result: rendered (Manifest) or failed (File,
