@@ -213,9 +213,15 @@ func newRenderCmd() *cobra.Command {
 Nothing from the previewed tree runs unless --exec-hooks is given: no hook --config, no
 enabled script (docs/security.md, "Previews"). A module that fails to render does not stop
 the others: each failure is reported (module, file, error) and the command exits 1 at the
-end. -o json prints each module's result.`,
+end. -o json prints each module's result.
+
+--cluster-name previews one cluster: its config in the repository is laid over --values as the
+operator lays it over the ConfigMap; SOPS files are decrypted with --sops-key-file, or read as
+<encrypted> without it. Secrets' data prints as <redacted> unless --show-secrets
+(docs/operator.md, "Previews per cluster").`,
 		Example: `  addon-operator render                          # the working copy of the current directory
-  addon-operator render --ref refs/pull/42/head --values values.yaml`,
+  addon-operator render --ref refs/pull/42/head --values values.yaml
+  addon-operator render --ref main --cluster-name prod --sops-key-file age.key   # one cluster of a fleet`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := e.err(); err != nil {
@@ -244,9 +250,14 @@ func newDiffCmd() *cobra.Command {
 copy, with a unified diff of their manifests. Exits 0 without differences, 1 with, and 2
 when the comparison fails, as diff(1) does. A module that fails to render on either side does
 not stop the others: each failure is reported (side, module, file, error), the rest is
-compared, and the command exits 2 at the end. -o json prints each module's result.`,
+compared, and the command exits 2 at the end. -o json prints each module's result.
+
+--cluster-name, --cluster-config and --sops-key-file preview one cluster, as render does. The
+manifests are compared with Secrets' data, which is printed redacted unless --show-secrets: a
+changed value shows as <redacted (changed)>.`,
 		Example: `  addon-operator diff --from main --to refs/pull/42/head
-  addon-operator diff --from main                # the working copy against main`,
+  addon-operator diff --from main                # the working copy against main
+  addon-operator diff --from main --cluster-name prod   # one cluster; no key: encrypted values as <encrypted>`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := e.err(); err != nil {
