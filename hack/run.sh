@@ -42,7 +42,13 @@ else
   export GLOBAL_HOOKS_DIR=${GLOBAL_HOOKS_DIR:-examples/global-hooks}
   export GIT_CHECKOUT_DIR=${GIT_CHECKOUT_DIR:-$PWD/$RUN_DIR/git}
   export GIT_POLL_INTERVAL=${GIT_POLL_INTERVAL:-5s}
-  echo "starting addon-operator on $(echo "$GIT_URL" | sed -E 's#(https?://)[^/@]*@#\1#') ref $GIT_REF, $MODULES_DIR (logs: $RUN_DIR/operator.log)"
+  # config in git: the dev cluster of examples/clusters (the shared file
+  # under its own folder), its SOPS file decrypted with the TEST-ONLY key
+  export ADDON_OPERATOR_CLUSTER_NAME=${ADDON_OPERATOR_CLUSTER_NAME:-dev}
+  layers='examples/clusters/common.yaml,examples/clusters/{cluster}/'
+  export ADDON_OPERATOR_CLUSTER_CONFIG=${ADDON_OPERATOR_CLUSTER_CONFIG:-$layers}
+  export ADDON_OPERATOR_SOPS_KEY_FILE=${ADDON_OPERATOR_SOPS_KEY_FILE:-$PWD/examples/keys/test-only-age-key.txt}
+  echo "starting addon-operator on $(echo "$GIT_URL" | sed -E 's#(https?://)[^/@]*@#\1#') ref $GIT_REF, $MODULES_DIR, cluster $ADDON_OPERATOR_CLUSTER_NAME (logs: $RUN_DIR/operator.log)"
 fi
 bin/addon-operator start --listen-address "$ADDR" > "$RUN_DIR/operator.log" 2>&1 &
 op=$!
@@ -64,7 +70,7 @@ cat <<MSG
 
 The operator keeps running and reacts to changes:
   export KUBECONFIG=$KUBECONFIG
-  kubectl -n $ADDON_OPERATOR_NAMESPACE create configmap addon-operator --from-literal=echoServer='greeting: hi' --dry-run=client -o yaml | kubectl apply -f -
+  kubectl -n $ADDON_OPERATOR_NAMESPACE create configmap addon-operator --from-literal=echoServer='replicas: 2' --dry-run=client -o yaml | kubectl apply -f -
   curl http://$ADDR/status     # modules (with their health) and queues as JSON
   bin/addon-operator module list --address http://$ADDR
   curl http://$ADDR/queue      # the task queues
@@ -75,7 +81,10 @@ if [ "${RUN_MODE:-git}" != local ]; then
   cat <<MSG
 Git mode: commit a change under examples/ and it is applied within ${GIT_POLL_INTERVAL};
   bin/addon-operator source status --address http://$ADDR
-make run-local follows the working copy instead (every save).
+The cluster's settings are examples/clusters/common.yaml and examples/clusters/$ADDON_OPERATOR_CLUSTER_NAME/
+(a ConfigMap value for a key they set is config drift: reported, not applied). Preview a cluster:
+  bin/addon-operator render --cluster-name prod --cluster-config '$ADDON_OPERATOR_CLUSTER_CONFIG' --modules-dir examples/modules --global-hooks-dir examples/global-hooks
+make run-local follows the working copy instead (every save), with the ConfigMap alone.
 MSG
 fi
 wait "$op"

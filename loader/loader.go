@@ -23,6 +23,7 @@ type Loader struct {
 	runConfigs    bool
 	alias         string                  // WithTreeRootAlias
 	cluster       *clusterconfig.Settings // WithClusterConfig
+	secrets       *secretOptions          // WithSecrets
 	logger        *slog.Logger
 	configs       *configCache
 }
@@ -120,6 +121,11 @@ func fileErr(path string, err error) error { return &Error{Path: path, Err: err}
 // one; a missing modules directory is an error.
 func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir string) (_ *Model, err error) {
 	s := newSession(ctx, l.maxFile, l.alias)
+	s.secrets = l.secrets
+	if s.secrets == nil && l.cluster != nil && (l.cluster.Keyring != nil || l.cluster.Preview) {
+		// one key setting decrypts the config and the values files alike
+		s.secrets = &secretOptions{keyring: l.cluster.Keyring, preview: l.cluster.Preview}
+	}
 	defer s.close()
 	use := l.configs.begin()
 	defer func() { l.configs.end(use, err == nil) }()
@@ -157,6 +163,8 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 			return nil, err
 		}
 	}
+	m.Encrypted = s.encrypted
+	m.Placeholders = s.placeholders || (m.Config != nil && len(m.Config.Encrypted) > 0 && l.configKeyless())
 	m.Warnings = s.warnings
 	// Values errors (bad flags, duplicate keys) fail the load, as the tree is
 	// what is wrong; warnings ride along.
@@ -171,6 +179,15 @@ func (l *Loader) Load(ctx context.Context, root, modulesDir, globalHooksDir stri
 	return m, nil
 }
 
+// configKeyless: the cluster's config is previewed without a key, as
+// loadConfig reads it.
+func (l *Loader) configKeyless() bool {
+	if l.cluster.Keyring != nil || l.cluster.Preview {
+		return l.cluster.Keyring == nil
+	}
+	return l.secrets != nil && l.secrets.keyring == nil
+}
+
 // loadConfig reads the cluster's config from the tree's root, knowing the
 // tree's module keys.
 func (l *Loader) loadConfig(ctx context.Context, root string, m *Model) (*clusterconfig.Config, error) {
@@ -178,6 +195,10 @@ func (l *Loader) loadConfig(ctx context.Context, root string, m *Model) (*cluste
 		return nil, errors.New("the cluster's config in git needs the tree's root (a git source)")
 	}
 	s := *l.cluster
+	if s.Keyring == nil && !s.Preview && l.secrets != nil {
+		// one key setting decrypts the config and the values files alike
+		s.Keyring, s.Preview = l.secrets.keyring, l.secrets.preview
+	}
 	s.Modules = make([]string, 0, len(m.Modules))
 	for _, mod := range m.Modules {
 		s.Modules = append(s.Modules, mod.Key)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/addonops/addon-operator/clusterconfig"
+	"github.com/addonops/addon-operator/secretfile"
 	"github.com/addonops/addon-operator/values"
 )
 
@@ -28,6 +29,15 @@ type Model struct {
 	// nil without it): part of the revision, so a rollback by ref rolls
 	// it back (docs/operator.md, "Config in git").
 	Config *clusterconfig.Config
+	// Encrypted lists, per values key ("global", a module's key, a flag),
+	// the paths below it whose values were SOPS-encrypted in the tree's
+	// values.yaml files (WithSecrets): what to redact wherever values
+	// show. The cluster's config has its own, Config.Encrypted.
+	Encrypted map[string][]secretfile.Path
+	// Placeholders: some encrypted value, of the values files or the
+	// cluster's config, was read as secretfile.Placeholder (a preview
+	// without a key), which a schema may refuse.
+	Placeholders bool
 	// Warnings are problems that do not stop the load.
 	Warnings []string
 	// root and alias: the tree's root and its alias, for ChartFS

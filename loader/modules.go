@@ -65,7 +65,7 @@ func loadModule(modules dir, e moduleEntry) (*Module, error) {
 	if err := loadModuleHooks(mod, modules, d); err != nil {
 		return nil, err
 	}
-	if mod.Values, err = readValues(d, "values.yaml"); err != nil {
+	if mod.Values, err = readValues(d, "values.yaml", key); err != nil {
 		return nil, err
 	}
 	if mod.Schemas, err = readSchemas(d); err != nil {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/addonops/addon-operator/secretfile"
 )
 
 // session is one Load's reading state: its context, its bounds and the
@@ -25,6 +27,11 @@ type session struct {
 	ownRoots bool
 	alias    string // WithTreeRootAlias (alias.go)
 	tree     dir    // the tree's root, when the load has one
+	// secrets: WithSecrets; encrypted: the paths its files had;
+	// placeholders: some were read as placeholders (secrets.go)
+	secrets      *secretOptions
+	encrypted    map[string][]secretfile.Path
+	placeholders bool
 }
 
 func newSession(ctx context.Context, maxFile int64, alias string) *session {

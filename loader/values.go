@@ -9,8 +9,9 @@ import (
 	"github.com/addonops/addon-operator/values"
 )
 
-// readValues parses a values file; a missing one is nil values.
-func readValues(d dir, entry string) (values.Values, error) {
+// readValues parses a values file, decrypted when SOPS-encrypted (module:
+// see session.parseValues); a missing one is nil values.
+func readValues(d dir, entry, module string) (values.Values, error) {
 	b, err := d.readFile(entry)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -18,7 +19,7 @@ func readValues(d dir, entry string) (values.Values, error) {
 	if err != nil {
 		return nil, err
 	}
-	return values.ParseYAML(d.path(entry), b)
+	return d.s.parseValues(d.path(entry), b, module)
 }
 
 // readSchemas reads the schemas in parent's openapi directory, if any. The
@@ -74,7 +75,7 @@ func commonValues(modules []dir, src values.Source) (values.Values, string, erro
 	}
 	var files []file
 	for _, d := range modules {
-		doc, err := readValues(d, "values.yaml")
+		doc, err := readValues(d, "values.yaml", "")
 		if err != nil {
 			return nil, "", err
 		}

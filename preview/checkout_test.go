@@ -43,7 +43,7 @@ func TestRenderRefAndCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Compare(before, after, c1, c2)
+	c, err := Compare(before, after, c1, c2, false)
 	if err != nil {
 		t.Fatal(err)
 	}

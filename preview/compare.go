@@ -34,12 +34,17 @@ type Comparison struct {
 	Failed                  map[string][]SideFailure
 	Added, Removed, Changed []string
 	// Diffs: the unified diff of each added, removed and changed module's
-	// manifests, labelled module@from and module@to.
+	// manifests, labelled module@from and module@to; Secrets' values are
+	// redacted in them unless Compare was asked to show them.
 	Diffs map[string]string
 }
 
-// Compare compares before (labelled from) with after (labelled to).
-func Compare(before, after *Preview, from, to string) (*Comparison, error) {
+// Compare compares before (labelled from) with after (labelled to). It
+// compares the manifests as they are, Secrets' data included (render them
+// with Options.ShowSecrets), and, unless showSecrets, writes the diffs
+// with every Secret value redacted: a value that changed shows as
+// RedactedChanged on the to side, so the diff names its key.
+func Compare(before, after *Preview, from, to string, showSecrets bool) (*Comparison, error) {
 	c := &Comparison{Change: map[string]string{}, Failed: map[string][]SideFailure{}, Diffs: map[string]string{}}
 	for _, side := range []struct {
 		name string
@@ -82,8 +87,12 @@ func Compare(before, after *Preview, from, to string) (*Comparison, error) {
 		}
 	}
 	for _, m := range c.Differing() {
+		a, b := before.Manifests[m], after.Manifests[m]
+		if !showSecrets {
+			a, b = redactPair(a, b)
+		}
 		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A: difflib.SplitLines(before.Manifests[m]), B: difflib.SplitLines(after.Manifests[m]),
+			A: difflib.SplitLines(a), B: difflib.SplitLines(b),
 			FromFile: m + "@" + from, ToFile: m + "@" + to, Context: 3,
 		})
 		if err != nil {

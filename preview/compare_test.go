@@ -48,7 +48,7 @@ func TestCompare(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := Compare(tt.before, tt.after, "from", "to")
+			c, err := Compare(tt.before, tt.after, "from", "to", false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +109,7 @@ func TestCompareOrderOfFailedModules(t *testing.T) {
 		Failures: fail("omega", "zeta", "mu", "delta", "epsilon", "kappa")}
 	want := []string{"alpha", "new", "gone", "omega", "zeta", "mu", "delta", "epsilon", "kappa", "beta"}
 	for range 20 { // a map's order would differ between runs
-		c, err := Compare(before, after, "a", "b")
+		c, err := Compare(before, after, "a", "b", false)
 		if err != nil {
 			t.Fatal(err)
 		}

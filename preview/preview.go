@@ -2,16 +2,19 @@ package preview
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
 
+	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/secretfile"
 )
 
 // Preview is what a tree would install, computed without a cluster.
@@ -27,6 +30,13 @@ type Preview struct {
 	// preview renders every other module rather than stop at the first
 	// (a failing module hides nothing else).
 	Failures []Failure
+	// ConfigFiles are the cluster's config files in the tree, when the
+	// loader reads them (loader.WithClusterConfig), in layer order.
+	ConfigFiles []string
+	// Overrides are the values of Options.Config that the config in git
+	// replaces: config drift, not applied (docs/operator.md, "Config in
+	// git").
+	Overrides []clusterconfig.Override
 }
 
 // Failure is one module that did not render: its enabled script failed,
@@ -46,7 +56,9 @@ type Options struct {
 	// ModulesDir (a list, filepath.ListSeparator) and GlobalHooksDir are
 	// the tree's directories.
 	Root, ModulesDir, GlobalHooksDir string
-	// Config is the ConfigMap data the tree is admitted against.
+	// Config is the ConfigMap data the tree is admitted against; the
+	// cluster's config in the tree, when the loader reads it, is laid
+	// over it as the operator lays it (clusterconfig.Overlay).
 	Config map[string]string
 	// Namespace the manifests are rendered for.
 	Namespace string
@@ -55,6 +67,9 @@ type Options struct {
 	ExecHooks bool
 	// HookTimeout bounds an enabled script (default 10m).
 	HookTimeout time.Duration
+	// ShowSecrets keeps the data of Secrets in Manifests; off, their
+	// values are Redacted (RedactSecrets).
+	ShowSecrets bool
 	Logger      *slog.Logger // default slog.Default()
 }
 
@@ -84,11 +99,20 @@ func Render(ctx context.Context, opts Options) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := runstate.Admit(model, opts.Config, nil)
-	if err != nil {
-		return nil, err
-	}
 	p := &Preview{Manifests: map[string]string{}}
+	config := opts.Config
+	if model.Config != nil {
+		// git's keys over the given ConfigMap's, as the running operator
+		// lays them; what git replaces is reported, not applied
+		if config, p.Overrides, err = clusterconfig.Overlay(opts.Config, model.Config); err != nil {
+			return nil, err
+		}
+		p.ConfigFiles = model.Config.Files
+	}
+	store, err := runstate.Admit(model, config, nil)
+	if err != nil {
+		return nil, encryptedHint(model, err)
+	}
 	if opts.ExecHooks {
 		// enabled scripts alone, with no cluster, running tree or metrics
 		scripts := hookrun.NewEnabledScripts(hookrun.EnabledOptions{Logger: opts.Logger, HookTimeout: opts.HookTimeout})
@@ -114,7 +138,7 @@ func Render(ctx context.Context, opts Options) (*Preview, error) {
 			if m.EnabledScript != "" {
 				p.NotEvaluated = append(p.NotEvaluated, m.Name)
 			} else if err := store.CheckModuleConfig(m.Key); err != nil {
-				return nil, err
+				return nil, encryptedHint(model, err)
 			}
 			p.Enabled = append(p.Enabled, m.Name)
 		}
@@ -145,9 +169,21 @@ func Render(ctx context.Context, opts Options) (*Preview, error) {
 			p.Failures = append(p.Failures, renderFailure(m, err))
 			continue
 		}
+		if !opts.ShowSecrets {
+			manifest = RedactSecrets(manifest)
+		}
 		p.Manifests[name] = manifest
 	}
 	return p, nil
+}
+
+// encryptedHint says, of a tree whose SOPS-encrypted values were read as
+// placeholders, that a schema that types or patterns them refuses them.
+func encryptedHint(model *loader.Model, err error) error {
+	if !model.Placeholders {
+		return err
+	}
+	return fmt.Errorf("%w (a preview without a key reads the tree's SOPS-encrypted values as %s, which a schema may refuse)", err, secretfile.Placeholder)
 }
 
 // Module is one module's result: rendered (Manifest) or failed (File,

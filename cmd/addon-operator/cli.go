@@ -75,7 +75,7 @@ environment fallback; the flag wins. See docs/operator.md for every setting.`,
 		}
 	}
 	add("run", newStartCmd(&startOptions{}, &env{}))
-	add("git", newSourceCmd(), newRenderCmd(), newDiffCmd())
+	add("git", newSourceCmd(), newRenderCmd(), newDiffCmd(), newConfigCmd())
 	add("inspect", newDebugCmds()...)
 	root.AddCommand(newVersionCmd())
 	root.SetHelpCommandGroupID("")

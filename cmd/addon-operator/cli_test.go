@@ -23,7 +23,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("%v: exit %d", args, code)
 		}
-		for _, cmd := range []string{"start", "source", "render", "diff", "module", "global", "queue", "hook", "version", "completion", "help"} {
+		for _, cmd := range []string{"start", "source", "render", "diff", "config", "module", "global", "queue", "hook", "version", "completion", "help"} {
 			if !strings.Contains(out, "\n  "+cmd+" ") {
 				t.Errorf("%v: no line for %q in\n%s", args, cmd, out)
 			}

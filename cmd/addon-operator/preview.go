@@ -38,6 +38,10 @@ type previewOptions struct {
 	VerifyKeysDir string
 	TreeRootAlias string
 	ExtraPaths    string
+	// Cluster: the cluster previewed (its config in git, its SOPS keys).
+	Cluster previewCluster
+	// ShowSecrets prints Secrets' data; off, their values are redacted.
+	ShowSecrets bool
 }
 
 func (o *previewOptions) bind(fs *pflag.FlagSet, e *env) {
@@ -56,6 +60,8 @@ func (o *previewOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.Auth.KnownHostsFile, "git-known-hosts-file", e.str([]string{"GIT_KNOWN_HOSTS_FILE"}, ""), "known_hosts file (env GIT_KNOWN_HOSTS_FILE)")
 	fs.BoolVar(&o.ExecHooks, "exec-hooks", false, "run the previewed tree's hook --config calls and enabled scripts (off: nothing from the tree runs; refs must then pass GIT_VERIFY_KEYS_DIR)")
 	fs.StringVar(&o.VerifyKeysDir, "git-verify-keys-dir", e.str([]string{"GIT_VERIFY_KEYS_DIR"}, ""), "trusted signing keys; with --exec-hooks a ref's commit must be signed by one (env GIT_VERIFY_KEYS_DIR)")
+	o.Cluster.bind(fs, e)
+	fs.BoolVar(&o.ShowSecrets, "show-secrets", false, "print the data of Secrets in the manifests (default: each value "+preview.Redacted+", its key kept)")
 }
 
 // configData reads --values.
@@ -90,15 +96,20 @@ func (o *previewOptions) configData() (map[string]string, error) {
 }
 
 // render renders the tree at ref (checked out from the repository) or, with
-// an empty ref, the working copy.
-func (o *previewOptions) render(ctx context.Context, ref string) (*preview.Preview, error) {
+// an empty ref, the working copy; showSecrets keeps Secrets' data (diff
+// compares it, and redacts what it prints).
+func (o *previewOptions) render(ctx context.Context, ref string, showSecrets bool) (*preview.Preview, error) {
 	config, err := o.configData()
 	if err != nil {
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ld := loader.New(loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks), loader.WithTreeRootAlias(o.TreeRootAlias))
-	opts := preview.Options{Loader: ld, Config: config, Namespace: o.Namespace, ExecHooks: o.ExecHooks, Logger: logger}
+	cluster, err := o.Cluster.loaderOptions()
+	if err != nil {
+		return nil, err
+	}
+	ld := loader.New(append(cluster, loader.WithLogger(logger), loader.WithHookConfigs(o.ExecHooks), loader.WithTreeRootAlias(o.TreeRootAlias))...)
+	opts := preview.Options{Loader: ld, Config: config, Namespace: o.Namespace, ExecHooks: o.ExecHooks, ShowSecrets: showSecrets, Logger: logger}
 	if ref == "" {
 		var err error
 		if opts.Root, opts.ModulesDir, opts.GlobalHooksDir, err = o.workingCopy(); err != nil {
@@ -122,6 +133,7 @@ func (o *previewOptions) render(ctx context.Context, ref string) (*preview.Previ
 	if err != nil {
 		return nil, err
 	}
+	extra = append(extra, o.Cluster.checkoutPaths()...)
 	return preview.RenderRef(ctx, preview.Ref{Repo: o.Repo, Ref: ref, ModulesDirs: modulesDirs, GlobalHooksDir: global, ExtraPaths: extra,
 		Auth: o.Auth, VerifyKeysDir: o.VerifyKeysDir, RootAlias: o.TreeRootAlias}, opts)
 }
@@ -201,9 +213,15 @@ func newRenderCmd() *cobra.Command {
 Nothing from the previewed tree runs unless --exec-hooks is given: no hook --config, no
 enabled script (docs/security.md, "Previews"). A module that fails to render does not stop
 the others: each failure is reported (module, file, error) and the command exits 1 at the
-end. -o json prints each module's result.`,
+end. -o json prints each module's result.
+
+--cluster-name previews one cluster: its config in the repository is laid over --values as the
+operator lays it over the ConfigMap; SOPS files are decrypted with --sops-key-file, or read as
+<encrypted> without it. Secrets' data prints as <redacted> unless --show-secrets
+(docs/operator.md, "Previews per cluster").`,
 		Example: `  addon-operator render                          # the working copy of the current directory
-  addon-operator render --ref refs/pull/42/head --values values.yaml`,
+  addon-operator render --ref refs/pull/42/head --values values.yaml
+  addon-operator render --ref main --cluster-name prod --sops-key-file age.key   # one cluster of a fleet`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := e.err(); err != nil {
@@ -232,9 +250,14 @@ func newDiffCmd() *cobra.Command {
 copy, with a unified diff of their manifests. Exits 0 without differences, 1 with, and 2
 when the comparison fails, as diff(1) does. A module that fails to render on either side does
 not stop the others: each failure is reported (side, module, file, error), the rest is
-compared, and the command exits 2 at the end. -o json prints each module's result.`,
+compared, and the command exits 2 at the end. -o json prints each module's result.
+
+--cluster-name, --cluster-config and --sops-key-file preview one cluster, as render does. The
+manifests are compared with Secrets' data, which is printed redacted unless --show-secrets: a
+changed value shows as <redacted (changed)>.`,
 		Example: `  addon-operator diff --from main --to refs/pull/42/head
-  addon-operator diff --from main                # the working copy against main`,
+  addon-operator diff --from main                # the working copy against main
+  addon-operator diff --from main --cluster-name prod   # one cluster; no key: encrypted values as <encrypted>`,
 		Args: exactArgs(0, ""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := e.err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/preview"
 )
 
@@ -30,16 +31,18 @@ func failuresErr(errOut io.Writer, side string, fails []preview.Failure) error {
 func render(out, errOut io.Writer, po *previewOptions, ref, output string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	p, err := po.render(ctx, ref)
+	p, err := po.render(ctx, ref, po.ShowSecrets)
 	if err != nil {
 		return err
 	}
 	if output == "json" {
 		res := struct {
-			Enabled      []string         `json:"enabled"`
-			NotEvaluated []string         `json:"notEvaluated,omitempty"`
-			Modules      []preview.Module `json:"modules"`
-		}{p.Enabled, p.NotEvaluated, p.Modules()}
+			Enabled      []string                 `json:"enabled"`
+			NotEvaluated []string                 `json:"notEvaluated,omitempty"`
+			ConfigFiles  []string                 `json:"configFiles,omitempty"`
+			ConfigDrift  []clusterconfig.Override `json:"configDrift,omitempty"`
+			Modules      []preview.Module         `json:"modules"`
+		}{p.Enabled, p.NotEvaluated, p.ConfigFiles, p.Overrides, p.Modules()}
 		if _, err := writeData(out, output, res); err != nil {
 			return err
 		}
@@ -47,12 +50,24 @@ func render(out, errOut io.Writer, po *previewOptions, ref, output string) error
 	}
 	fmt.Fprintf(out, "# enabled modules: %s\n", strings.Join(p.Enabled, ", "))
 	notEvaluated(out, p)
+	clusterConfig(out, p)
 	for _, name := range p.Enabled {
 		if m, ok := p.Manifests[name]; ok {
 			fmt.Fprintf(out, "---\n# module: %s\n%s\n", name, strings.TrimSpace(m))
 		}
 	}
 	return failuresErr(errOut, "", p.Failures)
+}
+
+// clusterConfig says which config files in git a preview read, and which
+// --values keys they replace (config drift: not applied).
+func clusterConfig(out io.Writer, p *preview.Preview) {
+	if len(p.ConfigFiles) > 0 {
+		fmt.Fprintf(out, "# cluster config: %s\n", strings.Join(p.ConfigFiles, ", "))
+	}
+	for _, o := range p.Overrides {
+		fmt.Fprintf(out, "# config drift: %s is set by %s; the --values value is not applied\n", o, o.File)
+	}
 }
 
 // diffModule is one module's result in `diff -o json`.
@@ -67,11 +82,11 @@ type diffModule struct {
 func diff(out, errOut io.Writer, po *previewOptions, from, to, output string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	before, err := po.render(ctx, from)
+	before, err := po.render(ctx, from, true)
 	if err != nil {
 		return fmt.Errorf("--from %s: %w", from, err)
 	}
-	after, err := po.render(ctx, to)
+	after, err := po.render(ctx, to, true)
 	if err != nil {
 		return fmt.Errorf("--to %s: %w", to, err)
 	}
@@ -79,7 +94,7 @@ func diff(out, errOut io.Writer, po *previewOptions, from, to, output string) er
 	if toName == "" {
 		toName = "working copy"
 	}
-	sum, err := preview.Compare(before, after, from, toName)
+	sum, err := preview.Compare(before, after, from, toName, po.ShowSecrets)
 	if err != nil {
 		return err
 	}
@@ -103,7 +118,10 @@ func diff(out, errOut io.Writer, po *previewOptions, from, to, output string) er
 			From    string       `json:"from"`
 			To      string       `json:"to"`
 			Modules []diffModule `json:"modules"`
-		}{From: from, To: toName}
+			// ConfigDrift: the --values keys the to side's config in git
+			// replaces (the operator reports them, never applies them)
+			ConfigDrift []clusterconfig.Override `json:"configDrift,omitempty"`
+		}{From: from, To: toName, ConfigDrift: after.Overrides}
 		for _, m := range names {
 			res.Modules = append(res.Modules, diffModule{Name: m, Change: change[m], Diff: diffs[m], Failures: failed[m]})
 		}
@@ -113,6 +131,7 @@ func diff(out, errOut io.Writer, po *previewOptions, from, to, output string) er
 	} else {
 		notEvaluated(out, before)
 		notEvaluated(out, after)
+		clusterConfig(out, after)
 		if len(added)+len(removed)+len(changed) == 0 && failErr == nil {
 			fmt.Fprintf(out, "no differences between %s and %s\n", from, toName)
 			return nil

@@ -55,12 +55,24 @@ var Fixtures = []Fixture{
 	{Plain: "bench100.plain.yaml", Out: "bench100.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 	// clusterconfig's fleet: one cluster's secrets.
 	{Plain: "fleet-secrets.plain.yaml", Out: "../../clusterconfig/testdata/fleet/clusters/prod-eu/secrets.yaml", Keys: []string{"test-only-age-key-a.txt"}},
+	// loader's encrypted values.yaml files: a module's, a common one, and
+	// a common one whose flag is encrypted too (a keyless preview refuses it).
+	{Plain: "loader-module-values.plain.yaml", Out: "../../loader/testdata/secrets/module-values.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}, Rules: sops.Metadata{EncryptedRegex: "^(token|password)$"}},
+	{Plain: "loader-common-values.plain.yaml", Out: "../../loader/testdata/secrets/common-values.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}, Rules: sops.Metadata{EncryptedRegex: "^apiKey$"}},
+	{Plain: "loader-common-values.plain.yaml", Out: "../../loader/testdata/secrets/common-flag.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
+	// examples/: the dev cluster's secrets, for make run's test-only key.
+	{Plain: "examples-dev-secrets.plain.yaml", Out: "../../examples/clusters/dev/secrets.yaml", Keys: []string{examplesKey}, Rules: sops.Metadata{EncryptedRegex: "^apiToken$"}},
 }
+
+// examplesKey is examples/'s test-only key, relative to keys/.
+const examplesKey = "../../../examples/keys/test-only-age-key.txt"
 
 func main() {
 	dir := flag.String("dir", "..", "secretfile's testdata directory")
+	only := flag.String("only", "", "rewrite only the fixtures whose output path contains this (default: all)")
 	flag.Parse()
-	for _, k := range []string{"test-only-age-key-a.txt", "test-only-age-key-b.txt"} {
+	for _, k := range []string{"test-only-age-key-a.txt", "test-only-age-key-b.txt", examplesKey} {
+
 		if err := ensureKey(filepath.Join(*dir, "keys", k)); err != nil {
 			log.Fatal(err)
 		}
@@ -72,6 +84,9 @@ func main() {
 		log.Fatal(err)
 	}
 	for _, f := range Fixtures {
+		if !strings.Contains(f.Out, *only) {
+			continue
+		}
 		plain, err := os.ReadFile(filepath.Join(*dir, f.Plain))
 		if err != nil {
 			log.Fatal(err)
@@ -95,6 +110,9 @@ func main() {
 		out, err := Encrypt(f.Plain, plain, recipients, f.Rules, pgpKeys...)
 		if err != nil {
 			log.Fatalf("%s: %v", f.Out, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(*dir, f.Out)), 0o755); err != nil {
+			log.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(*dir, f.Out), out, 0o644); err != nil {
 			log.Fatal(err)
