@@ -183,9 +183,14 @@ func (r *Runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 			if err != nil {
 				return nil, err
 			}
-			// checked against the schemas current at the write
-			_, store := r.opts.Trees.Current()
-			if err := store.CheckConfig(next); err != nil {
+			// checked against the schemas current at the write, with
+			// the config in git laid over it as it will be
+			model, store := r.opts.Trees.Current()
+			eff, _, err := runstate.Effective(model, next)
+			if err != nil {
+				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
+			}
+			if err := store.CheckConfig(eff); err != nil {
 				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 			}
 			return next, nil
