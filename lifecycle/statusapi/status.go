@@ -57,6 +57,9 @@ type Status struct {
 	// PurgeError says why the last discovery left releases in place that
 	// it would have uninstalled (the purge guard), and what confirms them.
 	PurgeError string `json:"purgeError,omitempty"`
+	// ConfigFiles are the files of the running revision's config in git,
+	// in layer order (docs/operator.md, "Config in git"); absent when off.
+	ConfigFiles []string `json:"configFiles,omitempty"`
 	// ConfigDrift are the values ConfigMap's values that the config in git
 	// replaces, not applied: the key, the path below it and the file in
 	// git (docs/operator.md, "Config in git"); absent when none.
@@ -86,6 +89,9 @@ func (a *API) Status() Status {
 	st.PurgeError = o.Revisions.PurgeError()
 	if t := o.Tree.Load(); t != nil {
 		st.Revision, st.ConfigDrift = t.Rev.Commit, t.Overrides
+		if t.Model.Config != nil {
+			st.ConfigFiles = t.Model.Config.Files
+		}
 		states := o.Modules.All()
 		for _, m := range t.Model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: runstate.StateDisabled}
