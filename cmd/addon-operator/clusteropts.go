@@ -28,8 +28,13 @@ type clusterOptions struct {
 // is not set.
 var sopsKeyEnv = []string{"ADDON_OPERATOR_SOPS_KEY_FILE", "SOPS_AGE_KEY_FILE"}
 
+// clusterNameUsage is --cluster-name's help: one name serves the config in
+// git and the commit status contexts.
+const clusterNameUsage = "the cluster's name, a DNS name: its config (settings and *Enabled flags) is read from the repository, and commit status contexts are addon-operator/<name> (env ADDON_OPERATOR_CLUSTER_NAME; empty: the values ConfigMap alone)"
+
+// bind binds the layers and the key files; the name is bound with the
+// commit status options (commitStatusOptions.Cluster), which it serves too.
 func (o *clusterOptions) bind(fs *pflag.FlagSet, e *env) {
-	fs.StringVar(&o.Name, "cluster-name", e.str([]string{"ADDON_OPERATOR_CLUSTER_NAME"}, ""), "the cluster's name, a DNS name: the cluster's config (settings and *Enabled flags) is read from the repository (env ADDON_OPERATOR_CLUSTER_NAME; empty: the values ConfigMap alone)")
 	fs.StringSliceVar(&o.Config, "cluster-config", e.list("ADDON_OPERATOR_CLUSTER_CONFIG", nil), "where the cluster's config is in the repository: comma-separated files, globs or folders (with a trailing /), later over earlier, {cluster} replaced by the cluster's name, each prefixed optional: when it may name nothing (env ADDON_OPERATOR_CLUSTER_CONFIG; default "+clusterconfig.DefaultPath+")")
 	var keys []string
 	for _, n := range sopsKeyEnv {

@@ -104,6 +104,8 @@ func (o *startOptions) finish(fs *pflag.FlagSet, e *env) error {
 		return fmt.Errorf("--drift-sensitive-kinds: %w", err)
 	}
 	o.op.driftSensitive = sensitive
+	// one name: the commit status contexts' and the config in git's
+	o.cl.Name = o.cs.Cluster
 	if err := o.cl.check(o.gt.URL); err != nil {
 		return err
 	}
