@@ -55,6 +55,10 @@ var Fixtures = []Fixture{
 	{Plain: "bench100.plain.yaml", Out: "bench100.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 	// clusterconfig's fleet: one cluster's secrets.
 	{Plain: "fleet-secrets.plain.yaml", Out: "../../clusterconfig/testdata/fleet/clusters/prod-eu/secrets.yaml", Keys: []string{"test-only-age-key-a.txt"}},
+	// the operator's config in git (cmd/addon-operator's tests): one file
+	// per key, for a rotation
+	{Plain: "../../cmd/addon-operator/testdata/sops/config-a.plain.yaml", Out: "../../cmd/addon-operator/testdata/sops/config-a.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
+	{Plain: "../../cmd/addon-operator/testdata/sops/config-b.plain.yaml", Out: "../../cmd/addon-operator/testdata/sops/config-b.enc.yaml", Keys: []string{"test-only-age-key-b.txt"}},
 }
 
 func main() {
