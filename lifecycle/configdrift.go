@@ -35,7 +35,7 @@ func (d *configDrift) run(ctx context.Context) {
 		// the channel first: a change after the load wakes the next pass
 		_, changed := d.trees.Changed()
 		if t := d.trees.Load(); t != nil {
-			d.report(ctx, t.Overrides)
+			d.report(ctx, t)
 		}
 		select {
 		case <-ctx.Done():
@@ -45,9 +45,16 @@ func (d *configDrift) run(ctx context.Context) {
 	}
 }
 
-// report sets the metric and records the new overrides.
-func (d *configDrift) report(ctx context.Context, overrides []clusterconfig.Override) {
+// report sets the metric, 0 for each key git sets without drift (so an
+// alert tells none from not reported), and records the new overrides.
+func (d *configDrift) report(ctx context.Context, t *runstate.Tree) {
+	overrides := t.Overrides
 	perKey := map[string]int{}
+	if t.Model != nil && t.Model.Config != nil {
+		for k := range t.Model.Config.Data {
+			perKey[k] = 0
+		}
+	}
 	now := make(map[clusterconfig.Override]bool, len(overrides))
 	for _, o := range overrides {
 		perKey[o.Key]++
