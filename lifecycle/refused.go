@@ -130,7 +130,9 @@ func configRefused(err error) string {
 	if !errors.As(err, &ce) {
 		return ""
 	}
-	what := "cluster config " + ce.File
+	// short: a commit status holds 140 characters, and an age public key
+	// is 62 of them
+	what := "config " + ce.File
 	if ce.Key != "" {
 		what += " key " + ce.Key
 	}
@@ -138,7 +140,7 @@ func configRefused(err error) string {
 	if errors.As(err, &se) {
 		what += ": " + string(se.Reason)
 		if len(se.Recipients) > 0 {
-			what += " (encrypted for " + strings.Join(se.Recipients, ", ") + ")"
+			what += " for " + strings.Join(se.Recipients, ", ")
 		}
 		return what
 	}

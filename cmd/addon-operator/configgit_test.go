@@ -173,6 +173,14 @@ func TestConfigInGit(t *testing.T) {
 		e, _ := source()["lastError"].(string)
 		return strings.Contains(e, rotated[:12]) && strings.Contains(e, recipientB)
 	})
+	eventually(t, "the wrong key's failure, naming the key", func() bool {
+		for _, s := range forge.Statuses() {
+			if s.Commit == rotated && s.State == "failure" && strings.Contains(s.Description, configPath+": SecretWrongKey for "+recipientB) {
+				return true
+			}
+		}
+		return false
+	})
 	if err := os.WriteFile(keyFile, keyB, 0o600); err != nil {
 		t.Fatal(err)
 	}
