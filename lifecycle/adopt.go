@@ -91,6 +91,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 	}
 	var dropped []values.DroppedOp
 	same, configChanged := false, false
+	var configBefore, configAfter map[string]string
 	err := s.trees.Transition(func(cur *runstate.Tree) (*runstate.Tree, error) {
 		if same = diff.Empty() && rev.Commit == cur.Rev.Commit; same {
 			return nil, nil
@@ -106,6 +107,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 			return nil, refusal(rev.Dir, model.ModulesDirs, refusedAdmit, err)
 		}
 		configChanged = !maps.Equal(eff, cur.ConfigData)
+		configBefore, configAfter = cur.ConfigData, eff
 		dropped = store.RestorePatches(cur.Store.Patches())
 		return &runstate.Tree{Model: model, Store: store, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
 			PrevCommit: cur.Rev.Commit, ClusterData: cur.ClusterData, ConfigData: eff, Overrides: overrides, ConfigVersion: cur.ConfigVersion}, nil
@@ -126,14 +128,26 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 		})
 	}
 	logDropped(s.logger, "the tree changed", dropped)
+	// the modules whose settings the config in git changed run as if
+	// their files had (docs/operator.md, "Config in git")
+	scoped, all := diff, false
+	if configChanged {
+		var modules []string
+		modules, all = configModules(model, configBefore, configAfter)
+		scoped.Changed = appendNew(slices.Clone(diff.Changed), modules)
+	}
 	main := s.queues.Main()
 	switch {
 	case len(purges) > 0:
 		s.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
 		main.AddAfterCurrent(append(purges, s.revisionAppliedTask())...)
+	case configChanged && !all && s.moduleScoped(scoped):
+		s.logger.Info("tree changed: the cluster's config changed; running the changed modules", "revision", rev.Commit, "changed", scoped.Changed)
+		main.Preempt(s.changedModulesTask(old, model, scoped.Changed), taskkind.Superseding(taskkind.ReloadChanged, scoped.Changed...))
 	case configChanged:
-		// the values changed with the revision: a reload runs every
-		// module with them and reports the revision at its end
+		// global values or flags changed with the revision (or a reload
+		// is under way): a reload runs every module with them and
+		// reports the revision at its end
 		s.logger.Info("tree changed: the cluster's config changed; reloading all modules", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed)
 		s.steps.preemptReload()
 	case diff.Empty():

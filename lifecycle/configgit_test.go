@@ -57,9 +57,16 @@ func TestConfigInGit(t *testing.T) {
 	}
 
 	// a commit of the config: the release takes git's new value, the
-	// ConfigMap's value is still drift
+	// ConfigMap's value is still drift; alpha's section alone changed, so
+	// alpha alone runs (docs/operator.md, "Module-scoped reloads")
+	betaRuns, gammaRuns, alphaRuns := e.moduleRuns("beta"), e.moduleRuns("gamma"), e.moduleRuns("alpha")
 	e.op.TreeChanged(e.checked("2222222222222222222222222222222222222222", configTree("alpha:\n  x: 2\n")))
 	e.eventually("alpha's release with x=2", func() bool { return e.releaseValues("alpha")["x"] == 2.0 })
+	e.idle()
+	if e.moduleRuns("beta") != betaRuns || e.moduleRuns("gamma") != gammaRuns || e.moduleRuns("alpha") == alphaRuns {
+		t.Fatalf("a commit of alpha's settings: runs of alpha %d -> %d, beta %d -> %d, gamma %d -> %d",
+			alphaRuns, e.moduleRuns("alpha"), betaRuns, e.moduleRuns("beta"), gammaRuns, e.moduleRuns("gamma"))
+	}
 	if st := e.op.Status(); len(st.ConfigDrift) != 1 || st.Revision != "2222222222222222222222222222222222222222" {
 		t.Fatalf("status after the commit: revision %s, drift %v", st.Revision, st.ConfigDrift)
 	}
@@ -81,4 +88,26 @@ func TestConfigInGit(t *testing.T) {
 	if r := refusedReasonOf(err); !strings.Contains(r, "clusters/a/config.yaml key nopeEnabled") {
 		t.Fatalf("commit status reason %q", r)
 	}
+}
+
+// moduleRuns is how many runs of the module ended.
+func (e *env) moduleRuns(module string) uint64 {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "addon_operator_module_run_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "module" && l.GetValue() == module {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -118,8 +118,10 @@ func TestConfigInGit(t *testing.T) {
 	}
 
 	// a rollback by ref restores the settings and the release's values
-	commitFiles(t, repo, "settings 3", withConfig("alpha:\n  v: git-3\n"))
+	// (alpha's settings alone: alpha alone runs, and the commit is reported)
+	c3 := commitFiles(t, repo, "settings 3", withConfig("alpha:\n  v: git-3\n"))
 	eventually(t, "alpha git-3", func() bool { return alpha() == "git-3" })
+	eventually(t, "c3's success", func() bool { return posted(c3, "success") })
 	setRefTo(t, ns, c2)
 	eventually(t, "alpha rolled back to git-2", func() bool { return alpha() == "git-2" && status(t, addr)["revision"] == c2 })
 	setRefTo(t, ns, "main")
