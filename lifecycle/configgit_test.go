@@ -2,6 +2,8 @@ package lifecycle
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,4 +112,39 @@ func (e *env) moduleRuns(module string) uint64 {
 		}
 	}
 	return 0
+}
+
+// Which modules a config change runs: a section, a mode; global values, a
+// flag and unknown keys reload all.
+func TestConfigModules(t *testing.T) {
+	t.Parallel()
+	model := &loader.Model{Modules: []*loader.Module{{Name: "alpha", Key: "alpha"}, {Name: "cert-manager", Key: "certManager"}}}
+	base := map[string]string{"alpha": "x: 1\n", "certManager": "y: 1\n", "global": "g: 1\n", "alphaEnabled": "true"}
+	for _, tc := range []struct {
+		name    string
+		edit    map[string]string // keys set ("" deletes)
+		modules []string
+		all     bool
+	}{
+		{name: "nothing"},
+		{name: "a section", edit: map[string]string{"certManager": "y: 2\n"}, modules: []string{"cert-manager"}},
+		{name: "a section removed", edit: map[string]string{"alpha": ""}, modules: []string{"alpha"}},
+		{name: "two sections and a mode", edit: map[string]string{"alpha": "x: 2\n", "certManagerMaintenance": "NoResourceReconciliation"}, modules: []string{"alpha", "cert-manager"}},
+		{name: "global", edit: map[string]string{"global": "g: 2\n"}, all: true},
+		{name: "a flag", edit: map[string]string{"alphaEnabled": "false"}, all: true},
+		{name: "a flag added", edit: map[string]string{"certManagerEnabled": "true"}, all: true},
+	} {
+		after := maps.Clone(base)
+		for k, v := range tc.edit {
+			if v == "" {
+				delete(after, k)
+			} else {
+				after[k] = v
+			}
+		}
+		modules, all := configModules(model, base, after)
+		if all != tc.all || !slices.Equal(modules, tc.modules) {
+			t.Errorf("%s: %v, all %v; want %v, all %v", tc.name, modules, all, tc.modules, tc.all)
+		}
+	}
 }
