@@ -4,8 +4,9 @@ import (
 	"context"
 )
 
-// admittedConfig is the ConfigMap data a tree is admitted against: the
-// copy the running store holds (read once by Run, then kept by the watch,
+// admittedConfig is the ConfigMap data a tree is admitted against, the
+// cluster's side that the tree's config in git is laid over
+// (runstate.Effective): the copy the running tree holds (read once by Run, then kept by the watch,
 // newest version first). One copy serves the check before a revision is
 // published (CheckTree) and its adoption (adopt), so they judge the same
 // data: a fresh GET could pass a tree against an edit the operator has
@@ -14,7 +15,7 @@ import (
 // the ConfigMap is read as Run reads it.
 func (o *Operator) admittedConfig(ctx context.Context) (map[string]string, error) {
 	if t := o.trees.Load(); t != nil {
-		return t.ConfigData, nil
+		return t.ClusterData, nil
 	}
 	return o.backend.Get(ctx)
 }

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 
 	"github.com/addonops/addon-operator/gitsync"
@@ -77,23 +78,39 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 	enabled := s.modules.EnabledList()
 	diff := loader.Compare(old, model)
 	purged := slices.DeleteFunc(slices.Clone(diff.Removed), func(m string) bool { return !slices.Contains(enabled, m) })
+	// and the modules its config in git disables (docs/operator.md,
+	// "Config in git"): counted at review time, not at the discovery after
+	if cur := s.trees.Load(); cur != nil {
+		if eff, _, err := runstate.Effective(model, cur.ClusterData); err == nil {
+			purged = appendNew(purged, configDisables(model, enabled, cur.ConfigData, eff))
+		}
+	}
 	if err := s.purge.checkTree(rev, purged, len(enabled)); err != nil {
 		s.purge.refusedEvent(ctx, rev.Commit, err)
 		return queue.Terminal(reasonPurgeRefused, err)
 	}
 	var dropped []values.DroppedOp
-	same := false
+	same, configChanged := false, false
+	var configBefore, configAfter map[string]string
 	err := s.trees.Transition(func(cur *runstate.Tree) (*runstate.Tree, error) {
 		if same = diff.Empty() && rev.Commit == cur.Rev.Commit; same {
 			return nil, nil
 		}
-		store, err := runstate.Admit(model, cur.ConfigData, cur.Store.Sections().Active())
+		// the new tree's config in git over the cluster's data: what it
+		// is admitted against and runs with
+		eff, overrides, err := runstate.Effective(model, cur.ClusterData)
+		if err != nil {
+			return nil, refusal(rev.Dir, model.ModulesDirs, refusedLoad, err)
+		}
+		store, err := runstate.Admit(model, eff, cur.Store.Sections().Active())
 		if err != nil {
 			return nil, refusal(rev.Dir, model.ModulesDirs, refusedAdmit, err)
 		}
+		configChanged = !maps.Equal(eff, cur.ConfigData)
+		configBefore, configAfter = cur.ConfigData, eff
 		dropped = store.RestorePatches(cur.Store.Patches())
 		return &runstate.Tree{Model: model, Store: store, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir},
-			PrevCommit: cur.Rev.Commit, ConfigData: cur.ConfigData, ConfigVersion: cur.ConfigVersion}, nil
+			PrevCommit: cur.Rev.Commit, ClusterData: cur.ClusterData, ConfigData: eff, Overrides: overrides, ConfigVersion: cur.ConfigVersion}, nil
 	})
 	if err != nil || same {
 		return err
@@ -101,7 +118,7 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 	s.metrics.BindingsOf(model)
 	_ = s.rec.record(ctx, outcome{What: revisionApplying, Commit: rev.Commit})
 	var purges []*queue.Task
-	if diff.OnlyRemoved() {
+	if diff.OnlyRemoved() && !configChanged {
 		s.modules.Edit(func(modules map[string]*runstate.Module, enabled *[]string) {
 			for _, name := range diff.Removed {
 				delete(modules, name)
@@ -111,11 +128,28 @@ func (s *treeSteps) adopt(ctx context.Context, rev Revision, model *loader.Model
 		})
 	}
 	logDropped(s.logger, "the tree changed", dropped)
+	// the modules whose settings the config in git changed run as if
+	// their files had (docs/operator.md, "Config in git")
+	scoped, all := diff, false
+	if configChanged {
+		var modules []string
+		modules, all = configModules(model, configBefore, configAfter)
+		scoped.Changed = appendNew(slices.Clone(diff.Changed), modules)
+	}
 	main := s.queues.Main()
 	switch {
 	case len(purges) > 0:
 		s.logger.Info("tree changed: purging removed modules", "revision", rev.Commit, "removed", diff.Removed)
 		main.AddAfterCurrent(append(purges, s.revisionAppliedTask())...)
+	case configChanged && !all && s.moduleScoped(scoped):
+		s.logger.Info("tree changed: the cluster's config changed; running the changed modules", "revision", rev.Commit, "changed", scoped.Changed)
+		main.Preempt(s.changedModulesTask(old, model, scoped.Changed), taskkind.Superseding(taskkind.ReloadChanged, scoped.Changed...))
+	case configChanged:
+		// global values or flags changed with the revision (or a reload
+		// is under way): a reload runs every module with them and
+		// reports the revision at its end
+		s.logger.Info("tree changed: the cluster's config changed; reloading all modules", "revision", rev.Commit, "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed)
+		s.steps.preemptReload()
 	case diff.Empty():
 		// the same files (a re-tag, a revert): nothing to run
 		s.logger.Info("tree changed: the same files; nothing to run", "revision", rev.Commit)

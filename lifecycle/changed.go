@@ -92,3 +92,32 @@ func sameHooks(a, b *loader.Module) bool {
 	}
 	return true
 }
+
+// configModules are the modules whose settings differ between two
+// versions of the config data (a section, <module>Maintenance or
+// <module>Drift); all is true when global values, an enabled flag or a
+// key of no module changed, which a reload of all modules takes.
+func configModules(model *loader.Model, before, after map[string]string) (modules []string, all bool) {
+	byKey := map[string]string{}
+	for _, m := range model.Modules {
+		byKey[m.Key] = m.Name
+		byKey[m.Key+"Maintenance"] = m.Name
+		byKey[m.Key+"Drift"] = m.Name
+	}
+	for _, data := range []map[string]string{before, after} {
+		for k := range data {
+			if before[k] == after[k] {
+				continue
+			}
+			name, ok := byKey[k]
+			if !ok {
+				return nil, true // global, a flag, or a key of no module
+			}
+			if !slices.Contains(modules, name) {
+				modules = append(modules, name)
+			}
+		}
+	}
+	slices.Sort(modules)
+	return modules, false
+}

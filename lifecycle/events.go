@@ -29,9 +29,14 @@ func (s *steps) onConfigChange(ctx context.Context, data map[string]string, vers
 		return
 	}
 	logDropped(s.logger, "the ConfigMap changed", ch.Dropped)
-	// a module's maintenance mode is not values: its run applies it
+	// a module's maintenance mode is not values: its run applies it; an
+	// edit of a mode git sets changes nothing (config drift)
 	if model != nil {
-		for _, name := range runstate.MaintenanceChanged(model, before, data) {
+		after, _, err := runstate.Effective(model, data)
+		if err != nil {
+			after = data // SetConfig overlaid the same data on the same model
+		}
+		for _, name := range runstate.MaintenanceChanged(model, before, after) {
 			ch.Modules = append(ch.Modules, model.Module(name).Key)
 		}
 	}

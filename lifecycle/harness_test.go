@@ -188,6 +188,8 @@ type env struct {
 	onRevision func(RevisionState)
 	// webhooks is Config.Webhooks
 	webhooks WebhookRegistrar
+	// loaderOpts are more options of the operator's loader
+	loaderOpts []loader.Option
 }
 
 func newNamespace(t testing.TB) string {
@@ -304,7 +306,7 @@ func (e *env) start() {
 	if e.configure != nil {
 		e.configure(&cfg)
 	}
-	e.op = New(cfg, backend, e.helm, loader.New(loader.WithLogger(quiet())))
+	e.op = New(cfg, backend, e.helm, loader.New(append([]loader.Option{loader.WithLogger(quiet())}, e.loaderOpts...)...))
 	if e.commit != "" {
 		e.op.TreeChanged(Revision{Revision: gitsync.Revision{Commit: e.commit}})
 	}

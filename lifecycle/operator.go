@@ -178,6 +178,7 @@ type Operator struct {
 	drift   *driftcheck.Checker
 	hooks   *webhookrun.Webhooks
 	backend ConfigBackend
+	config  *configDrift
 }
 
 // New prepares an Operator; Run starts it.
@@ -208,7 +209,8 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	wh := webhookrun.New(webhookrun.Options{Logger: cfg.Logger, Trees: trees, Modules: modules, Registrar: cfg.Webhooks,
 		Runner: webhookHookRunner{run}, Snapshots: bind, Now: cfg.Now, After: cfg.After})
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
-		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, hooks: wh, backend: backend}
+		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, hooks: wh, backend: backend,
+		config: &configDrift{trees: trees, metrics: m, events: cfg.Events, logger: cfg.Logger}}
 }
 
 // Webhooks answers the webhook server's requests (lifecycle/webhookrun).
@@ -233,12 +235,17 @@ func (o *Operator) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store, err := runstate.Admit(model, data, nil)
+	eff, overrides, err := runstate.Effective(model, data)
+	if err != nil {
+		return fmt.Errorf("invalid configuration at start-up: %w", err)
+	}
+	store, err := runstate.Admit(model, eff, nil)
 	if err != nil {
 		return fmt.Errorf("invalid configuration at start-up: %w", err)
 	}
 	o.modules.Reset(model)
-	o.trees.Start(&runstate.Tree{Model: model, Store: store, ConfigData: data, Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
+	o.trees.Start(&runstate.Tree{Model: model, Store: store, ClusterData: data, ConfigData: eff, Overrides: overrides,
+		Rev: gitsync.Revision{Commit: rev.Commit, Ref: rev.Ref, Dir: rev.Dir}})
 	o.metrics.BindingsOf(model)
 	o.logger.Info("loaded modules", "modules", len(model.Modules), "global_hooks", len(model.Global.Hooks), "revision", rev.Commit)
 	_ = o.tree.rec.record(ctx, outcome{What: revisionApplying, Commit: rev.Commit})
@@ -257,6 +264,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		},
 	})
 	go o.metrics.Tick(ctx, o.cfg.After)
+	go o.config.run(ctx)
 	// a revision reported while the first one was loading
 	pending := o.tree.revs.attach(queues, o.queues)
 	main := queues.Main()

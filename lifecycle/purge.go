@@ -9,6 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/values"
 )
 
 // Config.PurgeLimit's special values; a positive limit is a number of
@@ -215,4 +220,40 @@ func (o *Operator) ConfirmPurge(commit string) {
 		o.logger.Info("purge confirmed; reloading all modules", "revision", commit)
 		o.steps.preemptReload()
 	}
+}
+
+// configDisables lists the enabled modules whose <module>Enabled flag the
+// new config data sets to false while the running data does not: a
+// commit of the config in git that disables them uninstalls them at the
+// discovery after, so the guard counts them with the tree (docs/operator.md,
+// "Purge guard").
+func configDisables(model *loader.Model, enabled []string, before, after map[string]string) []string {
+	var out []string
+	for _, name := range enabled {
+		m := model.Module(name)
+		if m == nil {
+			continue
+		}
+		key := values.EnabledKey(m.Key)
+		if flagFalse(after[key]) && !flagFalse(before[key]) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// flagFalse: a flag's YAML text says false.
+func flagFalse(text string) bool {
+	var b bool
+	return text != "" && yaml.Unmarshal([]byte(text), &b) == nil && !b
+}
+
+// appendNew appends the names list lacks.
+func appendNew(list, names []string) []string {
+	for _, n := range names {
+		if !slices.Contains(list, n) {
+			list = append(list, n)
+		}
+	}
+	return list
 }

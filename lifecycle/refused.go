@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/secretfile"
 	"github.com/addonops/addon-operator/values"
 )
 
@@ -45,6 +47,9 @@ func refusal(root string, modulesDirs []string, stage string, err error) error {
 // the stage alone; paths are relative to root, as in the repository.
 func refusedReason(root string, modulesDirs []string, stage string, err error) string {
 	const tail = "; the previous revision keeps running (see /status)"
+	if what := configRefused(err); what != "" {
+		return what + tail
+	}
 	var ve *values.ValidationError
 	if errors.As(err, &ve) {
 		if file := under(root, ve.Schema); file != "" {
@@ -114,4 +119,30 @@ func refusedReasonOf(err error) string {
 		return tr.reason
 	}
 	return "the operator refused its tree; the previous revision keeps running (see /status)"
+}
+
+// configRefused names a refused config in git (docs/operator.md, "Config
+// in git"): its file and key, and for a file that does not decrypt why
+// and the keys it was encrypted for (public keys); never a value. "" when
+// err is not about it.
+func configRefused(err error) string {
+	var ce *clusterconfig.Error
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	// short: a commit status holds 140 characters, and an age public key
+	// is 62 of them
+	what := "config " + ce.File
+	if ce.Key != "" {
+		what += " key " + ce.Key
+	}
+	var se *secretfile.Error
+	if errors.As(err, &se) {
+		what += ": " + string(se.Reason)
+		if len(se.Recipients) > 0 {
+			what += " for " + strings.Join(se.Recipients, ", ")
+		}
+		return what
+	}
+	return what + " is refused"
 }

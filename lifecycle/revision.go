@@ -118,7 +118,11 @@ func (o *Operator) CheckTree(ctx context.Context, root, modulesDir, globalHooksD
 	if err != nil {
 		return nil, err
 	}
-	if _, err := runstate.Admit(model, data, o.activeModules()); err != nil {
+	eff, _, err := runstate.Effective(model, data)
+	if err != nil {
+		return nil, refusal(root, model.ModulesDirs, refusedLoad, err)
+	}
+	if _, err := runstate.Admit(model, eff, o.activeModules()); err != nil {
 		return nil, refusal(root, model.ModulesDirs, refusedAdmit, err)
 	}
 	return model, nil

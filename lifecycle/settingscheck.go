@@ -75,7 +75,7 @@ func newSettingsChecks(cfg Config, logger *slog.Logger, trees *runstate.Trees) *
 // checks run: each pass follows an adoption, so this ends once the trees
 // stop coming, and on cancel. Refusing the edit instead would leave the
 // ConfigMap and the running values apart until the next edit. It returns
-// the data and the model from before the edit, and what setConfig
+// the effective data and the model from before the edit, and what setConfig
 // returned.
 func (c *settingsChecks) set(ctx context.Context, data map[string]string, version string) (before map[string]string, model *loader.Model, ch values.Change, ok bool, err error) {
 	for {
@@ -87,7 +87,13 @@ func (c *settingsChecks) set(ctx context.Context, data map[string]string, versio
 		if !runstate.NewerVersion(version, t.ConfigVersion) {
 			return before, model, values.Change{}, false, nil
 		}
-		if err := c.checkAll(ctx, t, data); err != nil {
+		// the checks judge the settings that would run: the config in
+		// git laid over the edit (docs/operator.md, "Config in git")
+		eff, _, err := runstate.Effective(model, data)
+		if err != nil {
+			return before, model, values.Change{}, false, err
+		}
+		if err := c.checkAll(ctx, t, eff); err != nil {
 			return before, model, values.Change{}, false, err
 		}
 		ch, ok, err = c.trees.SetConfig(data, version, model)

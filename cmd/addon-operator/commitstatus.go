@@ -39,7 +39,7 @@ func (o *commitStatusOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.TargetURL, "commit-status-target-url", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_TARGET_URL"}, ""), "the link of every status, e.g. a dashboard (env ADDON_OPERATOR_COMMIT_STATUS_TARGET_URL)")
 	fs.BoolVar(&o.PerModule, "commit-status-per-module", e.boolean("ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE", false), "a status per module as well as the revision's (env ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true)")
 	fs.StringSliceVar(&o.AllowHTTP, "commit-status-allow-http-hosts", e.list("ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS", nil), "hosts (host or host:port) the commit status URL may reach over plain http; https only otherwise (env ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS, comma-separated)")
-	fs.StringVar(&o.Cluster, "cluster-name", e.str([]string{"ADDON_OPERATOR_CLUSTER_NAME"}, ""), "the cluster's name in commit status contexts, addon-operator/<name> (env ADDON_OPERATOR_CLUSTER_NAME)")
+	fs.StringVar(&o.Cluster, "cluster-name", e.str([]string{"ADDON_OPERATOR_CLUSTER_NAME"}, ""), clusterNameUsage)
 }
 
 // provider makes the configured provider; nil when commit status is off.

@@ -253,6 +253,7 @@ func (f *forgeSetup) env(more ...string) []string {
 	return append([]string{"ADDON_OPERATOR_NAMESPACE=" + f.ns, "GIT_URL=" + f.srv.URL("addons"), "GIT_REF=main",
 		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR=" + f.checkout,
 		"ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE=" + f.token,
-		"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true",
+		"ADDON_OPERATOR_CLUSTER_NAME=test", "ADDON_OPERATOR_CLUSTER_CONFIG=optional:clusters/{cluster}/config.yaml",
+		"ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true",
 		"ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS=127.0.0.1"}, more...)
 }

@@ -28,9 +28,10 @@ type source struct {
 // resumes from disk, is checked by the operator against the real
 // ConfigMap first; the revisions the operator runs stay on disk. Every
 // modules directory must be in each revision; only they and the global
-// hooks directory are checked out, so a module's link must lead inside
+// hooks directory are checked out (and configPaths, the cluster's config's:
+// docs/operator.md, "Config in git"), so a module's link must lead inside
 // them.
-func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator, refused func(gitsync.Revision, error), logger *slog.Logger) (*source, error) {
+func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operator *lifecycle.Operator, refused func(gitsync.Revision, error), logger *slog.Logger) (*source, error) {
 	src := &source{modulesDirs: []string{"modules"}, globalHooksDir: "global-hooks"}
 	var err error
 	if op.ModulesDir != "" {
@@ -51,6 +52,7 @@ func newSource(gt gitOptions, op *operatorOptions, operator *lifecycle.Operator,
 	if err != nil {
 		return nil, err
 	}
+	extra = append(extra, configPaths...)
 	modulesDir := strings.Join(src.modulesDirs, string(filepath.ListSeparator))
 	src.syncer, err = gitsync.New(gitsync.Options[*loader.Model]{
 		URL: gt.URL, Ref: gt.Ref, CheckoutDir: gt.CheckoutDir, Timeout: gt.Timeout, VerifyKeysDir: gt.VerifyKeysDir,

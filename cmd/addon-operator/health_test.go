@@ -50,7 +50,8 @@ func TestHealthOnWorkloads(t *testing.T) {
 		"ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=webhook", "ADDON_OPERATOR_COMMIT_STATUS_URL="+forge.WebhookURL(),
 		"ADDON_OPERATOR_COMMIT_STATUS_ALLOW_HTTP_HOSTS=127.0.0.1",
 		"ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE="+token, "ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE="+secret,
-		"ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true", "ADDON_OPERATOR_CLUSTER_NAME=kwok")
+		"ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true", "ADDON_OPERATOR_CLUSTER_NAME=kwok",
+		"ADDON_OPERATOR_CLUSTER_CONFIG=optional:clusters/{cluster}/config.yaml")
 	ns, repo, c1 := g.NS, g.Repo, g.First
 	w := &watching{t: t, p: p, ns: ns, addr: g.Op.addr, forge: forge}
 	const rev, good, stuck = "addon-operator/kwok", "addon-operator/kwok/good", "addon-operator/kwok/stuck"

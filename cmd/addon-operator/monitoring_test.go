@@ -30,6 +30,8 @@ import (
 func monitoringTree(ns string) map[string]string {
 	files := moduleFiles("001-alpha", "alpha", "1")
 	files["modules/values.yaml"] = "alphaEnabled: true\n"
+	// the config in git, for addon_operator_config_drift
+	files["clusters/monitoring/config.yaml"] = "alphaEnabled: true\n"
 	// a health wait, for addon_operator_health_waits_total
 	files["modules/001-alpha/Chart.yaml"] += "annotations:\n  addonops.io/health-wait: \"true\"\n"
 	files["modules/001-alpha/enabled"] = "#!/usr/bin/env bash\necho true > \"$MODULE_ENABLED_RESULT\"\n"
@@ -83,7 +85,8 @@ func TestMonitoring(t *testing.T) {
 	repo := newRepo(t, t.TempDir())
 	commitFiles(t, repo, "tree", monitoringTree(ns))
 	addr, _ := operator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "GIT_URL=file://"+repo.Bare, "GIT_REF=main",
-		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"), "ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL=1s")
+		"GIT_POLL_INTERVAL=200ms", "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"), "ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL=1s",
+		"ADDON_OPERATOR_CLUSTER_NAME=monitoring")
 	eventually(t, "alpha installed", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
 	// an event for the kubernetes binding
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(),

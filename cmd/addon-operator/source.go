@@ -175,8 +175,12 @@ func showSource(out io.Writer, ask askOptions, output string) error {
 		return err
 	}
 	var st struct {
-		Source   *gitsync.Status `json:"source"`
-		Revision string          `json:"revision"`
+		Source      *gitsync.Status `json:"source"`
+		Revision    string          `json:"revision"`
+		ConfigFiles []string        `json:"configFiles"`
+		ConfigDrift []struct {
+			Key, Path, File string
+		} `json:"configDrift"`
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
 		return fmt.Errorf("read /status: %w", err)
@@ -204,6 +208,18 @@ func showSource(out io.Writer, ask askOptions, output string) error {
 	}
 	if s.LastError != "" {
 		fmt.Fprintf(out, "last error:   %s\n", s.LastError)
+	}
+	// the running revision's config in git and what the ConfigMap sets
+	// over it (docs/operator.md, "Config in git")
+	if len(st.ConfigFiles) > 0 {
+		fmt.Fprintf(out, "config files: %s\n", strings.Join(st.ConfigFiles, ", "))
+	}
+	for _, d := range st.ConfigDrift {
+		key := d.Key
+		if d.Path != "" {
+			key += "." + d.Path
+		}
+		fmt.Fprintf(out, "config drift: %s (the ConfigMap's value is not applied; %s sets it)\n", key, d.File)
 	}
 	fmt.Fprintln(out, "revisions (newest first):")
 	for _, r := range s.History {

@@ -46,6 +46,7 @@ type startOptions struct {
 	cs    commitStatusOptions
 	hl    healthOptions
 	wh    webhookOptions
+	cl    clusterOptions
 	notes []note
 }
 
@@ -87,6 +88,7 @@ func (o *startOptions) bind(fs *pflag.FlagSet, e *env) {
 	o.cs.bind(fs, e)
 	o.hl.bind(fs, e)
 	o.wh.bind(fs, e)
+	o.cl.bind(fs, e)
 	bindOriginal(fs, e)
 }
 
@@ -103,6 +105,11 @@ func (o *startOptions) finish(fs *pflag.FlagSet, e *env) error {
 		return fmt.Errorf("--drift-sensitive-kinds: %w", err)
 	}
 	o.op.driftSensitive = sensitive
+	// one name: the commit status contexts' and the config in git's
+	o.cl.Name = o.cs.Cluster
+	if err := o.cl.check(o.gt.URL); err != nil {
+		return err
+	}
 	originalNotes(fs, e)
 	o.notes = e.notes
 	return nil
@@ -294,7 +301,18 @@ func start(o *startOptions) (err error) {
 	if s.webhooks != nil {
 		cfg.Webhooks = s.webhooks
 	}
-	s.operator = lifecycle.New(cfg, backend, helm, loader.New(loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)))
+	loaderOpts := []loader.Option{loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)}
+	// the cluster's config in git (docs/operator.md, "Config in git"): read
+	// with each revision's tree, so it is part of the revision
+	clusterCfg, err := o.cl.settings()
+	if err != nil {
+		return err
+	}
+	if clusterCfg != nil {
+		loaderOpts = append(loaderOpts, loader.WithClusterConfig(*clusterCfg))
+		logger.Info("config in git", "cluster", clusterCfg.Cluster, "layers", o.cl.Config, "keyring", clusterCfg.Keyring)
+	}
+	s.operator = lifecycle.New(cfg, backend, helm, loader.New(loaderOpts...))
 	if s.leader, err = o.le.leader(restConfig, op.Namespace, op.ConfigMap, logger); err != nil {
 		return err
 	}
@@ -305,7 +323,11 @@ func start(o *startOptions) (err error) {
 				s.operator.Refused(rev.Commit, err)
 			}
 		}
-		if s.src, err = newSource(*gt, op, s.operator, refused, logger); err != nil {
+		var configPaths []string
+		if clusterCfg != nil {
+			configPaths = o.cl.checkoutPaths()
+		}
+		if s.src, err = newSource(*gt, op, configPaths, s.operator, refused, logger); err != nil {
 			return err
 		}
 		registerGitMetrics(reg, s.src.syncer.Status)

@@ -192,15 +192,20 @@ func (r *Runner) applyPatches(ctx context.Context, hookName, moduleKey string, f
 			}
 			// checked against the schemas current at the write, with
 			// what the cluster side merges over the ConfigMap (a values
-			// Secret: clusterSide)
+			// Secret: clusterSide), and the config in git laid over that
+			// as it will be
 			check := next
 			if cs, ok := r.opts.Config.(clusterSide); ok {
 				if check, err = cs.ClusterData(next); err != nil {
 					return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 				}
 			}
-			_, store := r.opts.Trees.Current()
-			if err := store.CheckConfig(check); err != nil {
+			model, store := r.opts.Trees.Current()
+			eff, _, err := runstate.Effective(model, check)
+			if err != nil {
+				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
+			}
+			if err := store.CheckConfig(eff); err != nil {
 				return nil, fmt.Errorf("hook %s: config patch: %w", hookName, err)
 			}
 			return next, nil

@@ -41,6 +41,7 @@ type Recorder struct {
 	HealthWaits       *prometheus.CounterVec
 	ReleaseConflicts  *prometheus.GaugeVec
 	Maintenance       *prometheus.GaugeVec
+	ConfigDrift       *prometheus.GaugeVec
 	HookDroppedSeries *prometheus.CounterVec
 
 	// deprecated: our former names, served for one release
@@ -159,6 +160,7 @@ func New(reg prometheus.Registerer, revision RevisionFunc) *Recorder {
 	m.HealthWaits = b.counter("addon_operator_health_waits_total", "Health waits that ended, by how: healthy, degraded, timeout or skipped.", "module", "result")
 	m.ReleaseConflicts = b.gauge("addon_operator_release_conflicts", "1 while a module's release name is taken by a Helm release another tool owns.", "module")
 	m.Maintenance = b.gauge("addon_operator_module_maintenance", "1 while a module is in maintenance mode (NoResourceReconciliation): its release is left as it is.", "module")
+	m.ConfigDrift = b.gauge("addon_operator_config_drift", "Values under a ConfigMap key that the config in git replaces (config drift, not applied): one per overridden path; 0 for a key git sets without drift.", "key")
 	m.HookDroppedSeries = b.counter("addon_operator_hook_metrics_dropped_series_total",
 		"New series a hook wrote to METRICS_PATH beyond its limit, dropped (module is empty for a global hook).", "module", "hook")
 

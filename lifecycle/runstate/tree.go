@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
@@ -15,17 +16,37 @@ import (
 // tree is never changed: a transition replaces it whole. Its store is
 // the one mutable part: the hooks' values patches and a ConfigMap edit
 // change its values, under the holder's lock.
+//
+// With the cluster's config in git (Model.Config, docs/operator.md,
+// "Config in git"), ClusterData is what the cluster sets (the ConfigMap's
+// data), kept to overlay the next tree's config on; ConfigData, what
+// everything reads, is the config in git laid over it (Effective), and
+// Overrides are the cluster's values git replaced: config drift. Without
+// it, ConfigData is ClusterData and there are no overrides.
 type Tree struct {
 	Model         *loader.Model
 	Store         *values.Store
 	Rev           gitsync.Revision // without its model
 	PrevCommit    string           // the revision adopted before it
+	ClusterData   map[string]string
 	ConfigData    map[string]string
+	Overrides     []clusterconfig.Override
 	ConfigVersion string // the ConfigMap's resourceVersion (kube.ClusterValues': its own)
 	// Sensitive are the config values' secret paths: the values Secret's
 	// and the encrypted ones of the model's cluster config, set by the
 	// holder at each transition (docs/operator.md, "Secrets").
 	Sensitive values.Sensitive
+}
+
+// Effective lays the model's config in git over the cluster's data
+// (clusterconfig.Overlay): the data the model is admitted against and the
+// config drift. Without a config in git it is the cluster's data.
+func Effective(model *loader.Model, cluster map[string]string) (map[string]string, []clusterconfig.Override, error) {
+	var git *clusterconfig.Config
+	if model != nil {
+		git = model.Config
+	}
+	return clusterconfig.Overlay(cluster, git)
 }
 
 // Trees holds the running tree. Readers load it without waiting;
@@ -110,12 +131,15 @@ func (h *Trees) Transition(fn func(cur *Tree) (*Tree, error)) error {
 	return err
 }
 
-// SetConfig adopts ConfigMap data into the running store unless it is
-// older than the data the store holds; ok is false when it was skipped.
-// The data is admitted (Admit) first; the running store, which keeps the
-// hooks' values patches, then takes it and says what changed. checked,
-// when not nil, is the model the data's settings checks ran against
-// (lifecycle's settings checks): another running model is ErrTreeMoved.
+// SetConfig adopts ConfigMap data (the cluster's side) into the running
+// store unless it is older than the data the store holds; ok is false when
+// it was skipped. The running model's config in git is laid over it
+// (Effective) and the result admitted (Admit) first; the running store,
+// which keeps the hooks' values patches, then takes it and says what
+// changed: an edit of a key git sets changes only the overrides, not the
+// values. checked, when not nil, is the model the data's settings checks
+// ran against (lifecycle's settings checks): another running model is
+// ErrTreeMoved.
 func (h *Trees) SetConfig(data map[string]string, version string, checked *loader.Model) (ch values.Change, ok bool, err error) {
 	err = h.Transition(func(cur *Tree) (*Tree, error) {
 		if cur == nil || !NewerVersion(version, cur.ConfigVersion) {
@@ -124,14 +148,18 @@ func (h *Trees) SetConfig(data map[string]string, version string, checked *loade
 		if checked != nil && cur.Model != checked {
 			return nil, ErrTreeMoved
 		}
-		if _, err := Admit(cur.Model, data, cur.Store.Sections().Active()); err != nil {
+		eff, overrides, err := Effective(cur.Model, data)
+		if err != nil {
 			return nil, err
 		}
-		if ch, err = cur.Store.SetConfig(data); err != nil {
+		if _, err := Admit(cur.Model, eff, cur.Store.Sections().Active()); err != nil {
+			return nil, err
+		}
+		if ch, err = cur.Store.SetConfig(eff); err != nil {
 			return nil, err
 		}
 		next := *cur
-		next.ConfigData, next.ConfigVersion = data, version
+		next.ClusterData, next.ConfigData, next.Overrides, next.ConfigVersion = data, eff, overrides, version
 		ok = true
 		return &next, nil
 	})

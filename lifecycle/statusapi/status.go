@@ -1,6 +1,7 @@
 package statusapi
 
 import (
+	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle/driftcheck"
@@ -55,9 +56,16 @@ type Status struct {
 	TreeReason string `json:"treeReason,omitempty"`
 	// PurgeError says why the last discovery left releases in place that
 	// it would have uninstalled (the purge guard), and what confirms them.
-	PurgeError string            `json:"purgeError,omitempty"`
-	Modules    []ModuleStatus    `json:"modules"`
-	Queues     []queue.QueueInfo `json:"queues"`
+	PurgeError string `json:"purgeError,omitempty"`
+	// ConfigFiles are the files of the running revision's config in git,
+	// in layer order (docs/operator.md, "Config in git"); absent when off.
+	ConfigFiles []string `json:"configFiles,omitempty"`
+	// ConfigDrift are the values ConfigMap's values that the config in git
+	// replaces, not applied: the key, the path below it and the file in
+	// git (docs/operator.md, "Config in git"); absent when none.
+	ConfigDrift []clusterconfig.Override `json:"configDrift,omitempty"`
+	Modules     []ModuleStatus           `json:"modules"`
+	Queues      []queue.QueueInfo        `json:"queues"`
 	// Watches are the API server watches, each with the bindings that
 	// share it.
 	Watches []kube.WatchInfo `json:"watches"`
@@ -80,7 +88,10 @@ func (a *API) Status() Status {
 	st.TreeError, st.TreeReason = o.Revisions.TreeStatus()
 	st.PurgeError = o.Revisions.PurgeError()
 	if t := o.Tree.Load(); t != nil {
-		st.Revision = t.Rev.Commit
+		st.Revision, st.ConfigDrift = t.Rev.Commit, t.Overrides
+		if t.Model.Config != nil {
+			st.ConfigFiles = t.Model.Config.Files
+		}
 		states := o.Modules.All()
 		for _, m := range t.Model.Modules {
 			ms := ModuleStatus{Name: m.Name, State: runstate.StateDisabled}

@@ -62,6 +62,10 @@ var Fixtures = []Fixture{
 	{Plain: "loader-common-values.plain.yaml", Out: "../../loader/testdata/secrets/common-flag.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 	// examples/: the dev cluster's secrets, for make run's test-only key.
 	{Plain: "examples-dev-secrets.plain.yaml", Out: "../../examples/clusters/dev/secrets.yaml", Keys: []string{examplesKey}, Rules: sops.Metadata{EncryptedRegex: "^apiToken$"}},
+	// the operator's config in git (cmd/addon-operator's tests): one file
+	// per key, for a rotation
+	{Plain: "../../cmd/addon-operator/testdata/sops/config-a.plain.yaml", Out: "../../cmd/addon-operator/testdata/sops/config-a.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
+	{Plain: "../../cmd/addon-operator/testdata/sops/config-b.plain.yaml", Out: "../../cmd/addon-operator/testdata/sops/config-b.enc.yaml", Keys: []string{"test-only-age-key-b.txt"}},
 }
 
 // examplesKey is examples/'s test-only key, relative to keys/.
