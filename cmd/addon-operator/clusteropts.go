@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/addonops/addon-operator/clusterconfig"
+	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/secretfile"
 )
 
@@ -42,7 +43,7 @@ func (o *clusterOptions) bind(fs *pflag.FlagSet, e *env) {
 			break
 		}
 	}
-	fs.StringSliceVar(&o.KeyFiles, "sops-key-file", keys, "comma-separated files or directories (a mounted Secret) of age identities or armored PGP private keys that decrypt SOPS-encrypted config files; re-read at each decryption (env ADDON_OPERATOR_SOPS_KEY_FILE, SOPS_AGE_KEY_FILE)")
+	fs.StringSliceVar(&o.KeyFiles, "sops-key-file", keys, "comma-separated files or directories (a mounted Secret) of age identities or armored PGP private keys that decrypt SOPS-encrypted config and values files; re-read at each decryption (env ADDON_OPERATOR_SOPS_KEY_FILE, SOPS_AGE_KEY_FILE)")
 }
 
 // check refuses a bad cluster name, and a cluster name without a git
@@ -54,14 +55,22 @@ func (o clusterOptions) check(gitURL string) error {
 		}
 		return nil
 	}
-	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
-		return fmt.Errorf("--cluster-name (ADDON_OPERATOR_CLUSTER_NAME) %q: want a DNS name: %s", o.Name, strings.Join(errs, "; "))
+	if err := o.checkName(); err != nil {
+		return err
 	}
 	if gitURL == "" {
 		return fmt.Errorf("--cluster-name (ADDON_OPERATOR_CLUSTER_NAME) %q needs a git source (--git-url, GIT_URL): the cluster's config is read from the repository's revisions", o.Name)
 	}
 	_, err := o.layers()
 	return err
+}
+
+// checkName refuses a name that is not a DNS name.
+func (o clusterOptions) checkName() error {
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return fmt.Errorf("--cluster-name (ADDON_OPERATOR_CLUSTER_NAME) %q: want a DNS name: %s", o.Name, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // layers are Config as clusterconfig's layers (none: its default).
@@ -77,10 +86,23 @@ func (o clusterOptions) layers() ([]clusterconfig.Layer, error) {
 	return out, nil
 }
 
-// settings are the loader's (loader.WithClusterConfig), with a keyring
-// when key files are given; nil when the config in git is off. The
-// keyring re-reads its files at each decryption, so it is made once.
-func (o clusterOptions) settings() (*clusterconfig.Settings, error) {
+// keyring is the key files' keyring, nil without key files. It re-reads
+// its files at each decryption, so it is made once.
+func (o clusterOptions) keyring() (*secretfile.Keyring, error) {
+	if len(o.KeyFiles) == 0 {
+		return nil, nil
+	}
+	k, err := secretfile.NewKeyring(o.KeyFiles...)
+	if err != nil {
+		return nil, fmt.Errorf("--sops-key-file (ADDON_OPERATOR_SOPS_KEY_FILE): %w", err)
+	}
+	return k, nil
+}
+
+// settings are the loader's (loader.WithClusterConfig) with keyring; nil
+// when the config in git is off. preview reads encrypted values as
+// placeholders when there is no keyring.
+func (o clusterOptions) settings(keyring *secretfile.Keyring, preview bool) (*clusterconfig.Settings, error) {
 	if o.Name == "" {
 		return nil, nil
 	}
@@ -88,18 +110,35 @@ func (o clusterOptions) settings() (*clusterconfig.Settings, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &clusterconfig.Settings{Cluster: o.Name, Layers: layers}
-	if len(o.KeyFiles) > 0 {
-		if s.Keyring, err = secretfile.NewKeyring(o.KeyFiles...); err != nil {
-			return nil, fmt.Errorf("--sops-key-file (ADDON_OPERATOR_SOPS_KEY_FILE): %w", err)
-		}
+	return &clusterconfig.Settings{Cluster: o.Name, Layers: layers, Keyring: keyring, Preview: preview && keyring == nil}, nil
+}
+
+// loaderOptions are the loader's options for the cluster: SOPS-encrypted
+// values files decrypted with the key files (loader.WithSecrets: without
+// a key refused, or in a preview read as placeholders) and, with a
+// cluster name, its config in git. cfg is that config's settings (nil:
+// off), for the log.
+func (o clusterOptions) loaderOptions(preview bool) (opts []loader.Option, cfg *clusterconfig.Settings, err error) {
+	keyring, err := o.keyring()
+	if err != nil {
+		return nil, nil, err
 	}
-	return s, nil
+	opts = []loader.Option{loader.WithSecrets(keyring, preview && keyring == nil)}
+	if cfg, err = o.settings(keyring, preview); err != nil {
+		return nil, nil, err
+	}
+	if cfg != nil {
+		opts = append(opts, loader.WithClusterConfig(*cfg))
+	}
+	return opts, cfg, nil
 }
 
 // checkoutPaths are the paths the layers read, for the git checkout
 // (gitsync.Options.Paths): a file or folder as it is, a glob's folder.
 func (o clusterOptions) checkoutPaths() []string {
+	if o.Name == "" {
+		return nil
+	}
 	layers, _ := o.layers()
 	if len(layers) == 0 {
 		layers = []clusterconfig.Layer{{Path: clusterconfig.DefaultPath}}

@@ -77,17 +77,17 @@ func TestClusterKeyring(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "key.txt"), key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := clusterOptions{Name: "a", KeyFiles: []string{dir}}.settings()
+	_, s, err := clusterOptions{Name: "a", KeyFiles: []string{dir}}.loaderOptions(false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Keyring.String(); strings.Contains(got, "AGE-SECRET-KEY") || !strings.Contains(got, "age1") {
 		t.Fatalf("keyring %s", got)
 	}
-	if _, err := (clusterOptions{Name: "a", KeyFiles: []string{filepath.Join(dir, "none")}}).settings(); err == nil || !strings.Contains(err.Error(), "--sops-key-file") {
+	if _, _, err := (clusterOptions{Name: "a", KeyFiles: []string{filepath.Join(dir, "none")}}).loaderOptions(false); err == nil || !strings.Contains(err.Error(), "--sops-key-file") {
 		t.Fatalf("a missing key file: %v", err)
 	}
-	if s, err := (clusterOptions{}).settings(); s != nil || err != nil {
+	if _, s, err := (clusterOptions{}).loaderOptions(false); s != nil || err != nil {
 		t.Fatalf("off: %v, %v", s, err)
 	}
 }

@@ -304,12 +304,12 @@ func start(o *startOptions) (err error) {
 	loaderOpts := []loader.Option{loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)}
 	// the cluster's config in git (docs/operator.md, "Config in git"): read
 	// with each revision's tree, so it is part of the revision
-	clusterCfg, err := o.cl.settings()
+	clusterLoader, clusterCfg, err := o.cl.loaderOptions(false)
 	if err != nil {
 		return err
 	}
+	loaderOpts = append(loaderOpts, clusterLoader...)
 	if clusterCfg != nil {
-		loaderOpts = append(loaderOpts, loader.WithClusterConfig(*clusterCfg))
 		logger.Info("config in git", "cluster", clusterCfg.Cluster, "layers", o.cl.Config, "keyring", clusterCfg.Keyring)
 	}
 	s.operator = lifecycle.New(cfg, backend, helm, loader.New(loaderOpts...))
