@@ -53,12 +53,15 @@ var Fixtures = []Fixture{
 	{Plain: "config.plain.yaml", Out: "pgp.enc.yaml", PGP: true},
 	{Plain: "config.plain.yaml", Out: "two.enc.yaml", Keys: []string{"test-only-age-key-a.txt", "test-only-age-key-b.txt"}},
 	{Plain: "bench100.plain.yaml", Out: "bench100.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
+	// cmd's BenchmarkConfigInGit: gen-modules.sh 100's settings, encrypted.
+	{Plain: "../../cmd/addon-operator/testdata/configbench/secrets.plain.yaml", Out: "../../cmd/addon-operator/testdata/configbench/secrets.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 	// clusterconfig's fleet: one cluster's secrets.
 	{Plain: "fleet-secrets.plain.yaml", Out: "../../clusterconfig/testdata/fleet/clusters/prod-eu/secrets.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 }
 
 func main() {
 	dir := flag.String("dir", "..", "secretfile's testdata directory")
+	only := flag.String("only", "", "rewrite only the fixture with this Out (the others keep their data keys)")
 	flag.Parse()
 	for _, k := range []string{"test-only-age-key-a.txt", "test-only-age-key-b.txt"} {
 		if err := ensureKey(filepath.Join(*dir, "keys", k)); err != nil {
@@ -72,6 +75,9 @@ func main() {
 		log.Fatal(err)
 	}
 	for _, f := range Fixtures {
+		if *only != "" && f.Out != *only {
+			continue
+		}
 		plain, err := os.ReadFile(filepath.Join(*dir, f.Plain))
 		if err != nil {
 			log.Fatal(err)
