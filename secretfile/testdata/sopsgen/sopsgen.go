@@ -53,6 +53,8 @@ var Fixtures = []Fixture{
 	{Plain: "config.plain.yaml", Out: "pgp.enc.yaml", PGP: true},
 	{Plain: "config.plain.yaml", Out: "two.enc.yaml", Keys: []string{"test-only-age-key-a.txt", "test-only-age-key-b.txt"}},
 	{Plain: "bench100.plain.yaml", Out: "bench100.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
+	// cmd's BenchmarkConfigInGit: gen-modules.sh 100's settings, encrypted.
+	{Plain: "../../cmd/addon-operator/testdata/configbench/secrets.plain.yaml", Out: "../../cmd/addon-operator/testdata/configbench/secrets.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 	// clusterconfig's fleet: one cluster's secrets.
 	{Plain: "fleet-secrets.plain.yaml", Out: "../../clusterconfig/testdata/fleet/clusters/prod-eu/secrets.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 	// loader's encrypted values.yaml files: a module's, a common one, and
