@@ -49,14 +49,15 @@ func BenchmarkConfigInGit(b *testing.B) {
 	}
 	kinds := []struct {
 		name  string
+		want  string            // mod-aa's greeting in its release
 		files map[string]string // copied from configBench into the repository
 		env   []string
 		cm    map[string]string
 	}{
-		{name: "configmap", cm: cmData},
-		{name: "git", files: map[string]string{"config.yaml": "clusters/bench/config.yaml"},
+		{name: "configmap", want: "configured mod-aa", cm: cmData},
+		{name: "git", want: "configured mod-aa", files: map[string]string{"config.yaml": "clusters/bench/config.yaml"},
 			env: []string{"ADDON_OPERATOR_CLUSTER_NAME=bench"}},
-		{name: "sops", files: map[string]string{"flags.yaml": "clusters/bench/config.yaml", "secrets.yaml": "clusters/bench/secrets.yaml"},
+		{name: "sops", want: "secret mod-aa", files: map[string]string{"flags.yaml": "clusters/bench/config.yaml", "secrets.yaml": "clusters/bench/secrets.yaml"},
 			env: []string{"ADDON_OPERATOR_CLUSTER_NAME=bench", "ADDON_OPERATOR_CLUSTER_CONFIG=clusters/{cluster}/config.yaml,clusters/{cluster}/secrets.yaml",
 				"ADDON_OPERATOR_SOPS_KEY_FILE=" + key}},
 	}
@@ -105,6 +106,10 @@ func BenchmarkConfigInGit(b *testing.B) {
 				m := scrape(b, op.addr)
 				if m[helmUpgrades] != n {
 					b.Fatalf("%s: %v upgrades, want %d", k.name, m[helmUpgrades], n)
+				}
+				cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "mod-aa-cm", metav1.GetOptions{})
+				if err != nil || cm.Data["greeting"] != k.want {
+					b.Fatalf("%s: mod-aa's greeting: %v %v, want %q", k.name, cm.Data, err, k.want)
 				}
 				converge[k.name] = append(converge[k.name], d)
 				if r == rounds-1 {
