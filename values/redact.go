@@ -63,14 +63,40 @@ func (r *Redactor) Add(s Sensitive, data map[string]string) {
 	if r == nil || s.Empty() {
 		return
 	}
-	var texts []string
-	for _, k := range s.Keys() {
+	r.add(s, textsAt(s, func(k string) (any, bool) {
 		text, ok := data[k]
 		if !ok {
-			continue
+			return nil, false
 		}
 		doc, err := parseSection(k, text)
-		if err != nil {
+		return doc, err == nil
+	}))
+}
+
+// AddValues is Add for values documents keyed as ConfigMap data is (a
+// values.yaml file's: "global", a module's key): the first document that
+// has a key gives its values.
+func (r *Redactor) AddValues(s Sensitive, docs ...Values) {
+	if r == nil || s.Empty() {
+		return
+	}
+	r.add(s, textsAt(s, func(k string) (any, bool) {
+		for _, d := range docs {
+			if v, ok := d[k]; ok {
+				return v, true
+			}
+		}
+		return nil, false
+	}))
+}
+
+// textsAt are the scalar texts at s's paths of the documents lookup
+// finds per key.
+func textsAt(s Sensitive, lookup func(key string) (any, bool)) []string {
+	var texts []string
+	for _, k := range s.Keys() {
+		doc, ok := lookup(k)
+		if !ok {
 			continue
 		}
 		for _, p := range s.Paths(k) {
@@ -83,7 +109,7 @@ func (r *Redactor) Add(s Sensitive, data map[string]string) {
 			}
 		}
 	}
-	r.add(s, texts)
+	return texts
 }
 
 // add makes the next snapshot when s or texts bring anything new.

@@ -60,3 +60,32 @@ func TestTreesDecrypted(t *testing.T) {
 		t.Fatalf("Text = %q", got)
 	}
 }
+
+// A model's SOPS-encrypted values files (loader.WithSecrets) are secret
+// too: their paths are the tree's and their decrypted values hidden.
+func TestTreesDecryptedValuesFiles(t *testing.T) {
+	t.Parallel()
+	m := model(t, "alpha")
+	m.Encrypted = map[string][]secretfile.Path{"alpha": {{"token"}}, "global": {{"apiKey"}}}
+	m.Values.Common = values.Values{"global": map[string]any{"apiKey": "decrypted-common-4"}}
+	m.Values.Modules[0].Values = values.Values{"alpha": map[string]any{"token": "decrypted-module-4"}}
+	red := values.NewRedactor()
+	trees := Trees{Redactor: red}
+	trees.Decrypted(m)
+	if got := red.Text("decrypted-common-4 decrypted-module-4"); got != "<redacted> <redacted>" {
+		t.Fatalf("Decrypted: Text = %q", got)
+	}
+	red2 := values.NewRedactor()
+	trees2 := Trees{Redactor: red2}
+	store, err := Admit(m, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trees2.Start(&Tree{Model: m, Store: store})
+	if s := trees2.Load().Sensitive; len(s.Paths("alpha")) != 1 || len(s.Paths("global")) != 1 {
+		t.Fatalf("tree's secret paths: alpha %v, global %v", s.Paths("alpha"), s.Paths("global"))
+	}
+	if got := red2.Text("decrypted-module-4"); got != "<redacted>" {
+		t.Fatalf("Start: Text = %q", got)
+	}
+}

@@ -72,24 +72,46 @@ func (h *Trees) Start(t *Tree) {
 }
 
 // sensitive sets t's secret paths (those the Redactor knows: the values
-// Secret's, and the model's encrypted ones) and tells the Redactor their
-// values in t's data, before anything can show them.
+// Secret's, and the model's encrypted ones, of its config in git and of
+// its values files) and tells the Redactor their values in t's data and
+// the model's values files, before anything can show them.
 func (h *Trees) sensitive(t *Tree) {
 	s := t.Sensitive.Union(h.Redactor.Sensitive())
-	if t.Model != nil && t.Model.Config != nil {
-		s = s.Union(values.SensitiveFromEncrypted(t.Model.Config.Encrypted))
+	if m := t.Model; m != nil {
+		if m.Config != nil {
+			s = s.Union(values.SensitiveFromEncrypted(m.Config.Encrypted))
+		}
+		s = s.Union(values.SensitiveFromEncrypted(m.Encrypted))
+		h.decryptedFiles(m)
 	}
 	t.Sensitive = s
 	h.Redactor.Add(s, t.ConfigData)
 }
 
-// Decrypted tells the Redactor the values a model's cluster config
-// decrypted, before the model is judged: a refusal's message may quote
-// them (CheckTree).
+// Decrypted tells the Redactor the values a model decrypted (its config
+// in git's and its values files'), before the model is judged: a
+// refusal's message may quote them (CheckTree).
 func (h *Trees) Decrypted(m *loader.Model) {
-	if m != nil && m.Config != nil {
+	if m == nil {
+		return
+	}
+	if m.Config != nil {
 		h.Redactor.Add(values.SensitiveFromEncrypted(m.Config.Encrypted), m.Config.Data)
 	}
+	h.decryptedFiles(m)
+}
+
+// decryptedFiles tells the Redactor the decrypted values of the model's
+// SOPS-encrypted values files (loader.WithSecrets: Model.Encrypted).
+func (h *Trees) decryptedFiles(m *loader.Model) {
+	if len(m.Encrypted) == 0 {
+		return
+	}
+	docs := []values.Values{m.Values.Common}
+	for _, ms := range m.Values.Modules {
+		docs = append(docs, ms.Values)
+	}
+	h.Redactor.AddValues(values.SensitiveFromEncrypted(m.Encrypted), docs...)
 }
 
 // Changed is the version of the running tree and a channel closed when a
