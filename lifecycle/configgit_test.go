@@ -38,8 +38,9 @@ func TestConfigInGit(t *testing.T) {
 	if got := e.releaseValues("beta")["z"]; got != "b" {
 		t.Fatalf("beta's release has z=%v, want the ConfigMap's b (%v)", got, e.releaseValues("beta"))
 	}
-	if st := e.op.Status(); len(st.ConfigFiles) != 1 || st.ConfigFiles[0] != "clusters/a/config.yaml" || len(st.ConfigDrift) != 0 {
-		t.Fatalf("status: files %v, drift %v", st.ConfigFiles, st.ConfigDrift)
+	if st := e.op.Status(); len(st.ConfigFiles) != 1 || st.ConfigFiles[0] != "clusters/a/config.yaml" || len(st.ConfigDrift) != 0 ||
+		!slices.Equal(st.ClusterKeys, []string{"beta"}) {
+		t.Fatalf("status: files %v, drift %v, the cluster's keys %v", st.ConfigFiles, st.ConfigDrift, st.ClusterKeys)
 	}
 
 	// a ConfigMap edit of a key git sets: drift, not applied

@@ -181,6 +181,7 @@ func showSource(out io.Writer, ask askOptions, output string) error {
 		ConfigDrift []struct {
 			Key, Path, File string
 		} `json:"configDrift"`
+		ClusterKeys []string `json:"clusterKeys"`
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
 		return fmt.Errorf("read /status: %w", err)
@@ -220,6 +221,9 @@ func showSource(out io.Writer, ask askOptions, output string) error {
 			key += "." + d.Path
 		}
 		fmt.Fprintf(out, "config drift: %s (the ConfigMap's value is not applied; %s sets it)\n", key, d.File)
+	}
+	if len(st.ClusterKeys) > 0 {
+		fmt.Fprintf(out, "from the cluster: %s (git does not set them; a rollback by ref keeps them)\n", strings.Join(st.ClusterKeys, ", "))
 	}
 	fmt.Fprintln(out, "revisions (newest first):")
 	for _, r := range s.History {

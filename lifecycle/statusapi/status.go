@@ -1,6 +1,8 @@
 package statusapi
 
 import (
+	"slices"
+
 	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/kube"
@@ -64,8 +66,12 @@ type Status struct {
 	// replaces, not applied: the key, the path below it and the file in
 	// git (docs/operator.md, "Config in git"); absent when none.
 	ConfigDrift []clusterconfig.Override `json:"configDrift,omitempty"`
-	Modules     []ModuleStatus           `json:"modules"`
-	Queues      []queue.QueueInfo        `json:"queues"`
+	// ClusterKeys are, with a config in git, the keys git does not set
+	// that the cluster does (the values ConfigMap, a values Secret): they
+	// apply as they are and stay when a rollback by ref restores git's.
+	ClusterKeys []string          `json:"clusterKeys,omitempty"`
+	Modules     []ModuleStatus    `json:"modules"`
+	Queues      []queue.QueueInfo `json:"queues"`
 	// Watches are the API server watches, each with the bindings that
 	// share it.
 	Watches []kube.WatchInfo `json:"watches"`
@@ -89,8 +95,14 @@ func (a *API) Status() Status {
 	st.PurgeError = o.Revisions.PurgeError()
 	if t := o.Tree.Load(); t != nil {
 		st.Revision, st.ConfigDrift = t.Rev.Commit, t.Overrides
-		if t.Model.Config != nil {
-			st.ConfigFiles = t.Model.Config.Files
+		if c := t.Model.Config; c != nil {
+			st.ConfigFiles = c.Files
+			for k := range t.ClusterData {
+				if _, set := c.Data[k]; !set {
+					st.ClusterKeys = append(st.ClusterKeys, k)
+				}
+			}
+			slices.Sort(st.ClusterKeys)
 		}
 		states := o.Modules.All()
 		for _, m := range t.Model.Modules {
