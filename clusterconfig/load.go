@@ -64,6 +64,40 @@ type Config struct {
 	Encrypted map[string][]secretfile.Path
 	// Files are the files read, in order.
 	Files []string
+	// layered are each key's values file by file, in layer order.
+	layered map[string][]layerValue
+}
+
+// fileOf is the file that set the value at path below key: the last
+// layer whose value has it (a key's last file when none is known).
+func (c *Config) fileOf(key string, path []string) string {
+	ls := c.layered[key]
+	for i := len(ls) - 1; i >= 0; i-- {
+		if ls[i].value == nil {
+			break // removed here: an earlier file cannot have set it
+		}
+		if hasKeyPath(ls[i].value, path) {
+			return ls[i].file
+		}
+	}
+	if o := c.Origin[key]; len(o) > 0 {
+		return o[len(o)-1]
+	}
+	return ""
+}
+
+// hasKeyPath says whether v has a value at path (map keys).
+func hasKeyPath(v any, path []string) bool {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = m[k]; !ok || v == nil {
+			return false
+		}
+	}
+	return true
 }
 
 var clusterNameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)

@@ -17,10 +17,18 @@ type merger struct {
 	merged    map[string]any
 	origin    map[string][]string
 	encrypted map[string][]secretfile.Path
+	layered   map[string][]layerValue
+}
+
+// layerValue is what one file set under a key, to tell which file set a
+// path below it (Config.fileOf).
+type layerValue struct {
+	file  string
+	value any // nil: the file removed the key
 }
 
 func newMerger(s Settings) *merger {
-	m := &merger{s: s, merged: map[string]any{}, origin: map[string][]string{}, encrypted: map[string][]secretfile.Path{}}
+	m := &merger{s: s, merged: map[string]any{}, origin: map[string][]string{}, encrypted: map[string][]secretfile.Path{}, layered: map[string][]layerValue{}}
 	if s.Modules != nil {
 		m.modules = make(map[string]bool, len(s.Modules))
 		for _, k := range s.Modules {
@@ -34,6 +42,7 @@ func newMerger(s Settings) *merger {
 func (m *merger) apply(file string, d *fileDoc) {
 	for _, e := range d.entries {
 		m.origin[e.key] = append(m.origin[e.key], file)
+		m.layered[e.key] = append(m.layered[e.key], layerValue{file: file, value: e.value})
 		if e.value == nil {
 			delete(m.merged, e.key)
 			continue
@@ -98,7 +107,7 @@ func hasPath(ps []secretfile.Path, p secretfile.Path) bool {
 
 // result encodes the merged keys as ConfigMap text.
 func (m *merger) result(files []string) (*Config, error) {
-	c := &Config{Data: make(map[string]string, len(m.merged)), Origin: m.origin, Encrypted: m.encrypted, Files: files}
+	c := &Config{Data: make(map[string]string, len(m.merged)), Origin: m.origin, Encrypted: m.encrypted, Files: files, layered: m.layered}
 	for k, v := range m.merged {
 		text, err := encode(v)
 		if err != nil {

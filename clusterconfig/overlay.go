@@ -15,8 +15,8 @@ type Override struct {
 	// on one side).
 	Key  string `json:"key"`
 	Path string `json:"path,omitempty"`
-	// File is the file in git that sets the value (the last layer that
-	// set the key).
+	// File is the file in git that sets the value: the last layer that
+	// set it.
 	File string `json:"file"`
 }
 
@@ -76,10 +76,10 @@ func Overlay(cluster map[string]string, git *Config) (map[string]string, []Overr
 			}
 			continue
 		}
-		var paths []string
-		merged := overlayValue(cv, gv, "", &paths)
+		var paths []overridden
+		merged := overlayValue(cv, gv, nil, &paths)
 		for _, p := range paths {
-			overrides = append(overrides, Override{Key: k, Path: p, File: file})
+			overrides = append(overrides, Override{Key: k, Path: p.text, File: git.fileOf(k, p.keys)})
 		}
 		if len(paths) == 0 && reflect.DeepEqual(merged, gv) {
 			out[k] = gitText
@@ -94,14 +94,21 @@ func Overlay(cluster map[string]string, git *Config) (map[string]string, []Overr
 	return out, overrides, nil
 }
 
+// overridden is a path where git replaced the cluster's value: its map
+// keys and their text.
+type overridden struct {
+	keys []string
+	text string
+}
+
 // overlayValue lays git's value over the cluster's, noting in paths each
 // path where the cluster's value is replaced by a different one.
-func overlayValue(cluster, git any, path string, paths *[]string) any {
+func overlayValue(cluster, git any, path []string, paths *[]overridden) any {
 	cm, ok1 := cluster.(map[string]any)
 	gm, ok2 := git.(map[string]any)
 	if !ok1 || !ok2 {
 		if !reflect.DeepEqual(cluster, git) {
-			*paths = append(*paths, path)
+			*paths = append(*paths, overridden{keys: path, text: pathText(path)})
 		}
 		return git
 	}
@@ -120,16 +127,24 @@ func overlayValue(cluster, git any, path string, paths *[]string) any {
 			out[k] = gm[k]
 			continue
 		}
-		out[k] = overlayValue(c, gm[k], joinPath(path, k), paths)
+		out[k] = overlayValue(c, gm[k], append(path[:len(path):len(path)], k), paths)
 	}
 	return out
 }
 
-func joinPath(path, k string) string {
-	if strings.ContainsAny(k, ".[]") {
-		k = "[" + k + "]"
-	} else if path != "" {
-		k = "." + k
+// pathText writes map keys dotted, a key with a dot or a bracket in
+// brackets.
+func pathText(path []string) string {
+	var b strings.Builder
+	for _, k := range path {
+		if strings.ContainsAny(k, ".[]") {
+			b.WriteString("[" + k + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(k)
 	}
-	return path + k
+	return b.String()
 }

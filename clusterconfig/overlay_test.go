@@ -1,6 +1,7 @@
 package clusterconfig
 
 import (
+	"context"
 	"reflect"
 	"testing"
 )
@@ -97,5 +98,30 @@ func TestOverlay(t *testing.T) {
 	}
 	if got := (Override{Key: "global", Path: "registry.host"}).String(); got != "global.registry.host" {
 		t.Errorf("String: %s", got)
+	}
+}
+
+// An override names the layer that set its path, not the last one that
+// set its key.
+func TestOverlayNamesTheLayer(t *testing.T) {
+	root := tree(t, map[string]string{
+		"common.yaml":  "global:\n  registry:\n    host: common.example.com\n  level: info\n",
+		"cluster.yaml": "global:\n  clusterName: a\n  level: debug\n",
+	})
+	c, err := Load(context.Background(), root, Settings{Cluster: "a", Layers: []Layer{{Path: "common.yaml"}, {Path: "cluster.yaml"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, overrides, err := Overlay(map[string]string{"global": "registry:\n  host: cm\nlevel: warn\nclusterName: b\n"}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Override{
+		{Key: "global", Path: "clusterName", File: "cluster.yaml"},
+		{Key: "global", Path: "level", File: "cluster.yaml"},
+		{Key: "global", Path: "registry.host", File: "common.yaml"},
+	}
+	if !reflect.DeepEqual(overrides, want) {
+		t.Errorf("overrides:\n got %v\nwant %v", overrides, want)
 	}
 }
