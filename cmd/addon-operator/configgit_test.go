@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,25 +34,61 @@ func withConfig(config string) map[string]string {
 	return files
 }
 
-// sopsFixture reads a config file sopsgen encrypted with the sops library
-// (secretfile/testdata/sopsgen).
-func sopsFixture(t *testing.T, name string) string {
+// sopsgen is secretfile/testdata/sopsgen built once: the sops library
+// itself, in a module of its own, makes the test's age keys and SOPS
+// files at run time (make test's test-sops builds it first).
+var sopsgen = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "sopsgen-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "sopsgen")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join("..", "..", "secretfile", "testdata", "sopsgen")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build sopsgen: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// runSopsgen runs sopsgen with args and returns what it printed.
+func runSopsgen(t *testing.T, args ...string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "sops", name))
+	bin, err := sopsgen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		t.Fatalf("sopsgen %v: %v", args, err)
+	}
+	return out
 }
 
-// testKey is one of the committed test-only age keys.
-func testKey(t *testing.T, name string) []byte {
+// newAgeKey makes an age identity in a new file and returns its text.
+func newAgeKey(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "secretfile", "testdata", "keys", name))
+	file := filepath.Join(t.TempDir(), "key.txt")
+	runSopsgen(t, "-keygen", file)
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// sopsEncrypt encrypts a YAML document with the sops library for key.
+func sopsEncrypt(t *testing.T, plain string, key []byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	plainFile, keyFile := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "key.txt")
+	if err := os.WriteFile(plainFile, []byte(plain), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return string(runSopsgen(t, "-encrypt", plainFile, "-for", keyFile))
 }
 
 // TestConfigInGit: the cluster's config in git through the real binary,
@@ -65,9 +104,10 @@ func testKey(t *testing.T, name string) []byte {
 func TestConfigInGit(t *testing.T) {
 	f := newForgeSetup(t, "cfggit")
 	ns, repo, forge := f.ns, f.repo, f.forge
+	keyA, keyB := newAgeKey(t), newAgeKey(t)
 	keyDir := t.TempDir()
 	keyFile := filepath.Join(keyDir, "keys.txt")
-	if err := os.WriteFile(keyFile, testKey(t, "test-only-age-key-a.txt"), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, keyA, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
@@ -141,11 +181,12 @@ func TestConfigInGit(t *testing.T) {
 	}
 
 	// a SOPS file decrypts with the key file's key
-	good := commitFiles(t, repo, "sops", withConfig(sopsFixture(t, "config-a.enc.yaml")))
+	encA := sopsEncrypt(t, "alpha:\n  v: sops-a\n", keyA)
+	good := commitFiles(t, repo, "sops", withConfig(encA))
 	eventually(t, "alpha from the SOPS file", func() bool { return alpha() == "sops-a" })
 
 	// a tampered one is refused, naming the file; the good one runs on
-	enc := sopsFixture(t, "config-a.enc.yaml")
+	enc := encA
 	i := strings.Index(enc, "v: ENC[AES256_GCM,data:") + len("v: ENC[AES256_GCM,data:")
 	flipped := byte('A')
 	if enc[i] == 'A' {
@@ -168,8 +209,7 @@ func TestConfigInGit(t *testing.T) {
 
 	// a commit for another key: refused naming its recipient, until the
 	// key file is rewritten; then it runs, without a restart
-	rotated := commitFiles(t, repo, "new key", withConfig(sopsFixture(t, "config-b.enc.yaml")))
-	keyB := testKey(t, "test-only-age-key-b.txt")
+	rotated := commitFiles(t, repo, "new key", withConfig(sopsEncrypt(t, "alpha:\n  v: sops-b\n", keyB)))
 	recipientB := publicKeyOf(t, keyB)
 	eventually(t, "the wrong key refused", func() bool {
 		e, _ := source()["lastError"].(string)

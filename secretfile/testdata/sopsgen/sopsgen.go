@@ -64,10 +64,6 @@ var Fixtures = []Fixture{
 	{Plain: "loader-common-values.plain.yaml", Out: "../../loader/testdata/secrets/common-flag.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
 	// examples/: the dev cluster's secrets, for make run's test-only key.
 	{Plain: "examples-dev-secrets.plain.yaml", Out: "../../examples/clusters/dev/secrets.yaml", Keys: []string{examplesKey}, Rules: sops.Metadata{EncryptedRegex: "^apiToken$"}},
-	// the operator's config in git (cmd/addon-operator's tests): one file
-	// per key, for a rotation
-	{Plain: "../../cmd/addon-operator/testdata/sops/config-a.plain.yaml", Out: "../../cmd/addon-operator/testdata/sops/config-a.enc.yaml", Keys: []string{"test-only-age-key-a.txt"}},
-	{Plain: "../../cmd/addon-operator/testdata/sops/config-b.plain.yaml", Out: "../../cmd/addon-operator/testdata/sops/config-b.enc.yaml", Keys: []string{"test-only-age-key-b.txt"}},
 }
 
 // examplesKey is examples/'s test-only key, relative to keys/.
@@ -76,7 +72,42 @@ const examplesKey = "../../../examples/keys/test-only-age-key.txt"
 func main() {
 	dir := flag.String("dir", "..", "secretfile's testdata directory")
 	only := flag.String("only", "", "rewrite only the fixtures whose output path contains this (default: all)")
+	keygen := flag.String("keygen", "", "write a new age identity to this file (which must not exist) and print its public key; nothing else")
+	encrypt := flag.String("encrypt", "", "print this plaintext YAML file encrypted by sops for the identity in -for; nothing else")
+	forKey := flag.String("for", "", "with -encrypt: an age key file whose first identity's public key is the recipient")
 	flag.Parse()
+	// tools for tests that make their keys and files at run time
+	// (cmd/addon-operator's TestConfigInGit)
+	switch {
+	case *keygen != "":
+		if _, err := os.Stat(*keygen); err == nil {
+			log.Fatalf("%s exists", *keygen)
+		}
+		if err := ensureKey(*keygen); err != nil {
+			log.Fatal(err)
+		}
+		r, err := Recipient(*keygen)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(r)
+		return
+	case *encrypt != "":
+		plain, err := os.ReadFile(*encrypt)
+		if err != nil {
+			log.Fatal(err)
+		}
+		r, err := Recipient(*forKey)
+		if err != nil {
+			log.Fatal(err)
+		}
+		out, err := Encrypt(*encrypt, plain, []string{r}, sops.Metadata{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		os.Stdout.Write(out)
+		return
+	}
 	for _, k := range []string{"test-only-age-key-a.txt", "test-only-age-key-b.txt", examplesKey} {
 
 		if err := ensureKey(filepath.Join(*dir, "keys", k)); err != nil {
