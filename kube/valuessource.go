@@ -122,7 +122,8 @@ func (c *ClusterValues) ClusterData(cm map[string]string) (map[string]string, er
 }
 
 // Update applies fn to the ConfigMap's data alone and writes it; it
-// returns the merged data and its version.
+// returns the newest merged data (the write's, or an edit the watch
+// delivered after it) and its version.
 func (c *ClusterValues) Update(ctx context.Context, fn func(map[string]string) (map[string]string, error)) (map[string]string, string, error) {
 	data, ver, err := c.cm.Update(ctx, fn)
 	if err != nil {
@@ -133,7 +134,9 @@ func (c *ClusterValues) Update(ctx context.Context, fn func(map[string]string) (
 	if newerRV(ver, c.cmVer) {
 		c.cmData, c.cmVer = data, ver
 	}
-	merged, err := mergeSecret(data, c.secData)
+	// the newest ConfigMap data known: an edit the watch delivered after
+	// this write is newer than it, and its answer must not undo the edit
+	merged, err := mergeSecret(maps.Clone(c.cmData), c.secData)
 	if err != nil {
 		return nil, "", err
 	}

@@ -222,7 +222,8 @@ func (o *Operator) ConfirmPurge(commit string) {
 	}
 }
 
-// configDisables lists the enabled modules whose <module>Enabled flag the
+// configDisables lists the enabled modules whose <module>Enabled flag, or
+// whose section as the literal false (values.Store.DisabledByConfig), the
 // new config data sets to false while the running data does not: a
 // commit of the config in git that disables them uninstalls them at the
 // discovery after, so the guard counts them with the tree (docs/operator.md,
@@ -234,9 +235,11 @@ func configDisables(model *loader.Model, enabled []string, before, after map[str
 		if m == nil {
 			continue
 		}
-		key := values.EnabledKey(m.Key)
-		if flagFalse(after[key]) && !flagFalse(before[key]) {
-			out = append(out, name)
+		for _, key := range []string{values.EnabledKey(m.Key), m.Key} {
+			if flagFalse(after[key]) && !flagFalse(before[key]) {
+				out = append(out, name)
+				break
+			}
 		}
 	}
 	return out

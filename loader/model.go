@@ -171,3 +171,33 @@ func (h *Hook) Key() string {
 // file is the hook's file as errors name it: where the walk found it in
 // its module, even when it runs as another path (Path).
 func (h *Hook) file() string { return cmp.Or(h.inTree, h.Path) }
+
+// Redact tells r the model's decrypted values and their paths: the
+// SOPS-encrypted values of its config in git and of its values files
+// (docs/operator.md, "Secrets"), so that whatever shows the model's values
+// or an error quoting one hides them. A nil r is a no-op.
+func (m *Model) Redact(r *values.Redactor) {
+	if m == nil || r == nil {
+		return
+	}
+	if m.Placeholders {
+		// read without a key: nothing was decrypted, and the placeholder
+		// text is no secret; the paths still are
+		if m.Config != nil {
+			r.Add(values.SensitiveFromEncrypted(m.Config.Encrypted), nil)
+		}
+		r.Add(values.SensitiveFromEncrypted(m.Encrypted), nil)
+		return
+	}
+	if m.Config != nil {
+		r.Add(values.SensitiveFromEncrypted(m.Config.Encrypted), m.Config.Data)
+	}
+	if len(m.Encrypted) == 0 {
+		return
+	}
+	docs := []values.Values{m.Values.Common}
+	for _, ms := range m.Values.Modules {
+		docs = append(docs, ms.Values)
+	}
+	r.AddValues(values.SensitiveFromEncrypted(m.Encrypted), docs...)
+}

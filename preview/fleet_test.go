@@ -141,7 +141,8 @@ func TestRenderKeylessSchemaHint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := render(k); err != nil || !strings.Contains(p.Manifests["echo-server"], "s3cret-token") {
+	// it renders, the decrypted value hidden (ShowSecrets off)
+	if p, err := render(k); err != nil || strings.Contains(p.Manifests["echo-server"], "s3cret-token") || !strings.Contains(p.Manifests["echo-server"], "<redacted>") {
 		t.Fatalf("with the key: %v", err)
 	}
 	// with the key, a refusal is the schema's alone

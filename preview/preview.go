@@ -15,6 +15,7 @@ import (
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/secretfile"
+	"github.com/addonops/addon-operator/values"
 )
 
 // Preview is what a tree would install, computed without a cluster.
@@ -99,6 +100,39 @@ func Render(ctx context.Context, opts Options) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
+	// values decrypted with a key are hidden in errors and manifests
+	// unless ShowSecrets (docs/operator.md, "Previews")
+	var red *values.Redactor
+	if !opts.ShowSecrets {
+		red = values.NewRedactor()
+		model.Redact(red)
+	}
+	p, err := render(ctx, opts, model)
+	if err != nil {
+		return nil, redactedError{err: err, msg: red.Text(err.Error())}
+	}
+	for i := range p.Failures {
+		p.Failures[i].Error = red.Text(p.Failures[i].Error)
+	}
+	for name, manifest := range p.Manifests {
+		p.Manifests[name] = red.Text(manifest)
+	}
+	return p, nil
+}
+
+// redactedError is an error whose message hides secret values; errors.As
+// and errors.Is still see what it wraps.
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
+// render is Render on a loaded model.
+func render(ctx context.Context, opts Options, model *loader.Model) (*Preview, error) {
+	var err error
 	p := &Preview{Manifests: map[string]string{}}
 	config := opts.Config
 	if model.Config != nil {

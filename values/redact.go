@@ -74,20 +74,21 @@ func (r *Redactor) Add(s Sensitive, data map[string]string) {
 }
 
 // AddValues is Add for values documents keyed as ConfigMap data is (a
-// values.yaml file's: "global", a module's key): the first document that
-// has a key gives its values.
+// values.yaml file's: "global", a module's key): every document that has
+// a key gives its values at the paths (a common values.yaml with a
+// module's defaults does not hide the module's own encrypted file).
 func (r *Redactor) AddValues(s Sensitive, docs ...Values) {
 	if r == nil || s.Empty() {
 		return
 	}
-	r.add(s, textsAt(s, func(k string) (any, bool) {
-		for _, d := range docs {
-			if v, ok := d[k]; ok {
-				return v, true
-			}
-		}
-		return nil, false
-	}))
+	var texts []string
+	for _, d := range docs {
+		texts = append(texts, textsAt(s, func(k string) (any, bool) {
+			v, ok := d[k]
+			return v, ok
+		})...)
+	}
+	r.add(s, texts)
 }
 
 // textsAt are the scalar texts at s's paths of the documents lookup
@@ -156,8 +157,9 @@ func sameSensitive(a, b Sensitive) bool {
 var trivial = map[string]bool{"true": true, "false": true, "null": true, "True": true, "False": true, "yes": true, "no": true}
 
 // textForms are the ways a secret text shows in messages: as it is, as Go
-// and JSON quote it (an error's %q, a JSON log line), and base64-encoded
-// (a chart's b64enc into a Secret's data).
+// and JSON quote it (an error's %q, a JSON log line), base64-encoded (a
+// chart's b64enc into a Secret's data) and, for a multi-line text, line
+// by line.
 func textForms(t string) []string {
 	if len(t) < MinRedactedText || trivial[t] {
 		return nil
@@ -169,7 +171,17 @@ func textForms(t string) []string {
 	if j, err := json.Marshal(t); err == nil && string(j[1:len(j)-1]) != t {
 		forms = append(forms, string(j[1:len(j)-1]))
 	}
-	return append(forms, base64.StdEncoding.EncodeToString([]byte(t)))
+	forms = append(forms, base64.StdEncoding.EncodeToString([]byte(t)))
+	// a multi-line text (a PEM key, a kubeconfig) shows indented where a
+	// chart writes it with indent or nindent: each of its lines too
+	if strings.Contains(strings.TrimSuffix(t, "\n"), "\n") {
+		for _, line := range strings.Split(t, "\n") {
+			if line = strings.TrimSpace(line); len(line) >= MinRedactedText && !trivial[line] {
+				forms = append(forms, line)
+			}
+		}
+	}
+	return forms
 }
 
 // replacerOf replaces every pattern, the longest first where several

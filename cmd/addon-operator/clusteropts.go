@@ -77,9 +77,14 @@ func (o clusterOptions) checkName() error {
 func (o clusterOptions) layers() ([]clusterconfig.Layer, error) {
 	var out []clusterconfig.Layer
 	for _, c := range o.Config {
-		p, optional := strings.CutPrefix(c, "optional:")
+		p, optional := strings.CutPrefix(strings.TrimSpace(c), "optional:")
 		if p = strings.TrimSpace(p); p == "" {
 			return nil, fmt.Errorf("--cluster-config (ADDON_OPERATOR_CLUSTER_CONFIG) %q: an empty layer", c)
+		}
+		// a glob in the first folder would check out the whole tree
+		// (checkoutPaths)
+		if first, _, _ := strings.Cut(path.Clean("/" + p)[1:], "/"); strings.ContainsAny(first, "*?[") {
+			return nil, fmt.Errorf("--cluster-config (ADDON_OPERATOR_CLUSTER_CONFIG) %q: a glob in the first folder would check out the whole repository; put the files in a folder (clusters/*.yaml)", c)
 		}
 		out = append(out, clusterconfig.Layer{Path: p, Optional: optional})
 	}
@@ -155,8 +160,6 @@ func (o clusterOptions) checkoutPaths() []string {
 		}
 		if p := path.Clean(strings.Join(kept, "/")); p != "." && p != "" {
 			out = append(out, p)
-		} else {
-			return []string{"."} // a glob at the root: the whole tree
 		}
 	}
 	return out

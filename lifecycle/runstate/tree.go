@@ -82,7 +82,7 @@ func (h *Trees) sensitive(t *Tree) {
 			s = s.Union(values.SensitiveFromEncrypted(m.Config.Encrypted))
 		}
 		s = s.Union(values.SensitiveFromEncrypted(m.Encrypted))
-		h.decryptedFiles(m)
+		m.Redact(h.Redactor)
 	}
 	t.Sensitive = s
 	h.Redactor.Add(s, t.ConfigData)
@@ -91,28 +91,7 @@ func (h *Trees) sensitive(t *Tree) {
 // Decrypted tells the Redactor the values a model decrypted (its config
 // in git's and its values files'), before the model is judged: a
 // refusal's message may quote them (CheckTree).
-func (h *Trees) Decrypted(m *loader.Model) {
-	if m == nil {
-		return
-	}
-	if m.Config != nil {
-		h.Redactor.Add(values.SensitiveFromEncrypted(m.Config.Encrypted), m.Config.Data)
-	}
-	h.decryptedFiles(m)
-}
-
-// decryptedFiles tells the Redactor the decrypted values of the model's
-// SOPS-encrypted values files (loader.WithSecrets: Model.Encrypted).
-func (h *Trees) decryptedFiles(m *loader.Model) {
-	if len(m.Encrypted) == 0 {
-		return
-	}
-	docs := []values.Values{m.Values.Common}
-	for _, ms := range m.Values.Modules {
-		docs = append(docs, ms.Values)
-	}
-	h.Redactor.AddValues(values.SensitiveFromEncrypted(m.Encrypted), docs...)
-}
+func (h *Trees) Decrypted(m *loader.Model) { m.Redact(h.Redactor) }
 
 // Changed is the version of the running tree and a channel closed when a
 // transition replaces it: a new tree (Start, adopt) or new ConfigMap data
