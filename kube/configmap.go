@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
@@ -100,24 +101,39 @@ func (c *ConfigMap) Update(ctx context.Context, fn func(map[string]string) (map[
 // done. The first call is the state at start. Calls are sequential; a
 // panic in onChange is logged and the watch goes on.
 func (c *ConfigMap) Watch(ctx context.Context, onChange func(data map[string]string, version string)) {
-	call := func(cm *corev1.ConfigMap) {
-		defer recoverPanic("ConfigMap " + c.Name())
-		if cm == nil {
-			onChange(map[string]string{}, "")
-			return
-		}
-		onChange(dataOf(cm), cm.ResourceVersion)
+	watchNamed(ctx, c.client.CoreV1().RESTClient(), "configmaps", c.namespace, c.name, &corev1.ConfigMap{},
+		func(cm *corev1.ConfigMap) {
+			defer recoverPanic("ConfigMap " + c.Name())
+			if cm == nil {
+				onChange(map[string]string{}, "")
+				return
+			}
+			onChange(dataOf(cm), cm.ResourceVersion)
+		}, nil)
+}
+
+// watchNamed lists and watches the one object of a resource named name
+// (which a Role's resourceNames allows), calling call with it at start and
+// after every add, update (not a resync) or delete (nil), one call at a
+// time, until ctx is done. onError, when not nil, is told a failed list or
+// watch, which the informer retries with backoff.
+func watchNamed[T interface {
+	*O
+	runtime.Object
+	GetResourceVersion() string
+}, O any](ctx context.Context, rc cache.Getter, resource, namespace, name string, proto T, call func(T), onError func(error)) {
+	lw := cache.NewListWatchFromClient(rc, resource, namespace, fields.OneTermEqualSelector("metadata.name", name))
+	inf := cache.NewSharedIndexInformer(lw, proto, 10*time.Minute, cache.Indexers{})
+	if onError != nil {
+		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) { onError(err) })
 	}
-	lw := cache.NewListWatchFromClient(c.client.CoreV1().RESTClient(), "configmaps", c.namespace,
-		fields.OneTermEqualSelector("metadata.name", c.name))
-	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 10*time.Minute, cache.Indexers{})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { call(obj.(*corev1.ConfigMap)) },
+		AddFunc: func(obj any) { call(obj.(T)) },
 		UpdateFunc: func(old, obj any) {
-			if o, n := old.(*corev1.ConfigMap), obj.(*corev1.ConfigMap); o.ResourceVersion == n.ResourceVersion {
+			if old.(T).GetResourceVersion() == obj.(T).GetResourceVersion() {
 				return // a resync, not a change
 			}
-			call(obj.(*corev1.ConfigMap))
+			call(obj.(T))
 		},
 		DeleteFunc: func(any) { call(nil) },
 	})

@@ -3,14 +3,11 @@ package kube
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 )
 
 // ValuesSecret is the values Secret: data keys are the values ConfigMap's
@@ -60,29 +57,13 @@ func secretData(sec *corev1.Secret) map[string]string {
 // list or watch that fails (RBAC) is told to onError, naming the Secret,
 // and retried with backoff.
 func (s *ValuesSecret) Watch(ctx context.Context, onChange func(data map[string]string, version string), onError func(error)) {
-	call := func(sec *corev1.Secret) {
-		defer recoverPanic("Secret " + s.Name())
-		if sec == nil {
-			onChange(map[string]string{}, "")
-			return
-		}
-		onChange(secretData(sec), sec.ResourceVersion)
-	}
-	lw := cache.NewListWatchFromClient(s.client.CoreV1().RESTClient(), "secrets", s.namespace,
-		fields.OneTermEqualSelector("metadata.name", s.name))
-	inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 10*time.Minute, cache.Indexers{})
-	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		onError(fmt.Errorf("values Secret %s: %w", s.Name(), err))
-	})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { call(obj.(*corev1.Secret)) },
-		UpdateFunc: func(old, obj any) {
-			if o, n := old.(*corev1.Secret), obj.(*corev1.Secret); o.ResourceVersion == n.ResourceVersion {
-				return // a resync, not a change
+	watchNamed(ctx, s.client.CoreV1().RESTClient(), "secrets", s.namespace, s.name, &corev1.Secret{},
+		func(sec *corev1.Secret) {
+			defer recoverPanic("Secret " + s.Name())
+			if sec == nil {
+				onChange(map[string]string{}, "")
+				return
 			}
-			call(obj.(*corev1.Secret))
-		},
-		DeleteFunc: func(any) { call(nil) },
-	})
-	inf.Run(ctx.Done())
+			onChange(secretData(sec), sec.ResourceVersion)
+		}, func(err error) { onError(fmt.Errorf("values Secret %s: %w", s.Name(), err)) })
 }

@@ -44,11 +44,7 @@ Secret (docs/operator.md, "Secrets") before committing.`,
 			if err := e.err(); err != nil {
 				return err
 			}
-			cfg, err := restConfig(op.Kube)
-			if err != nil {
-				return err
-			}
-			client, err := kubernetes.NewForConfig(cfg)
+			client, err := kubeClient(op.Kube)
 			if err != nil {
 				return err
 			}

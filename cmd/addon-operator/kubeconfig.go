@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -69,4 +70,14 @@ func defaultConfig() (*rest.Config, error) {
 Point it at a cluster with --kubeconfig FILE (env KUBECONFIG), --kube-context NAME or
 --kube-server URL; for a local control plane with the examples/ modules, run 'make run'
 in a clone of this repository`, inCluster, path)
+}
+
+// kubeClient is a clientset for the CLI's one-shot commands (config
+// export, source set-ref).
+func kubeClient(o kubeOptions) (*kubernetes.Clientset, error) {
+	cfg, err := restConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
 }

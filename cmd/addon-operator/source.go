@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/kube"
@@ -76,11 +75,7 @@ func sourceEditCmd(use, short, example string, edit func(w io.Writer, cm *kube.C
 			if err := e.err(); err != nil {
 				return err
 			}
-			cfg, err := restConfig(op.Kube)
-			if err != nil {
-				return err
-			}
-			client, err := kubernetes.NewForConfig(cfg)
+			client, err := kubeClient(op.Kube)
 			if err != nil {
 				return err
 			}
