@@ -24,6 +24,13 @@
 // correct). The result, Config.Data, is the ConfigMap's data: key to YAML
 // text, so what reads the ConfigMap reads it unchanged.
 //
+// The operator's own settings: the key addon-operator (OperatorKey), which
+// no module's values key can be, holds settings of the operator for the
+// cluster (for fleets: its ring, its change windows), merged across layers
+// as a section is and read with Config.Operator; only the sections
+// Settings.OperatorSections names are accepted, so none is ignored
+// silently.
+//
 // SOPS: a file that is SOPS-encrypted (secretfile.IsEncrypted) is
 // decrypted with Settings.Keyring, or previewed with placeholders when
 // Settings.Preview is set; Config.Encrypted lists, per key, the paths of

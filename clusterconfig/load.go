@@ -50,6 +50,11 @@ type Settings struct {
 	// for a module the tree lacks is an error, and a module's own key
 	// that ends in Enabled (a module named x-enabled) is a section.
 	Modules []string
+	// OperatorSections are the sections of the operator's own settings
+	// (OperatorKey: a fleet's ring, its change windows) that the caller
+	// reads with Config.Operator; another section, or the key when this is
+	// empty, is an error.
+	OperatorSections []string
 }
 
 // Config is a cluster's config, merged from its layers.
@@ -66,6 +71,10 @@ type Config struct {
 	Files []string
 	// layered are each key's values file by file, in layer order.
 	layered map[string][]layerValue
+	// operator is the operator's own settings (OperatorKey), read with
+	// Operator; OperatorFiles are the files that set them.
+	operator      map[string]any
+	OperatorFiles []string
 }
 
 // fileOf is the file that set the value at path below key: the last

@@ -18,6 +18,10 @@ type merger struct {
 	origin    map[string][]string
 	encrypted map[string][]secretfile.Path
 	layered   map[string][]layerValue
+	// operator is OperatorKey's section, merged; operatorFiles the files
+	// that set it
+	operator      map[string]any
+	operatorFiles []string
 }
 
 // layerValue is what one file set under a key, to tell which file set a
@@ -40,6 +44,7 @@ func newMerger(s Settings) *merger {
 
 // apply merges one file's entries over what earlier files set.
 func (m *merger) apply(file string, d *fileDoc) {
+	m.applyOperator(file, d.operator, d.operatorSet)
 	for _, e := range d.entries {
 		m.origin[e.key] = append(m.origin[e.key], file)
 		m.layered[e.key] = append(m.layered[e.key], layerValue{file: file, value: e.value})
@@ -107,7 +112,8 @@ func hasPath(ps []secretfile.Path, p secretfile.Path) bool {
 
 // result encodes the merged keys as ConfigMap text.
 func (m *merger) result(files []string) (*Config, error) {
-	c := &Config{Data: make(map[string]string, len(m.merged)), Origin: m.origin, Encrypted: m.encrypted, Files: files, layered: m.layered}
+	c := &Config{Data: make(map[string]string, len(m.merged)), Origin: m.origin, Encrypted: m.encrypted, Files: files, layered: m.layered,
+		operator: m.operator, OperatorFiles: m.operatorFiles}
 	for k, v := range m.merged {
 		text, err := encode(v)
 		if err != nil {

@@ -50,10 +50,13 @@ type entry struct {
 	line  int
 }
 
-// fileDoc is one file's entries and encrypted paths.
+// fileDoc is one file's entries and encrypted paths, and its operator
+// section (OperatorKey) when it has one.
 type fileDoc struct {
-	entries   []entry
-	encrypted []secretfile.Path
+	entries     []entry
+	encrypted   []secretfile.Path
+	operator    any
+	operatorSet bool
 }
 
 // decode reads one layer file: decrypted (or previewed) when it is
@@ -119,6 +122,13 @@ func (m *merger) decode(ctx context.Context, file string, data []byte) (*fileDoc
 		}
 		if val == secretfile.Placeholder && isSetting(key) {
 			return nil, errorf(file, key, k.Line, "encrypted, and a preview without a key cannot read a flag or mode: keep <module>Enabled, Maintenance and Drift keys out of encryption (sops --encrypted-regex) or preview with a key")
+		}
+		if key == OperatorKey {
+			if err := m.checkOperator(val); err != nil {
+				return nil, errorf(file, key, k.Line, "%v", err)
+			}
+			out.operator, out.operatorSet = val, true
+			continue
 		}
 		if err := m.checkKey(key, val); err != nil {
 			return nil, errorf(file, key, k.Line, "%v", err)
