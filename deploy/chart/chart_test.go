@@ -138,6 +138,9 @@ func TestRender(t *testing.T) {
 		check        func(t *testing.T, objs map[string]*unstructured.Unstructured)
 	}{
 		{name: "no git URL", values: `{}`, err: "git.url is required"},
+		// values.schema.json: a misspelt key is refused, not ignored
+		{name: "misspelt key", values: "git: {url: u, credentals: {existingSecret: s}}", err: "credentals"},
+		{name: "replicas as text", values: "git: {url: u}\nreplicas: two", err: "replicas"},
 		{name: "webhooks admitted from anywhere", values: "git: {url: u}\nnetworkPolicy: {webhooksFrom: []}", err: "webhooksFrom must name"},
 		{name: "defaults", values: "git: {url: https://x/y.git}", check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 			e := env(t, objs)
