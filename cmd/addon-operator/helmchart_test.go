@@ -3,7 +3,12 @@ package main
 import (
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,14 +24,17 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/addonops/addon-operator/deploy/chart"
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 )
 
-// TestHelmChart installs the operator's chart (deploy/chart) through the
-// Helm library on the control plane where pods start: every object is
+// TestHelmChart lints, renders and installs the operator's chart
+// (deploy/chart) with the real helm CLI (helmCLI) on the control plane
+// where pods start: the CLI's render is the library's (the plain
+// manifest's source), every object is
 // accepted, the operator's pod is scheduled and Running on kwok's node, its
 // ServiceAccount can do what the operator does and no more (the modules'
 // rules narrowed to one namespace), an upgrade changes the pods and drops
@@ -59,10 +67,16 @@ func TestHelmChart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ch, err := chart.Load()
+	helm := helmCLI(t, p.KubeconfigPath)
+	helm("lint", "--strict", chart.Dir(), "-f", valuesFile(t, chart.PlainValues()))
+	rendered, err := chart.Render(chart.Name, chart.Name, chart.PlainValues())
 	if err != nil {
 		t.Fatal(err)
 	}
+	if out := helm("template", chart.Name, chart.Dir(), "-n", chart.Name, "-f", valuesFile(t, chart.PlainValues())); out != rendered {
+		t.Errorf("helm template differs from chart.Render:\n%s", out)
+	}
+
 	values := map[string]any{
 		"git":     map[string]any{"url": "https://git.example.com/addons.git", "credentials": map[string]any{"existingSecret": "git-creds", "tokenKey": "token"}},
 		"cluster": map[string]any{"name": "test"},
@@ -72,13 +86,8 @@ func TestHelmChart(t *testing.T) {
 		}},
 	}
 	start := time.Now()
-	inst := action.NewInstall(cfg)
-	inst.ReleaseName, inst.Namespace = rel, ns
-	installed, err := inst.RunWithContext(ctx, ch, values)
-	if err != nil {
-		t.Fatalf("helm install: %v", err)
-	}
-	objs := manifestObjects(t, installed.Manifest)
+	helm("install", rel, chart.Dir(), "-n", ns, "-f", valuesFile(t, values))
+	objs := manifestObjects(t, helm("get", "manifest", rel, "-n", ns))
 	dyn := dynamic.NewForConfigOrDie(p.Config)
 	for _, o := range objs { // each one the API server took, as rendered
 		if _, err := dyn.Resource(o.gvr).Namespace(o.obj.GetNamespace()).Get(ctx, o.obj.GetName(), metav1.GetOptions{}); err != nil {
@@ -167,15 +176,10 @@ func TestHelmChart(t *testing.T) {
 
 	// Upgrade: a standby replica, a new ref, and no modules' rules (their
 	// ClusterRole and RoleBinding go)
-	up := action.NewUpgrade(cfg)
-	up.Namespace = ns
 	values["replicas"] = 2
 	values["git"].(map[string]any)["ref"] = "v2"
 	delete(values, "rbac")
-	upgraded, err := up.RunWithContext(ctx, rel, ch, values)
-	if err != nil {
-		t.Fatalf("helm upgrade: %v", err)
-	}
+	helm("upgrade", rel, chart.Dir(), "-n", ns, "-f", valuesFile(t, values))
 	running(2, "GIT_REF=v2\n")
 	checkRights(false)
 	gone := func(objs []manifestObject, what string) {
@@ -188,7 +192,7 @@ func TestHelmChart(t *testing.T) {
 		}
 	}
 	var dropped []manifestObject
-	kept := manifestObjects(t, upgraded.Manifest)
+	kept := manifestObjects(t, helm("get", "manifest", rel, "-n", ns))
 	for _, o := range objs {
 		if !hasObject(kept, o) {
 			dropped = append(dropped, o)
@@ -201,10 +205,7 @@ func TestHelmChart(t *testing.T) {
 
 	// Uninstall: nothing of the chart stays (pods and ReplicaSets go with
 	// their Deployment); the module's release and its objects do
-	un := action.NewUninstall(cfg)
-	if _, err := un.Run(rel); err != nil {
-		t.Fatalf("helm uninstall: %v", err)
-	}
+	helm("uninstall", rel, "-n", ns)
 	gone(kept, "the uninstall")
 	within(t, 20*time.Second, "the operator's pods and ReplicaSets to go", func() bool {
 		pods, err1 := p.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + rel})
@@ -289,4 +290,83 @@ func envOf(pod corev1.Pod) string {
 		b.WriteString(e.Name + "=" + e.Value + "\n")
 	}
 	return b.String()
+}
+
+var helmBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// helmCLI is the helm command line at the Helm version this module pins
+// (go.mod's tool directive), built once per machine into the user's cache
+// as the control plane is (a cold build takes about two minutes, a cached
+// one seconds); the returned func runs it against kubeconfig with its own
+// config and cache directories, failing the test on an error.
+func helmCLI(t *testing.T, kubeconfig string) func(args ...string) string {
+	t.Helper()
+	helmBuild.once.Do(func() {
+		version := ""
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, d := range bi.Deps {
+				if d.Path == "helm.sh/helm/v3" {
+					version = d.Version
+				}
+			}
+		}
+		if version == "" {
+			helmBuild.err = errors.New("helm.sh/helm/v3 is not among the test binary's modules")
+			return
+		}
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			helmBuild.err = err
+			return
+		}
+		helmBuild.path = filepath.Join(cache, "addon-operator", "helm-"+version, "helm")
+		if _, err := os.Stat(helmBuild.path); err == nil {
+			return
+		}
+		if err := os.MkdirAll(filepath.Dir(helmBuild.path), 0o755); err != nil {
+			helmBuild.err = err
+			return
+		}
+		tmp := helmBuild.path + ".tmp" + time.Now().Format("150405.000000000")
+		out, err := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -X helm.sh/helm/v3/internal/version.version="+version,
+			"-o", tmp, "helm.sh/helm/v3/cmd/helm").CombinedOutput()
+		if err != nil {
+			helmBuild.err = errors.New("go build helm: " + err.Error() + "\n" + string(out))
+			return
+		}
+		helmBuild.err = os.Rename(tmp, helmBuild.path) // atomic: another test process may build it too
+	})
+	if helmBuild.err != nil {
+		t.Fatal(helmBuild.err)
+	}
+	home := t.TempDir()
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), helmBuild.path, append(args, "--kubeconfig", kubeconfig)...)
+		cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+}
+
+// valuesFile writes values as a YAML file for helm -f.
+func valuesFile(t *testing.T, values map[string]any) string {
+	t.Helper()
+	b, err := sigsyaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
