@@ -34,14 +34,14 @@ import (
 // TestHelmChart lints, renders and installs the operator's chart
 // (deploy/chart) with the real helm CLI (helmCLI) on the control plane
 // where pods start: the CLI's render is the library's (the plain
-// manifest's source), every object is
-// accepted, the operator's pod is scheduled and Running on kwok's node, its
-// ServiceAccount can do what the operator does and no more (the modules'
-// rules narrowed to one namespace), an upgrade changes the pods and drops
-// what it no longer renders, and the uninstall leaves nothing of the chart
-// and never touches a module's release (docs/operator.md, "Installing with
-// Helm"). kwok runs no containers: the pod's security context and the
-// NetworkPolicies are checked for acceptance, not effect.
+// manifest's source), every object is accepted, the operator's pod is
+// scheduled and Running on kwok's node, its ServiceAccount can do what the
+// operator does and no more (the modules' rules narrowed to one
+// namespace), an upgrade changes the pods and drops what it no longer
+// renders, and the uninstall leaves nothing of the chart and never touches
+// a module's release (docs/operator.md, "Installing with Helm"). kwok runs
+// no containers: the pod's security context and the NetworkPolicies are
+// checked for acceptance, not effect.
 func TestHelmChart(t *testing.T) {
 	p := workloadsPlane(t)
 	ctx := t.Context()
@@ -62,6 +62,7 @@ func TestHelmChart(t *testing.T) {
 	// namespace), with an object of its own
 	modInst := action.NewInstall(cfg)
 	modInst.ReleaseName, modInst.Namespace = "alpha", ns
+	modInst.Labels = map[string]string{"addonops.io/managed-by": "addon-operator", "addonops.io/instance": ns + ".addon-operator"}
 	if _, err := modInst.RunWithContext(ctx, &helmchart.Chart{Metadata: &helmchart.Metadata{Name: "alpha", Version: "0.1.0", APIVersion: "v2"},
 		Templates: []*helmchart.File{{Name: "templates/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: alpha-cm}\ndata: {v: x}\n")}}}, nil); err != nil {
 		t.Fatal(err)
