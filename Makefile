@@ -16,7 +16,7 @@ STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 
 GO_TEST_FLAGS ?= -race -timeout 30m
 
-.PHONY: all build run run-local test test-sops bench lint testcluster deps clean
+.PHONY: all build run run-local test test-sops bench lint testcluster deps clean manifest
 
 all: build
 
@@ -67,6 +67,11 @@ test-sops:
 
 bench: deps testcluster build
 	hack/bench.sh
+
+# deploy/addon-operator.yaml from the chart in deploy/chart (and the chart's
+# copy of deploy/monitoring/rules.yaml); TestManifestUpToDate checks both.
+manifest:
+	$(GO) generate ./deploy/chart
 
 lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi

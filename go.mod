@@ -33,7 +33,12 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require filippo.io/hpke v0.4.0 // indirect
+require (
+	filippo.io/hpke v0.4.0 // indirect
+	github.com/Masterminds/vcs v1.13.3 // indirect
+	github.com/cpuguy83/go-md2man/v2 v2.0.6 // indirect
+	github.com/gofrs/flock v0.13.0 // indirect
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
@@ -155,3 +160,5 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+tool helm.sh/helm/v3/cmd/helm
