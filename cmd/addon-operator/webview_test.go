@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/addonops/addon-operator/health"
 )
@@ -102,14 +104,17 @@ func healthCell(module string) string {
 // Healthy; stuck, never ready, turns Degraded after its 5 s progress
 // timeout, and the modules page, loaded before, shows it without a
 // reload; the module's page shows its Deployment, and links its live
-// diff (the browser is on the operator's host); a fix commit makes stuck
-// Healthy and the page follows. A client that names the host by a DNS
-// name is refused the diff, as /debug's. A screenshot of each page is
+// diff (the browser is on the operator's host); a hand edit of good's
+// Deployment shows as drift, its field on good's page and its values in
+// the diff; a fix commit makes stuck Healthy and the page follows. A
+// client that names the host by a DNS name is refused the diff, as
+// /debug's, and its pages hold no value. A screenshot of each page is
 // kept.
 func TestWebView(t *testing.T) {
 	p := workloadsPlane(t)
 	b := newBrowser(t)
-	g := startGitOperatorOn(t, p, "webview", fixture(t, "health"))
+	// drift reported, not corrected: the hand edit below stays
+	g := startGitOperatorOn(t, p, "webview", fixture(t, "health"), "ADDON_OPERATOR_DRIFT=warn")
 	w := &watching{t: t, p: p, ns: g.NS, addr: g.Op.addr}
 	base := "http://" + g.Op.addr
 	w.health("good", health.Healthy, 60*time.Second)
@@ -133,6 +138,24 @@ func TestWebView(t *testing.T) {
 	}
 	b.shot("modules-degraded")
 
+	// a hand edit of good's Deployment: drifted on the page, live
+	scale := `{"spec":{"replicas":3}}`
+	if _, err := p.Client.AppsV1().Deployments(g.NS).Patch(t.Context(), "good", types.MergePatchType, []byte(scale), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	b.until("good drifted", `(document.querySelector('tr[data-module="good"] td.drift') || {}).textContent === "1"`, 30*time.Second)
+	b.do(chromedp.Navigate(base + "/ui/modules/good"))
+	b.until("good's drifted field", `document.querySelector('[data-testid=drift]').innerText.includes("spec.replicas")`, 20*time.Second)
+	if d := b.js(`document.querySelector('[data-testid=drift]').innerText`); !strings.Contains(d, "Deployment/"+g.NS+"/good") {
+		t.Fatalf("good's drift: %s", d)
+	}
+	b.shot("module-good-drifted")
+	b.do(chromedp.Navigate(base + "/ui/modules/good/diff"))
+	if d := b.js(`document.querySelector('[data-testid=diff]').innerText`); !strings.Contains(d, "replicas: 3") || !strings.Contains(d, "replicas: 2") {
+		t.Fatalf("good's diff on the operator's host: %s", d)
+	}
+	b.shot("module-good-diff")
+
 	// stuck's page: its Deployment, Degraded, and the diff linked
 	b.do(chromedp.Navigate(base + "/ui/modules/stuck"))
 	b.until("stuck's page", `!!document.querySelector('[data-testid=objects]')`, 10*time.Second)
@@ -152,7 +175,7 @@ func TestWebView(t *testing.T) {
 
 	// a client naming the operator by a DNS name is not on its host for
 	// /debug's guard: no diff, no link
-	for path, want := range map[string]int{"/ui/modules/stuck/diff": http.StatusForbidden, "/ui/modules/stuck": http.StatusOK} {
+	for path, want := range map[string]int{"/ui/modules/good/diff": http.StatusForbidden, "/ui/modules/good": http.StatusOK} {
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
 		req.Host = "operator.example"
 		resp, err := http.DefaultClient.Do(req)
@@ -161,7 +184,7 @@ func TestWebView(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != want || strings.Contains(string(body), "/diff\"") {
+		if resp.StatusCode != want || strings.Contains(string(body), "/diff\"") || strings.Contains(string(body), "replicas: 3") {
 			t.Fatalf("%s with Host operator.example: %d, want %d", path, resp.StatusCode, want)
 		}
 	}
