@@ -136,6 +136,7 @@ func (v *View) status(r *http.Request) (*status, error) {
 // so an unchanged page costs a 304.
 func (v *View) page(name string, fill func(r *http.Request, st *status) (any, int)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		name := name // this answer's: an error page does not stay
 		st, err := v.status(r)
 		code := http.StatusOK
 		var data any

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -264,3 +265,27 @@ func TestAssets(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// A page that once answered an error answers its own page again once
+// /status does.
+func TestErrorPageDoesNotStay(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	failing.Store(true)
+	good := fakeAPI(hostile(t), "")
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		good.ServeHTTP(w, r)
+	})
+	h := New(Options{API: api, Logger: discard()}).Handler()
+	if code, _, _ := serve(t, h, remote, Prefix); code != http.StatusServiceUnavailable {
+		t.Fatalf("while /status fails: %d", code)
+	}
+	failing.Store(false)
+	if code, _, body := serve(t, h, remote, Prefix); code != http.StatusOK || !strings.Contains(body, `data-module="plain"`) {
+		t.Fatalf("once /status answers: %d\n%s", code, body)
+	}
+}
