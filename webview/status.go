@@ -7,18 +7,16 @@ import "time"
 // not have stays empty: the pages say "unknown", never fail.
 
 type status struct {
-	Ready       bool      `json:"ready"`
-	Revision    string    `json:"revision"`
-	TreeError   string    `json:"treeError"`
-	TreeReason  string    `json:"treeReason"`
-	PurgeError  string    `json:"purgeError"`
-	ConfigFiles []string  `json:"configFiles"`
-	Modules     []module  `json:"modules"`
-	Queues      []queue   `json:"queues"`
-	Source      *source   `json:"source"`
-	Leader      *leader   `json:"leaderElection"`
-	fetched     time.Time // when the page asked
-	weights     map[string]int
+	Ready       bool     `json:"ready"`
+	Revision    string   `json:"revision"`
+	TreeError   string   `json:"treeError"`
+	TreeReason  string   `json:"treeReason"`
+	PurgeError  string   `json:"purgeError"`
+	ConfigFiles []string `json:"configFiles"`
+	Modules     []module `json:"modules"`
+	Queues      []queue  `json:"queues"`
+	Source      *source  `json:"source"`
+	Leader      *leader  `json:"leaderElection"`
 }
 
 type module struct {

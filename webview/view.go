@@ -85,8 +85,8 @@ func (v *View) admitted(r *http.Request) bool {
 	return reached
 }
 
-// ask serves GET path (escaped) from the API with r's addresses and context (the
-// guard judges the client, not this process).
+// ask serves GET path (escaped) from the API with r's addresses and
+// context: the guard judges the client, not this process.
 func (v *View) ask(r *http.Request, path string) (int, []byte) {
 	u, err := url.Parse(path)
 	if err != nil {
@@ -111,17 +111,18 @@ func (v *View) status(r *http.Request) (*status, error) {
 	if err := json.Unmarshal(body, st); err != nil {
 		return nil, fmt.Errorf("/status: %w", err)
 	}
+	var weights map[string]int
 	if v.opts.Weights != nil {
-		st.weights = v.opts.Weights()
+		weights = v.opts.Weights()
 	}
 	for i := range st.Modules {
 		st.Modules[i].Weight = -1
-		if w, ok := st.weights[st.Modules[i].Name]; ok {
+		if w, ok := weights[st.Modules[i].Name]; ok {
 			st.Modules[i].Weight = w
 		}
 	}
-	// by weight, then name, as the tree runs them; stable keeps /status's
-	// order for modules without a known weight
+	// by weight, as the tree runs them; stable keeps /status's (the
+	// tree's) order within a weight and for modules without a known one
 	slices.SortStableFunc(st.Modules, func(a, b module) int {
 		if a.Weight < 0 || b.Weight < 0 || a.Weight == b.Weight {
 			return 0
