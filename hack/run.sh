@@ -68,6 +68,8 @@ echo "Converged. Modules:"
 curl -fs "http://$ADDR/status" | jq -r '.modules[] | "  \(.name): \(if .enabled then "enabled" else "disabled" end), \(.state)\(if .health then ", " + .health.status else "" end)\(if .lastError then " (" + .lastError + ")" else "" end)"'
 cat <<MSG
 
+Web view: http://$ADDR/ui/ (read-only; the modules, their health and drift, the revision, the queues)
+
 The operator keeps running and reacts to changes:
   export KUBECONFIG=$KUBECONFIG
   kubectl -n $ADDON_OPERATOR_NAMESPACE create configmap addon-operator --from-literal=echoServer='replicas: 2' --dry-run=client -o yaml | kubectl apply -f -

@@ -46,6 +46,21 @@ func (o *Operator) Status() Status { return o.statusAPI(HTTPOptions{}).Status() 
 // debug endpoints under /debug/ (statusapi).
 func (o *Operator) Handler(opts HTTPOptions) http.Handler { return o.statusAPI(opts).Handler() }
 
+// ModuleWeights are the running tree's modules' weights by name (nil
+// before the first tree): the web view lists the modules by them. A
+// function, not a method: Operator has its 15 (hack/methodcount).
+func ModuleWeights(o *Operator) map[string]int {
+	t := o.trees.Load()
+	if t == nil || t.Model == nil {
+		return nil
+	}
+	w := make(map[string]int, len(t.Model.Modules))
+	for _, m := range t.Model.Modules {
+		w[m.Name] = m.Order
+	}
+	return w
+}
+
 // statusAPI wires the status API to the operator's parts.
 func (o *Operator) statusAPI(opts HTTPOptions) *statusapi.API {
 	return statusapi.New(statusapi.Options{

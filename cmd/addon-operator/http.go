@@ -15,6 +15,7 @@ import (
 	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle"
+	"github.com/addonops/addon-operator/webview"
 )
 
 // httpServer is the server on the listen address: the operator's endpoints
@@ -34,7 +35,14 @@ func (s *startup) httpServer(ctx context.Context) (*http.Server, error) {
 		return parts
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", s.waiting.handler(standby(leader, s.operator.Handler(lifecycle.HTTPOptions{Extra: extra, Namespace: s.op.Namespace}))))
+	api := s.waiting.handler(standby(leader, s.operator.Handler(lifecycle.HTTPOptions{Extra: extra, Namespace: s.op.Namespace})))
+	mux.Handle("/", api)
+	// the web view asks api for /status and the diff with each client's
+	// request: its redaction and /debug's guard apply (docs/operator.md,
+	// "Web view")
+	view := webview.New(webview.Options{API: api, Guard: lifecycle.LocalOnly, Weights: func() map[string]int { return lifecycle.ModuleWeights(s.operator) }, Logger: s.logger})
+	mux.Handle(webview.Prefix, view.Handler())
+	mux.Handle("GET /{$}", webview.Redirect())
 	if s.op.Pprof {
 		mux.Handle("/debug/pprof/", lifecycle.LocalOnly(http.HandlerFunc(pprof.Index)))
 		mux.Handle("/debug/pprof/profile", lifecycle.LocalOnly(http.HandlerFunc(pprof.Profile)))

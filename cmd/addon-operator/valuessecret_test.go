@@ -148,6 +148,15 @@ func TestValuesSecret(t *testing.T) {
 	_, hooks, _ := cli(t, env, "hook", "list", "-o", "json")
 	_, debugModules := get(op.addr, "/debug/modules")
 	shown = append(shown, status, hooks, debugModules)
+	// the web view shows what /status shows: redacted (docs/operator.md,
+	// "Web view"); its diff page as module diff
+	if _, page := get(op.addr, "/ui/modules/alpha"); !strings.Contains(page, "cannot use &lt;redacted&gt;") {
+		t.Errorf("the web view's module page does not show the error redacted:\n%s", page)
+	}
+	for _, path := range []string{"/ui/", "/ui/modules/alpha", "/ui/modules/alpha/diff", "/ui/revision", "/ui/queues"} {
+		_, page := get(op.addr, path)
+		shown = append(shown, page)
+	}
 
 	events, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
