@@ -62,7 +62,22 @@ func (s *Syncer[T]) sync(ctx context.Context) (*Checked[T], bool, error) {
 		return nil, false, err
 	}
 	if cur != nil && hash == resolvedBefore {
+		s.release() // back where it runs: nothing waits
 		return cur, false, nil // one round trip, no objects
+	}
+	if h := s.heldFor(hash); h != nil && cur != nil {
+		// held at an earlier sync: ask again, fetch nothing
+		if s.gate(h, hash) {
+			return cur, false, nil
+		}
+		if err := s.revalidate(ctx, h); err != nil {
+			s.release()
+			if s.opts.Refused != nil && ctx.Err() == nil {
+				s.opts.Refused(h.Revision, err)
+			}
+			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(h.Commit), h.Subject, err)
+		}
+		return s.publish(h, ref, hash)
 	}
 	t := target{ref: ref, remoteRef: remoteRef, hash: hash, auth: auth}
 	prepared, err := s.prepare(netCtx, sess, ar, t, curRev)
@@ -76,6 +91,7 @@ func (s *Syncer[T]) sync(ctx context.Context) (*Checked[T], bool, error) {
 		s.mu.Lock()
 		s.resolved = hash
 		s.mu.Unlock()
+		s.release()
 		return cur, false, nil
 	}
 	rev := &Checked[T]{Revision: *prepared}
@@ -87,6 +103,19 @@ func (s *Syncer[T]) sync(ctx context.Context) (*Checked[T], bool, error) {
 			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
 		}
 	}
+	// a revision is held only while another runs: the first one is what
+	// the operator starts on (Options.Gate)
+	if cur != nil && s.gate(rev, hash) {
+		s.logger.Info("revision held", "revision", rev.Commit, "ref", ref, "subject", rev.Subject, "by", holders(s.Status().Held))
+		return cur, false, nil
+	}
+	return s.publish(rev, ref, hash)
+}
+
+// publish makes rev current: the current link, history, the old
+// revisions pruned.
+func (s *Syncer[T]) publish(rev *Checked[T], ref, hash string) (*Checked[T], bool, error) {
+	s.release()
 	if err := s.history.publish(rev.Dir); err != nil {
 		return nil, false, err
 	}
