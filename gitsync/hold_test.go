@@ -21,7 +21,7 @@ func TestGateHoldsThenPublishes(t *testing.T) {
 	validated := 0
 	s, err := New(Options[any]{URL: f.http.URL("addons"), Ref: "main", CheckoutDir: filepath.Join(t.TempDir(), "checkout"),
 		Auth: Auth{Username: "alice", PasswordFile: f.passFile}, Require: []string{"modules"},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Validate: func(context.Context, string) (any, error) { validated++; return nil, nil },
 		Gate: func(Revision) []Hold {
 			if suspended.Load() {

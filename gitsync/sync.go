@@ -62,7 +62,7 @@ func (s *Syncer[T]) sync(ctx context.Context) (*Checked[T], bool, error) {
 		return nil, false, err
 	}
 	if cur != nil && hash == resolvedBefore {
-		s.release() // back where it runs: nothing waits
+		s.release()            // back where it runs: nothing waits
 		return cur, false, nil // one round trip, no objects
 	}
 	if h := s.heldFor(hash); h != nil && cur != nil {

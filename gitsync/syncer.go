@@ -111,11 +111,11 @@ type Checked[T any] struct {
 
 // Status is what `source status` and /status show.
 type Status struct {
-	URL        string     `json:"url"`
-	DesiredRef string     `json:"desiredRef"`
-	Current    *Revision  `json:"current,omitempty"`
-	LastSync   time.Time  `json:"lastSync,omitzero"`
-	LastError  string     `json:"lastError,omitempty"`
+	URL        string    `json:"url"`
+	DesiredRef string    `json:"desiredRef"`
+	Current    *Revision `json:"current,omitempty"`
+	LastSync   time.Time `json:"lastSync,omitzero"`
+	LastError  string    `json:"lastError,omitempty"`
 	// Pending is the newest revision fetched and checked but held, and
 	// Held what holds it (Options.Gate).
 	Pending *Revision  `json:"pending,omitempty"`
