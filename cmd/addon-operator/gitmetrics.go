@@ -46,7 +46,7 @@ func newHeldCollector(holds func() []gitsync.Hold) *heldCollector {
 		held: prometheus.NewDesc("addon_operator_source_held",
 			"1 while a newer revision is held by that holder (suspend, window, ring, purge-guard, health-wait), the current one running on; 0 otherwise.", []string{"by"}, nil),
 		since: prometheus.NewDesc("addon_operator_source_held_since_timestamp_seconds",
-			"Since when that holder holds a revision, in Unix seconds (absent while it holds none).", []string{"by"}, nil),
+			"Since when that holder holds a revision, in Unix seconds; 0 while it holds none.", []string{"by"}, nil),
 	}
 }
 
@@ -60,12 +60,11 @@ func (c *heldCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, by := range holders {
-		s, ok := since[by]
-		v := 0.0
-		if ok {
-			v = 1
-			ch <- prometheus.MustNewConstMetric(c.since, prometheus.GaugeValue, float64(s.UnixNano())/1e9, by)
+		held, at := 0.0, 0.0
+		if s, ok := since[by]; ok {
+			held, at = 1, float64(s.UnixNano())/1e9
 		}
-		ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, v, by)
+		ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, held, by)
+		ch <- prometheus.MustNewConstMetric(c.since, prometheus.GaugeValue, at, by)
 	}
 }
