@@ -322,6 +322,10 @@ func (s *Syncer[T]) Current() *Revision {
 	return &c
 }
 
+// OnDisk reports whether an earlier run left published revisions on disk
+// for Restore to resume from (an empty checkout: a new pod's emptyDir).
+func (s *Syncer[T]) OnDisk() bool { return len(s.history.read()) > 0 }
+
 // CurrentDir is the stable path of the published revision (a symlink).
 func (s *Syncer[T]) CurrentDir() string { return s.history.currentDir() }
 

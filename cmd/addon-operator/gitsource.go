@@ -79,7 +79,14 @@ func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operato
 // first is the revision the operator starts with (gitsync.First: the
 // newest on disk still accepted, else the remote's, retried); /readyz says
 // why it is not there yet. It fails only when ctx is done.
-func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor) (lifecycle.Revision, error) {
+func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting *waitingFor) (lifecycle.Revision, error) {
+	if pin != "" && !src.syncer.OnDisk() {
+		// suspended, with nothing on disk: start on the revision the
+		// cluster ran when it was suspended, not the ref's newest, which
+		// the gate then holds (docs/operator.md, "Suspend, resume and sync")
+		src.syncer.SetRef(pin)
+		defer src.syncer.SetRef(gt.Ref)
+	}
 	rev, err := gitsync.First(ctx, src.syncer, gt.PollInterval, func(err error, _ time.Duration) {
 		waiting.set("the first sync from git: " + err.Error())
 	})
@@ -105,8 +112,12 @@ func (s *startup) followSource(ctx context.Context, g *errgroup.Group) {
 				ref = s.configuredRef
 			}
 			s.operator.ConfirmPurge(data[sourceConfirmPurgeKey])
-			if what, sus := s.control.update(data); what != "" && acting(s.leader) {
-				transitionEvent(ctx, s.sourceCM, what, sus, data, s.logger)
+			what, sus := s.control.update(data)
+			if acting(s.leader) {
+				if what != "" {
+					transitionEvent(ctx, s.sourceCM, what, sus, data, s.logger)
+				}
+				s.recordSuspendedRevision(ctx, data, sus != nil)
 			}
 			if token, ok := s.control.ask(data); ok {
 				go s.answerSync(ctx, token)

@@ -149,6 +149,9 @@ type startup struct {
 	// the purge guard holds a revision
 	control *sourceControl
 	purge   purgeSeen
+	// startPin is the commit to start on when the checkout is empty
+	// ("": the ref's newest): the suspended revision
+	startPin string
 }
 
 func start(o *startOptions) (err error) {
@@ -189,6 +192,7 @@ func start(o *startOptions) (err error) {
 		}
 		if _, sus := s.control.update(data); sus != nil {
 			logger.Warn("the source is suspended: new revisions are held until `addon-operator source resume`", "reason", sus.Reason, "since", sus.Since)
+			s.startPin = suspendedRevisionIn(data)
 		}
 	} else {
 		if op.ModulesDir == "" {
@@ -434,7 +438,7 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	}
 	g.Go(func() error {
 		if s.src != nil {
-			first, err := s.src.first(ctx, s.gt, &s.waiting)
+			first, err := s.src.first(ctx, s.gt, s.startPin, &s.waiting)
 			if err != nil {
 				return nil // stopped before a revision came
 			}

@@ -22,6 +22,7 @@ import (
 //	  suspendReason: …           # shown on /status, the Event and the commit
 //	  suspendedAt: <RFC 3339>    # since when (absent: when the operator saw it)
 //	  suspendedBy: …             # who (the CLI writes the API server's user name)
+//	  suspendedRevision: <sha>   # the operator: the commit it ran when suspended
 //	  resumedAt, resumedBy       # the last resume, for its Event
 //	  syncRequested: <token>     # any new value: fetch now, as the webhook does
 //	  syncAnswered: <token>      # the operator: that request's sync ended
@@ -31,6 +32,7 @@ const (
 	sourceSuspendReasonKey = "suspendReason"
 	sourceSuspendedAtKey   = "suspendedAt"
 	sourceSuspendedByKey   = "suspendedBy"
+	sourceSuspendedRevKey  = "suspendedRevision"
 	sourceResumedAtKey     = "resumedAt"
 	sourceResumedByKey     = "resumedBy"
 	sourceSyncRequestedKey = "syncRequested"
@@ -168,6 +170,38 @@ func (c *sourceControl) done(token string) {
 	c.mu.Lock()
 	delete(c.asked, token)
 	c.mu.Unlock()
+}
+
+// suspendedRevisionIn is the commit a suspended operator starts on when
+// its checkout is empty ("": none recorded, or not a full SHA).
+func suspendedRevisionIn(data map[string]string) string {
+	if rev := data[sourceSuspendedRevKey]; shaRe.MatchString(rev) {
+		return rev
+	}
+	return ""
+}
+
+// recordSuspendedRevision writes the running commit as suspendedRevision
+// while suspended (once), and removes it once resumed: a pod that starts
+// with an empty checkout while suspended starts on it, not on the ref's
+// newest commit.
+func (s *startup) recordSuspendedRevision(ctx context.Context, data map[string]string, suspended bool) {
+	running := s.operator.Status().Revision
+	switch {
+	case suspended && data[sourceSuspendedRevKey] == "" && running != "":
+	case !suspended && data[sourceSuspendedRevKey] != "":
+		running = ""
+	default:
+		return
+	}
+	if _, _, err := s.sourceCM.Update(ctx, func(d map[string]string) (map[string]string, error) {
+		if (suspendedIn(d, time.Now()) != nil) == suspended {
+			setOrDelete(d, sourceSuspendedRevKey, running)
+		}
+		return d, nil
+	}); err != nil {
+		s.logger.Warn("record the suspended revision", "err", err)
+	}
 }
 
 // transitionEvent records a suspension or a resume on the source

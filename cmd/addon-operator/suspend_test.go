@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/commitstatus"
+	"github.com/addonops/addon-operator/gitsync"
 )
 
 // sourceCLI runs `source ARGS...` against the operator's namespace and
@@ -92,6 +98,10 @@ func TestSuspendResumeSync(t *testing.T) {
 		s, _ := sourceOf(t, addr)["suspended"].(map[string]any)
 		return s != nil && s["reason"] == "release freeze" && s["since"] != ""
 	})
+	eventually(t, "the running revision recorded as suspendedRevision", func() bool {
+		cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "addon-operator-source", metav1.GetOptions{})
+		return err == nil && cm.Data["suspendedRevision"] == c2
+	})
 	c3 := commitFiles(t, repo, "alpha v3", alphaOn("3"))
 	if out := sourceCLI(t, ns, "sync"); !strings.Contains(out, "fetched "+c3+" (held by suspend)") {
 		t.Fatalf("source sync while suspended: %q", out)
@@ -141,6 +151,9 @@ func TestSuspendResumeSync(t *testing.T) {
 	// resumed: the held commit applies at once
 	sourceCLI(t, ns, "resume")
 	eventually(t, "alpha 3 after resume", func() bool { return cmValue(ns, "001-alpha-cm") == "3" && status(t, addr)["revision"] == c3 })
+	if cm, _ := cms.Get(context.Background(), "addon-operator-source", metav1.GetOptions{}); cm.Data["suspendedRevision"] != "" {
+		t.Fatalf("suspendedRevision left after resume: %v", cm.Data)
+	}
 	if got := heldBy(t, addr); len(got) != 0 || sourceOf(t, addr)["suspended"] != nil {
 		t.Fatalf("after resume: held %v, suspended %v", got, sourceOf(t, addr)["suspended"])
 	}
@@ -177,5 +190,99 @@ func TestSuspendResumeSync(t *testing.T) {
 	}
 	if logs, _ := os.ReadFile(op.log); strings.Contains(string(logs), "forge-t0ken") {
 		t.Fatal("a credential reached the log")
+	}
+}
+
+// How the source ConfigMap's keys read: a value of suspended that is not a
+// boolean suspends, suspendedAt gives since, a malformed one the time seen.
+func TestSuspendedIn(t *testing.T) {
+	seen := time.Date(2026, 11, 28, 1, 0, 0, 0, time.UTC)
+	at := time.Date(2026, 11, 27, 9, 30, 0, 0, time.UTC)
+	sha := strings.Repeat("ab", 20)
+	for _, tt := range []struct {
+		name string
+		data map[string]string
+		want *suspension
+		pin  string
+	}{
+		{"absent", map[string]string{}, nil, ""},
+		{"false", map[string]string{"suspended": "false", "suspendedRevision": sha}, nil, sha},
+		{"true, with everything", map[string]string{"suspended": "true", "suspendReason": "freeze", "suspendedBy": "alice", "suspendedAt": at.Format(time.RFC3339)},
+			&suspension{Reason: "freeze", By: "alice", Since: at}, ""},
+		{"a typo suspends", map[string]string{"suspended": "yes"}, &suspension{Since: seen}, ""},
+		{"a malformed time: when seen", map[string]string{"suspended": "1", "suspendedAt": "yesterday"}, &suspension{Since: seen}, ""},
+		{"a revision that is not a full SHA", map[string]string{"suspended": "true", "suspendedRevision": "main"}, &suspension{Since: seen}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := suspendedIn(tt.data, seen)
+			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Fatalf("suspendedIn = %+v, want %+v", got, tt.want)
+			}
+			if pin := suspendedRevisionIn(tt.data); pin != tt.pin {
+				t.Fatalf("suspendedRevisionIn = %q, want %q", pin, tt.pin)
+			}
+		})
+	}
+}
+
+// The control's transitions, its gate and its sync requests: a
+// suspension without suspendedAt keeps the time it was first seen; a
+// request is claimed once, and not when answered.
+func TestSourceControl(t *testing.T) {
+	now := time.Date(2026, 11, 28, 1, 0, 0, 0, time.UTC)
+	var reports []commitstatus.Report
+	acting := true
+	c := newSourceControl(slog.New(slog.DiscardHandler), func(r commitstatus.Report) { reports = append(reports, r) }, func() bool { return acting })
+	c.now = func() time.Time { return now }
+	if what, _ := c.update(map[string]string{"suspended": "true", "suspendReason": "freeze"}); what != "suspended" {
+		t.Fatalf("transition %q", what)
+	}
+	now = now.Add(time.Hour)
+	if what, s := c.update(map[string]string{"suspended": "true", "suspendReason": "freeze"}); what != "" || !s.Since.Equal(now.Add(-time.Hour)) {
+		t.Fatalf("again: %q, since %v", what, s.Since)
+	}
+	holds := c.gate(gitsync.Revision{Commit: "c2"})
+	if len(holds) != 1 || holds[0].By != "suspend" || holds[0].Reason != "freeze" || !c.driftHeld() {
+		t.Fatalf("gate: %+v, drift held %v", holds, c.driftHeld())
+	}
+	if len(reports) != 1 || reports[0] != (commitstatus.Report{Commit: "c2", State: commitstatus.Held, Reason: "suspended: freeze"}) {
+		t.Fatalf("reports %+v", reports)
+	}
+	acting = false // a standby posts nothing
+	c.gate(gitsync.Revision{Commit: "c3"})
+	if len(reports) != 1 {
+		t.Fatalf("a standby reported: %+v", reports)
+	}
+	if what, _ := c.update(map[string]string{}); what != "resumed" || c.gate(gitsync.Revision{Commit: "c3"}) != nil || c.driftHeld() {
+		t.Fatalf("resume: %q", what)
+	}
+
+	req := map[string]string{"syncRequested": "t1"}
+	if tok, ok := c.ask(req); !ok || tok != "t1" {
+		t.Fatal("a new request not claimed")
+	}
+	if _, ok := c.ask(req); ok {
+		t.Fatal("a request claimed twice")
+	}
+	c.done("t1")
+	if _, ok := c.ask(map[string]string{"syncRequested": "t1", "syncAnswered": "t1"}); ok {
+		t.Fatal("an answered request claimed")
+	}
+}
+
+func TestSyncResult(t *testing.T) {
+	rev := &gitsync.Revision{Commit: "c9"}
+	for _, tt := range []struct {
+		st   gitsync.Status
+		err  error
+		want string
+	}{
+		{gitsync.Status{Current: rev}, nil, "fetched c9 (current)"},
+		{gitsync.Status{Current: &gitsync.Revision{Commit: "c1"}, Pending: rev, Held: []gitsync.Hold{{By: "suspend"}, {By: "window"}}}, nil, "fetched c9 (held by suspend, window)"},
+		{gitsync.Status{Current: rev}, errors.New("sync x: refused"), "error: sync x: refused"},
+	} {
+		if got := syncResult(tt.st, tt.err); got != tt.want {
+			t.Errorf("syncResult = %q, want %q", got, tt.want)
+		}
 	}
 }

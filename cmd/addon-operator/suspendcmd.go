@@ -130,7 +130,7 @@ func resumeSource(ctx context.Context, w io.Writer, cm *kube.ConfigMap, who stri
 		if !was {
 			return d, nil
 		}
-		for _, k := range []string{sourceSuspendedKey, sourceSuspendReasonKey, sourceSuspendedAtKey, sourceSuspendedByKey} {
+		for _, k := range []string{sourceSuspendedKey, sourceSuspendReasonKey, sourceSuspendedAtKey, sourceSuspendedByKey, sourceSuspendedRevKey} {
 			delete(d, k)
 		}
 		d[sourceResumedAtKey] = now.UTC().Format(time.RFC3339)
