@@ -1,8 +1,8 @@
 package gitsync
 
 import (
-	"context"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -27,34 +27,37 @@ type Hold struct {
 // the one a restart runs, is never gated: it is what ran before.
 type Gate func(rev Revision) []Hold
 
-// held is the newest revision a Gate holds, with the remote hash it came
-// from: a sync that finds the ref still there asks the gate again without
-// fetching or checking out anything.
-type held[T any] struct {
-	rev   *Checked[T]
+// gatekeeper keeps the newest revision a Gate holds, with the remote hash
+// it came from: a sync that finds the ref still there asks the gate again
+// without fetching or checking out anything.
+type gatekeeper[T any] struct {
+	gate Gate
+	now  func() time.Time
+
+	mu    sync.Mutex
+	rev   *Checked[T] // nil: none held
 	hash  string
 	holds []Hold
 }
 
-// gate asks Options.Gate about rev (from hash); it reports whether rev is
-// held, and records it as Status.Pending and Status.Held when so.
-func (s *Syncer[T]) gate(rev *Checked[T], hash string) bool {
-	if s.opts.Gate == nil {
+// hold asks the gate about rev (from hash) and reports whether it is held;
+// a holder's since is kept from an earlier sync that held the same commit.
+func (g *gatekeeper[T]) hold(rev *Checked[T], hash string) bool {
+	if g.gate == nil {
 		return false
 	}
-	holds := s.opts.Gate(rev.Revision)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	holds := g.gate(rev.Revision)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if len(holds) == 0 {
-		s.held = nil
-		s.status.Pending, s.status.Held = nil, nil
+		g.rev, g.hash, g.holds = nil, "", nil
 		return false
 	}
 	var before []Hold
-	if s.held != nil && s.held.rev.Commit == rev.Commit {
-		before = s.held.holds
+	if g.rev != nil && g.rev.Commit == rev.Commit {
+		before = g.holds
 	}
-	now := s.opts.Now()
+	now := g.now()
 	holds = slices.Clone(holds)
 	for i := range holds {
 		holds[i].Commit = rev.Commit
@@ -68,41 +71,39 @@ func (s *Syncer[T]) gate(rev *Checked[T], hash string) bool {
 			}
 		}
 	}
-	s.held = &held[T]{rev: rev, hash: hash, holds: holds}
-	p := rev.Revision
-	s.status.Pending, s.status.Held = &p, slices.Clone(holds)
+	g.rev, g.hash, g.holds = rev, hash, holds
 	return true
 }
 
-// release forgets the held revision (a ref moved on, or the sync
-// published): Status shows no hold until a gate holds again.
-func (s *Syncer[T]) release() {
-	s.mu.Lock()
-	s.held = nil
-	s.status.Pending, s.status.Held = nil, nil
-	s.mu.Unlock()
+// release forgets the held revision (the ref moved back, was set again,
+// or the sync published).
+func (g *gatekeeper[T]) release() {
+	g.mu.Lock()
+	g.rev, g.hash, g.holds = nil, "", nil
+	g.mu.Unlock()
 }
 
 // heldFor is the held revision when it came from hash (nil otherwise).
-func (s *Syncer[T]) heldFor(hash string) *Checked[T] {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held == nil || s.held.hash != hash {
+func (g *gatekeeper[T]) heldFor(hash string) *Checked[T] {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.rev == nil || g.hash != hash {
 		return nil
 	}
-	return s.held.rev
+	return g.rev
 }
 
-// revalidate checks a held revision once more before it is published: the
-// ConfigMap it was checked against may have changed while it was held.
-func (s *Syncer[T]) revalidate(ctx context.Context, rev *Checked[T]) error {
-	if s.opts.Validate == nil {
-		return nil
+// status is Status.Pending and Status.Held.
+func (g *gatekeeper[T]) status() (*Revision, []Hold) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.rev == nil {
+		return nil, nil
 	}
-	model, err := s.opts.Validate(ctx, rev.Dir)
-	if err != nil {
-		return err
-	}
-	rev.Model = model
-	return nil
+	p := g.rev.Revision
+	return &p, slices.Clone(g.holds)
 }
+
+// OnDisk reports whether an earlier run left published revisions on disk
+// for Restore to resume from (an empty checkout: a new pod's emptyDir).
+func OnDisk[T any](s *Syncer[T]) bool { return len(s.history.read()) > 0 }

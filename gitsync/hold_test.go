@@ -89,15 +89,15 @@ func TestSyncNowWaitsForAFreshSync(t *testing.T) {
 	done := make(chan struct{})
 	go func() { s.Run(ctx, time.Hour, func(r *Checked[any]) { published <- r.Commit }); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	must(t, s.SyncNow(t.Context()))
+	must(t, SyncNow(t.Context(), s))
 	c4 := f.commit(t, "fourth", map[string]string{"modules/values.yaml": "global: {v: 4}\n"})
-	must(t, s.SyncNow(t.Context()))
+	must(t, SyncNow(t.Context(), s))
 	if cur := s.Current(); cur == nil || cur.Commit != c4 {
 		t.Fatalf("after SyncNow: current %+v, want %s", cur, c4)
 	}
 	stopped, cancelWait := context.WithCancel(t.Context())
 	cancelWait()
-	if err := s.SyncNow(stopped); err == nil {
+	if err := SyncNow(stopped, s); err == nil {
 		t.Fatal("SyncNow with a done context: no error")
 	}
 }

@@ -155,8 +155,8 @@ type Syncer[T any] struct {
 	fullRef string
 	status  Status
 	trigger chan struct{}
-	// held is the revision Options.Gate holds (nil: none)
-	held *held[T]
+	// gates keeps the revision Options.Gate holds
+	gates *gatekeeper[T]
 	// syncs counts the syncs Run started and ended; ended is closed and
 	// replaced at each end (SyncNow waits on it)
 	syncs syncCount
@@ -242,6 +242,7 @@ func New[T any](opts Options[T]) (*Syncer[T], error) {
 	}
 	s := &Syncer[T]{
 		opts: opts, logger: logger, ref: opts.Ref, trigger: make(chan struct{}, 1),
+		gates: &gatekeeper[T]{gate: opts.Gate, now: opts.Now},
 		remote: &fetcher{url: opts.URL, dir: opts.CheckoutDir, logger: logger, limits: lim, paths: paths,
 			store: store, plan: pl, dropped: left},
 		commits:   store,
@@ -283,7 +284,7 @@ func (s *Syncer[T]) SetRef(ref string) {
 	s.status.DesiredRef = ref
 	if changed {
 		s.resolved, s.fullRef = "", ""
-		s.held, s.status.Pending, s.status.Held = nil, nil, nil
+		s.gates.release()
 	}
 	s.mu.Unlock()
 	s.Trigger()
@@ -303,7 +304,7 @@ func (s *Syncer[T]) Status() Status {
 	defer s.mu.Unlock()
 	st := s.status
 	st.History = slices.Clone(s.status.History)
-	st.Held = slices.Clone(s.status.Held)
+	st.Pending, st.Held = s.gates.status()
 	if s.current != nil {
 		c := s.current.Revision
 		st.Current = &c
@@ -321,10 +322,6 @@ func (s *Syncer[T]) Current() *Revision {
 	c := s.current.Revision
 	return &c
 }
-
-// OnDisk reports whether an earlier run left published revisions on disk
-// for Restore to resume from (an empty checkout: a new pod's emptyDir).
-func (s *Syncer[T]) OnDisk() bool { return len(s.history.read()) > 0 }
 
 // CurrentDir is the stable path of the published revision (a symlink).
 func (s *Syncer[T]) CurrentDir() string { return s.history.currentDir() }

@@ -48,10 +48,11 @@ func (c *syncCount) waitFor(n uint64) (<-chan struct{}, error, bool) {
 	return c.done, nil, false
 }
 
-// SyncNow asks Run to sync at once, as a signed webhook does (Trigger),
-// and waits until a sync that started after the call has ended; it
-// returns that sync's error, or ctx's. It needs Run to be running.
-func (s *Syncer[T]) SyncNow(ctx context.Context) error {
+// SyncNow asks s's Run to sync at once, as a signed webhook does
+// (Trigger), and waits until a sync that started after the call has
+// ended; it returns that sync's error, or ctx's. It needs Run to be
+// running. A function, as First is: the Syncer's methods are its loop's.
+func SyncNow[T any](ctx context.Context, s *Syncer[T]) error {
 	s.syncs.mu.Lock()
 	want := s.syncs.started + 1
 	s.syncs.mu.Unlock()

@@ -80,7 +80,7 @@ func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operato
 // newest on disk still accepted, else the remote's, retried); /readyz says
 // why it is not there yet. It fails only when ctx is done.
 func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting *waitingFor) (lifecycle.Revision, error) {
-	if pin != "" && !src.syncer.OnDisk() {
+	if pin != "" && !gitsync.OnDisk(src.syncer) {
 		// suspended, with nothing on disk: start on the revision the
 		// cluster ran when it was suspended, not the ref's newest, which
 		// the gate then holds (docs/operator.md, "Suspend, resume and sync")

@@ -246,7 +246,7 @@ func (s *startup) answerSync(ctx context.Context, token string) {
 	defer s.control.done(token)
 	ctx, cancel := context.WithTimeout(ctx, 2*max(s.gt.Timeout, time.Minute))
 	defer cancel()
-	err := s.src.syncer.SyncNow(ctx)
+	err := gitsync.SyncNow(ctx, s.src.syncer)
 	if ctx.Err() != nil && err != nil {
 		return // stopping
 	}
