@@ -83,7 +83,9 @@ func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting
 	if pin != "" && !gitsync.OnDisk(src.syncer) {
 		// suspended, with nothing on disk: start on the revision the
 		// cluster ran when it was suspended, not the ref's newest, which
-		// the gate then holds (docs/operator.md, "Suspend, resume and sync")
+		// the gate then holds (docs/operator.md, "Suspend, resume and sync");
+		// with revisions on disk Restore wins anyway, and setting the ref
+		// would forget the full ref a short one is pinned to (docs/git.md)
 		src.syncer.SetRef(pin)
 		defer src.syncer.SetRef(gt.Ref)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/addonops/addon-operator/commitstatus"
 	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // sourceCLI runs `source ARGS...` against the operator's namespace and
@@ -284,5 +286,40 @@ func TestSyncResult(t *testing.T) {
 		if got := syncResult(tt.st, tt.err); got != tt.want {
 			t.Errorf("syncResult = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// A suspended operator whose checkout is empty (a new pod) starts on the
+// suspendedRevision, not the ref's newest, and follows the ref again
+// after; one with revisions on disk resumes from them, whatever the pin.
+func TestFirstPinnedWhileSuspended(t *testing.T) {
+	root := t.TempDir()
+	repo := newRepo(t, root)
+	c1 := commitFiles(t, repo, "alpha v1", alphaOn("1"))
+	c2 := commitFiles(t, repo, "alpha v2", alphaOn("2"))
+	checkout := filepath.Join(t.TempDir(), "checkout")
+	gt := gitOptions{URL: "file://" + repo.Bare, Ref: "main", PollInterval: time.Second}
+	newSrc := func() *source {
+		s, err := gitsync.New(gitsync.Options[*loader.Model]{URL: gt.URL, Ref: gt.Ref, CheckoutDir: checkout, Require: []string{"modules"},
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &source{syncer: s}
+	}
+	src := newSrc()
+	rev, err := src.first(t.Context(), gt, c1, &waitingFor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Commit != c1 || src.syncer.Status().DesiredRef != "main" {
+		t.Fatalf("first on an empty checkout: %s (want %s), desired ref %q", rev.Commit, c1, src.syncer.Status().DesiredRef)
+	}
+	rev, err = newSrc().first(t.Context(), gt, c2, &waitingFor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Commit != c1 {
+		t.Fatalf("first with %s on disk: %s", c1, rev.Commit)
 	}
 }
