@@ -57,8 +57,9 @@ func (m *Merger) Report(s commitstatus.Report) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s.State == commitstatus.Failed && s.Commit != m.commit {
-		// another commit's tree was refused; the applied one runs on
+	if (s.State == commitstatus.Failed || s.State == commitstatus.Held) && s.Commit != m.commit {
+		// another commit's tree was refused, or is held back; the
+		// applied one runs on
 		return
 	}
 	if s.State != commitstatus.Applied {

@@ -157,6 +157,13 @@ func TestMerger(t *testing.T) {
 			set("b", health.Progressing, "c2 b/progressing: Deployment ns/b InProgress"),
 			set("b", health.Healthy, "c2 b/healthy"),
 		}},
+		{"a held commit: the applied one goes on", []step{
+			set("b", health.Healthy),
+			rev("c2", ap, "c2 applied", "c2 b/healthy", "c2 healthy"),
+			rev("c9", commitstatus.Held, "c9 held"),
+			set("b", health.Progressing, "c2 b/progressing: Deployment ns/b InProgress"),
+			set("b", health.Healthy, "c2 b/healthy"),
+		}},
 		{"a failed revision gets no health", []step{
 			rev("c3", ing, "c3 applying"),
 			rev("c3", fail, "c3 failed"),

@@ -57,8 +57,11 @@ func NewGitLab(o GitLabOptions) (*GitLab, error) {
 }
 
 // gitlabState: GitLab says running and failed where GitHub says pending
-// and failure.
+// and failure; a held commit is not running: GitLab's pending.
 func gitlabState(s State) string {
+	if s == Held {
+		return "pending"
+	}
 	switch s.outcome() {
 	case "success":
 		return "success"

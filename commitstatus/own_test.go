@@ -24,6 +24,7 @@ func TestParseOwnRoundTrip(t *testing.T) {
 		{"revision, ring 0", "canary", ringOf(0), Report{State: Applied}, Own{Cluster: "canary", State: Applied, HasRing: true}},
 		{"no ring (older versions)", "prod", nil, Report{State: Degraded, Reason: "module a: Deployment x not ready"}, Own{Cluster: "prod", State: Degraded}},
 		{"module", "prod", ringOf(2), Report{Module: "cert-manager", State: Failed, Reason: "hook x exited 1"}, Own{Cluster: "prod", Module: "cert-manager", State: Failed, Ring: 2, HasRing: true}},
+		{"held (suspended)", "prod", ringOf(1), Report{State: Held, Reason: "suspended: release freeze"}, Own{Cluster: "prod", State: Held, Ring: 1, HasRing: true}},
 		{"long reason keeps the tag", "prod", ringOf(12), Report{State: Failed, Reason: long}, Own{Cluster: "prod", State: Failed, Ring: 12, HasRing: true}},
 	}
 	for _, tt := range tests {

@@ -55,6 +55,12 @@ func TestProviders(t *testing.T) {
 		{"gitlab path project", func() (Provider, error) {
 			return NewGitLab(GitLabOptions{BaseURL: forge.GitLabURL(), Project: "group/sub/addons", TokenFile: token, AllowHTTP: local})
 		}, Applying, "gitlab", "group/sub/addons", "running"},
+		{"gitlab held", func() (Provider, error) {
+			return NewGitLab(GitLabOptions{BaseURL: forge.GitLabURL(), Project: "group/sub/addons", TokenFile: token, AllowHTTP: local})
+		}, Held, "gitlab", "group/sub/addons", "pending"},
+		{"github held", func() (Provider, error) {
+			return NewGitHub(GitHubOptions{BaseURL: forge.GitHubURL(), Repository: "platform/addons", TokenFile: token, AllowHTTP: local})
+		}, Held, "github", "platform/addons", "pending"},
 		{"gitlab numeric project", func() (Provider, error) {
 			return NewGitLab(GitLabOptions{BaseURL: forge.GitLabURL(), Project: "42", TokenFile: token, AllowHTTP: local})
 		}, Failed, "gitlab", "42", "failed"},

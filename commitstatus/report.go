@@ -9,7 +9,9 @@ import (
 type State string
 
 // Report states. Applying, Applied and Failed come from the lifecycle;
-// Progressing, Healthy and Degraded are for module health.
+// Progressing, Healthy and Degraded are for module health; Held is a
+// commit fetched and checked but held back, the running revision staying
+// (a suspended source; the forge shows it pending).
 const (
 	Applying    State = "applying"
 	Applied     State = "applied"
@@ -17,12 +19,13 @@ const (
 	Progressing State = "progressing"
 	Healthy     State = "healthy"
 	Degraded    State = "degraded"
+	Held        State = "held"
 )
 
 // Valid reports whether s is one of the states above.
 func (s State) Valid() bool {
 	switch s {
-	case Applying, Applied, Failed, Progressing, Healthy, Degraded:
+	case Applying, Applied, Failed, Progressing, Healthy, Degraded, Held:
 		return true
 	}
 	return false

@@ -41,7 +41,7 @@ type WebhookBody struct {
 	// Ring is the cluster's rollout ring, when it has one.
 	Ring *int `json:"ring,omitempty"`
 	// State is the report's own (applying, applied, failed, progressing,
-	// healthy, degraded); Outcome is it as pending, success or failure.
+	// healthy, degraded, held); Outcome is it as pending, success or failure.
 	State       string    `json:"state"`
 	Outcome     string    `json:"outcome"`
 	Description string    `json:"description"`

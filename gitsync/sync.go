@@ -62,31 +62,52 @@ func (s *Syncer[T]) sync(ctx context.Context) (*Checked[T], bool, error) {
 		return nil, false, err
 	}
 	if cur != nil && hash == resolvedBefore {
+		s.gates.release()      // back where it runs: nothing waits
 		return cur, false, nil // one round trip, no objects
 	}
-	t := target{ref: ref, remoteRef: remoteRef, hash: hash, auth: auth}
-	prepared, err := s.prepare(netCtx, sess, ar, t, curRev)
-	if isDamaged(err) {
-		prepared, err = s.prepareAgain(netCtx, t, curRev, err)
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if prepared == curRev {
-		s.mu.Lock()
-		s.resolved = hash
-		s.mu.Unlock()
+	// a revision held at an earlier sync is asked about again without
+	// fetching; let through, it is validated again below (the ConfigMap
+	// it was checked against may have changed meanwhile)
+	rev := s.gates.heldFor(hash)
+	fresh := rev == nil || cur == nil
+	if !fresh && s.gates.hold(rev, hash) {
 		return cur, false, nil
 	}
-	rev := &Checked[T]{Revision: *prepared}
+	if fresh {
+		t := target{ref: ref, remoteRef: remoteRef, hash: hash, auth: auth}
+		prepared, err := s.prepare(netCtx, sess, ar, t, curRev)
+		if isDamaged(err) {
+			prepared, err = s.prepareAgain(netCtx, t, curRev, err)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if prepared == curRev {
+			s.mu.Lock()
+			s.resolved = hash
+			s.mu.Unlock()
+			s.gates.release()
+			return cur, false, nil
+		}
+		rev = &Checked[T]{Revision: *prepared}
+	}
 	if s.opts.Validate != nil {
 		if rev.Model, err = s.opts.Validate(ctx, rev.Dir); err != nil {
+			s.gates.release()
 			if s.opts.Refused != nil && ctx.Err() == nil {
 				s.opts.Refused(rev.Revision, err)
 			}
 			return nil, false, fmt.Errorf("revision %s (%s) refused: %w", short(rev.Commit), rev.Subject, err)
 		}
 	}
+	// a revision is held only while another runs: the first one is what
+	// the operator starts on (Options.Gate)
+	if fresh && cur != nil && s.gates.hold(rev, hash) {
+		_, held := s.gates.status()
+		s.logger.Info("revision held", "revision", rev.Commit, "ref", ref, "subject", rev.Subject, "by", holders(held))
+		return cur, false, nil
+	}
+	s.gates.release()
 	if err := s.history.publish(rev.Dir); err != nil {
 		return nil, false, err
 	}

@@ -60,6 +60,11 @@ type Options[T any] struct {
 	// MaxCheckoutSize bounds the summed size of a revision's files.
 	// 0: DefaultMaxCheckoutSize; negative: no limit.
 	MaxCheckoutSize int64
+	// Gate, if set, may hold a new revision out once it is validated
+	// (docs/operator.md, "Suspend, resume and sync"); it is asked only
+	// while a revision is current, so the first revision of an empty
+	// checkout is never held: the caller pins that one (SetRef) itself.
+	Gate Gate
 	// Validate checks a checked-out revision before it is published, and
 	// a revision restored from disk before it is used again; what it
 	// returns rides on the revision (Checked.Model), typed, unread by the
@@ -106,12 +111,16 @@ type Checked[T any] struct {
 
 // Status is what `source status` and /status show.
 type Status struct {
-	URL        string     `json:"url"`
-	DesiredRef string     `json:"desiredRef"`
-	Current    *Revision  `json:"current,omitempty"`
-	LastSync   time.Time  `json:"lastSync,omitzero"`
-	LastError  string     `json:"lastError,omitempty"`
-	History    []Revision `json:"history"`
+	URL        string    `json:"url"`
+	DesiredRef string    `json:"desiredRef"`
+	Current    *Revision `json:"current,omitempty"`
+	LastSync   time.Time `json:"lastSync,omitzero"`
+	LastError  string    `json:"lastError,omitempty"`
+	// Pending is the newest revision fetched and checked but held, and
+	// Held what holds it (Options.Gate).
+	Pending *Revision  `json:"pending,omitempty"`
+	Held    []Hold     `json:"held,omitempty"`
+	History []Revision `json:"history"`
 }
 
 const (
@@ -146,6 +155,11 @@ type Syncer[T any] struct {
 	fullRef string
 	status  Status
 	trigger chan struct{}
+	// gates keeps the revision Options.Gate holds
+	gates *gatekeeper[T]
+	// syncs counts the syncs Run started and ended; ended is closed and
+	// replaced at each end (SyncNow waits on it)
+	syncs syncCount
 }
 
 // fetching is what a sync asks of the fetcher: a session listing the
@@ -228,6 +242,7 @@ func New[T any](opts Options[T]) (*Syncer[T], error) {
 	}
 	s := &Syncer[T]{
 		opts: opts, logger: logger, ref: opts.Ref, trigger: make(chan struct{}, 1),
+		gates: &gatekeeper[T]{gate: opts.Gate, now: opts.Now},
 		remote: &fetcher{url: opts.URL, dir: opts.CheckoutDir, logger: logger, limits: lim, paths: paths,
 			store: store, plan: pl, dropped: left},
 		commits:   store,
@@ -269,6 +284,7 @@ func (s *Syncer[T]) SetRef(ref string) {
 	s.status.DesiredRef = ref
 	if changed {
 		s.resolved, s.fullRef = "", ""
+		s.gates.release()
 	}
 	s.mu.Unlock()
 	s.Trigger()
@@ -288,6 +304,7 @@ func (s *Syncer[T]) Status() Status {
 	defer s.mu.Unlock()
 	st := s.status
 	st.History = slices.Clone(s.status.History)
+	st.Pending, st.Held = s.gates.status()
 	if s.current != nil {
 		c := s.current.Revision
 		st.Current = &c
@@ -318,7 +335,10 @@ func (s *Syncer[T]) Run(ctx context.Context, interval time.Duration, onPublish f
 	failures := 0
 	for {
 		wait := interval
-		if rev, changed, err := s.safeSync(ctx); err != nil {
+		n := s.syncs.begin()
+		rev, changed, err := s.safeSync(ctx)
+		s.syncs.end(n, err)
+		if err != nil {
 			failures++
 			wait = min(interval, time.Second<<min(failures, 6))
 			s.logger.Error("sync failed; the current revision keeps running", "err", err, "retry_in", wait)

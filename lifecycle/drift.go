@@ -27,5 +27,6 @@ const kindDriftCorrect = driftcheck.KindCorrect
 func newDriftChecker(cfg Config, o driftcheck.Options) *driftcheck.Checker {
 	o.Detector, o.Mode, o.Logger, o.Now, o.After = cfg.Drift, cfg.DriftMode, cfg.Logger, cfg.Now, cfg.After
 	o.Events, o.Quiet, o.Spacing, o.Inbox = cfg.Events, cfg.driftQuiet, cfg.driftSpacing, cfg.Edits
+	o.Held = cfg.DriftHeld
 	return driftcheck.New(o)
 }

@@ -116,6 +116,10 @@ type Config struct {
 	Edits     *EditInbox
 	Drift     DriftDetector
 	DriftMode string
+	// DriftHeld, if set, says while drift is reported and not corrected
+	// whatever the mode: the source is suspended (docs/operator.md,
+	// "Suspend, resume and sync").
+	DriftHeld func() bool
 	// OnRevisionState, if set, is told when a revision starts applying,
 	// has been applied, or failed (revisionstate.go). It is called from
 	// the tasks of "main" and must not block.

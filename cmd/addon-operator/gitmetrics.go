@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/addonops/addon-operator/gitsync"
@@ -27,4 +29,42 @@ func registerGitMetrics(reg prometheus.Registerer, status func() gitsync.Status)
 			return 0
 		}),
 	)
+}
+
+// heldCollector exports what holds a revision (docs/operator.md, "Suspend,
+// resume and sync"), one /status read per scrape: for the "revision held"
+// alert of deploy/monitoring.
+type heldCollector struct {
+	holds       func() []gitsync.Hold
+	held, since *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*heldCollector)(nil)
+
+func newHeldCollector(holds func() []gitsync.Hold) *heldCollector {
+	return &heldCollector{holds: holds,
+		held: prometheus.NewDesc("addon_operator_source_held",
+			"1 while a newer revision is held by that holder (suspend, window, ring, purge-guard, health-wait), the current one running on; 0 otherwise.", []string{"by"}, nil),
+		since: prometheus.NewDesc("addon_operator_source_held_since_timestamp_seconds",
+			"Since when that holder holds a revision, in Unix seconds; 0 while it holds none.", []string{"by"}, nil),
+	}
+}
+
+func (c *heldCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.held; ch <- c.since }
+
+func (c *heldCollector) Collect(ch chan<- prometheus.Metric) {
+	since := map[string]time.Time{}
+	for _, h := range c.holds() {
+		if s, ok := since[h.By]; !ok || h.Since.Before(s) {
+			since[h.By] = h.Since
+		}
+	}
+	for _, by := range holders {
+		held, at := 0.0, 0.0
+		if s, ok := since[by]; ok {
+			held, at = 1, float64(s.UnixNano())/1e9
+		}
+		ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, held, by)
+		ch <- prometheus.MustNewConstMetric(c.since, prometheus.GaugeValue, at, by)
+	}
 }

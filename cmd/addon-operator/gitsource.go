@@ -31,7 +31,7 @@ type source struct {
 // hooks directory are checked out (and configPaths, the cluster's config's:
 // docs/operator.md, "Config in git"), so a module's link must lead inside
 // them.
-func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operator *lifecycle.Operator, refused func(gitsync.Revision, error), logger *slog.Logger) (*source, error) {
+func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operator *lifecycle.Operator, refused func(gitsync.Revision, error), gate gitsync.Gate, logger *slog.Logger) (*source, error) {
 	src := &source{modulesDirs: []string{"modules"}, globalHooksDir: "global-hooks"}
 	var err error
 	if op.ModulesDir != "" {
@@ -67,6 +67,8 @@ func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operato
 		},
 		Refused: refused,
 		InUse:   operator.InUse,
+		// suspend holds new revisions (docs/operator.md, "Suspend, resume and sync")
+		Gate: gate,
 	})
 	if err != nil {
 		return nil, err
@@ -77,7 +79,16 @@ func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operato
 // first is the revision the operator starts with (gitsync.First: the
 // newest on disk still accepted, else the remote's, retried); /readyz says
 // why it is not there yet. It fails only when ctx is done.
-func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor) (lifecycle.Revision, error) {
+func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting *waitingFor) (lifecycle.Revision, error) {
+	if pin != "" && !gitsync.OnDisk(src.syncer) {
+		// suspended, with nothing on disk: start on the revision the
+		// cluster ran when it was suspended, not the ref's newest, which
+		// the gate then holds (docs/operator.md, "Suspend, resume and sync");
+		// with revisions on disk Restore wins anyway, and setting the ref
+		// would forget the full ref a short one is pinned to (docs/git.md)
+		src.syncer.SetRef(pin)
+		defer src.syncer.SetRef(gt.Ref)
+	}
 	rev, err := gitsync.First(ctx, src.syncer, gt.PollInterval, func(err error, _ time.Duration) {
 		waiting.set("the first sync from git: " + err.Error())
 	})
@@ -88,8 +99,9 @@ func (src *source) first(ctx context.Context, gt gitOptions, waiting *waitingFor
 }
 
 // followSource runs the syncer in g, and follows live ref changes (`source
-// set-ref`, an edit of the source ConfigMap) and webhooks relayed by a
-// standby: SetRef syncs at once.
+// set-ref`, an edit of the source ConfigMap), webhooks relayed by a
+// standby, suspend, resume and sync requests (suspend.go): SetRef syncs at
+// once, so a resume applies the held revision at once.
 func (s *startup) followSource(ctx context.Context, g *errgroup.Group) {
 	g.Go(func() error {
 		s.src.syncer.Run(ctx, s.gt.PollInterval, func(rev *lifecycle.Revision) { s.operator.TreeChanged(*rev) })
@@ -102,6 +114,16 @@ func (s *startup) followSource(ctx context.Context, g *errgroup.Group) {
 				ref = s.configuredRef
 			}
 			s.operator.ConfirmPurge(data[sourceConfirmPurgeKey])
+			what, sus := s.control.update(data)
+			if acting(s.leader) {
+				if what != "" {
+					transitionEvent(ctx, s.sourceCM, what, sus, data, s.logger)
+				}
+				s.recordSuspendedRevision(ctx, data, sus != nil)
+			}
+			if token, ok := s.control.ask(data); ok {
+				go s.answerSync(ctx, token)
+			}
 			s.src.syncer.SetRef(ref)
 		})
 		return nil

@@ -27,7 +27,7 @@ func (s *startup) httpServer(ctx context.Context) (*http.Server, error) {
 	extra := func() map[string]any {
 		parts := map[string]any{}
 		if src != nil {
-			parts["source"] = src.syncer.Status()
+			parts["source"] = s.sourceView()
 		}
 		if leader != nil {
 			parts["leaderElection"] = leader.Status()

@@ -27,6 +27,13 @@ func TestConfirmPurge(t *testing.T) {
 	if cmValue(ns, "001-alpha-cm") != "1" {
 		t.Fatal("a refused revision uninstalled alpha")
 	}
+	// what holds it (docs/operator.md, "Suspend, resume and sync")
+	if got := heldBy(t, addr); len(got) != 1 || !strings.HasPrefix(got[0], "purge-guard ") {
+		t.Fatalf("/status source.held = %v, want the purge guard", got)
+	}
+	if _, body := get(addr, "/metrics"); !strings.Contains(body, `addon_operator_source_held{by="purge-guard"} 1`) {
+		t.Fatal(`addon_operator_source_held{by="purge-guard"} is not 1`)
+	}
 
 	cmd := exec.Command(binPath, "source", "confirm-purge", empty)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath, "ADDON_OPERATOR_NAMESPACE="+ns)
@@ -37,4 +44,7 @@ func TestConfirmPurge(t *testing.T) {
 		ok, _ := helmClient(t, ns).Has(t.Context(), "alpha")
 		return !ok && status(t, addr)["revision"] == empty
 	})
+	if got := heldBy(t, addr); len(got) != 0 {
+		t.Fatalf("/status source.held after the confirmation = %v", got)
+	}
 }

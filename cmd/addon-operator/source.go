@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/addonops/addon-operator/gitsync"
 	"github.com/addonops/addon-operator/kube"
 )
 
@@ -57,6 +56,9 @@ func newSourceCmd() *cobra.Command {
 		sourceEditCmd("confirm-purge COMMIT", "Let that revision purge more modules than ADDON_OPERATOR_PURGE_LIMIT allows",
 			"  addon-operator source confirm-purge 3f2c…   # the full SHA that /status names in purgeError",
 			confirmPurge),
+		newSourceSuspendCmd(),
+		newSourceResumeCmd(),
+		newSourceSyncCmd(),
 		newSourceStatusCmd(),
 	)
 }
@@ -170,9 +172,9 @@ func showSource(out io.Writer, ask askOptions, output string) error {
 		return err
 	}
 	var st struct {
-		Source      *gitsync.Status `json:"source"`
-		Revision    string          `json:"revision"`
-		ConfigFiles []string        `json:"configFiles"`
+		Source      *sourceView `json:"source"`
+		Revision    string      `json:"revision"`
+		ConfigFiles []string    `json:"configFiles"`
 		ConfigDrift []struct {
 			Key, Path, File string
 		} `json:"configDrift"`
@@ -205,6 +207,7 @@ func showSource(out io.Writer, ask askOptions, output string) error {
 	if s.LastError != "" {
 		fmt.Fprintf(out, "last error:   %s\n", s.LastError)
 	}
+	showHolds(out, s)
 	// the running revision's config in git and what the ConfigMap sets
 	// over it (docs/operator.md, "Config in git")
 	if len(st.ConfigFiles) > 0 {

@@ -145,6 +145,13 @@ type startup struct {
 	waiting       waitingFor
 	notifier      *commitstatus.Notifier // nil: commit status off
 	health        *health.Tracker        // nil: health off
+	// control is suspend and sync now (suspend.go); purge is since when
+	// the purge guard holds a revision
+	control *sourceControl
+	purge   purgeSeen
+	// startPin is the commit to start on when the checkout is empty
+	// ("": the ref's newest): the suspended revision
+	startPin string
 }
 
 func start(o *startOptions) (err error) {
@@ -172,12 +179,20 @@ func start(o *startOptions) (err error) {
 	}
 	s.sourceCM = kube.NewConfigMap(client, op.Namespace, op.ConfigMap+sourceSuffix)
 	s.sourceCM.RedactEvents(redactor.Text)
+	s.control = newSourceControl(logger, nil, func() bool { return acting(s.leader) })
 	if gt.URL != "" {
-		// the live ref in the source ConfigMap wins over GIT_REF
-		if data, err := s.sourceCM.Get(ctx); err != nil {
+		// the live ref in the source ConfigMap wins over GIT_REF, and a
+		// suspension holds from the first sync on
+		data, err := s.sourceCM.Get(ctx)
+		if err != nil {
 			return err
-		} else if data[sourceRefKey] != "" {
+		}
+		if data[sourceRefKey] != "" {
 			gt.Ref = data[sourceRefKey]
+		}
+		if _, sus := s.control.update(data); sus != nil {
+			logger.Warn("the source is suspended: new revisions are held until `addon-operator source resume`", "reason", sus.Reason, "since", sus.Since)
+			s.startPin = suspendedRevisionIn(data)
 		}
 	} else {
 		if op.ModulesDir == "" {
@@ -294,6 +309,10 @@ func start(o *startOptions) (err error) {
 	// the optional parts: an interface field stays nil when its part is off
 	if reporter != nil {
 		cfg.OnRevisionState = revisionStates(reporter)
+		s.control.report = reporter.Report
+	}
+	if gt.URL != "" {
+		cfg.DriftHeld = s.control.driftHeld
 	}
 	if s.health != nil {
 		cfg.Health = s.health
@@ -327,10 +346,11 @@ func start(o *startOptions) (err error) {
 		if clusterCfg != nil {
 			configPaths = o.cl.checkoutPaths()
 		}
-		if s.src, err = newSource(*gt, op, configPaths, s.operator, refused, logger); err != nil {
+		if s.src, err = newSource(*gt, op, configPaths, s.operator, refused, s.control.gate, logger); err != nil {
 			return err
 		}
 		registerGitMetrics(reg, s.src.syncer.Status)
+		reg.MustRegister(newHeldCollector(func() []gitsync.Hold { return s.sourceView().Held }))
 	}
 
 	// HTTP first: /healthz answers while git is retried, /readyz says what
@@ -418,7 +438,7 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	}
 	g.Go(func() error {
 		if s.src != nil {
-			first, err := s.src.first(ctx, s.gt, &s.waiting)
+			first, err := s.src.first(ctx, s.gt, s.startPin, &s.waiting)
 			if err != nil {
 				return nil // stopped before a revision came
 			}

@@ -69,7 +69,14 @@ type Options struct {
 	// Inbox, if set, is where the health tracker tells edits; Run takes
 	// them as it takes Edited's.
 	Inbox *Inbox
+	// Held, if set, says while no drift is corrected, whatever the mode
+	// (the source is suspended): it is reported as in warn mode.
+	Held func() bool
 }
+
+// ModeSuspended is a module's drift mode on /status while Options.Held
+// says so: drift is reported, not corrected.
+const ModeSuspended = "suspended"
 
 // Event checks' bounds (docs/operator.md, "Drift"): a module's check runs
 // once its objects were quiet for DefaultQuiet (a rollout, or a burst of
@@ -178,6 +185,9 @@ func (c *Checker) modeOf(m *loader.Module) (string, bool) {
 	}
 	if inMaint, _ := runstate.Maintenance(data, m); inMaint {
 		return "maintenance", false
+	}
+	if c.opts.Held != nil && c.opts.Held() {
+		return ModeSuspended, false
 	}
 	mode, err := runstate.DriftMode(data, m, c.opts.Mode)
 	if err != nil {

@@ -30,6 +30,7 @@ func TestCheckAll(t *testing.T) {
 		checked  bool   // the detector was asked
 		wantMode string // "": no drift on /status
 		queued   bool
+		held     bool // the source is suspended (Options.Held)
 	}{
 		{name: "warn: reported, not corrected", mod: mod{name: "web"}, mode: runstate.DriftWarn, rep: ptr(image("web")),
 			checked: true, wantMode: runstate.DriftWarn},
@@ -41,6 +42,10 @@ func TestCheckAll(t *testing.T) {
 			rep: ptr(image("web")), checked: true, wantMode: runstate.DriftWarn},
 		{name: "maintenance: reported, never corrected", mod: mod{name: "web"}, data: map[string]string{"webMaintenance": runstate.NoResourceReconciliation},
 			rep: ptr(image("web")), checked: true, wantMode: "maintenance"},
+		{name: "suspended: reported, not corrected", mod: mod{name: "web"}, rep: ptr(image("web")), held: true,
+			checked: true, wantMode: ModeSuspended},
+		{name: "suspended over the module's correct key", mod: mod{name: "web"}, data: map[string]string{"webDrift": "correct"},
+			rep: ptr(image("web")), held: true, checked: true, wantMode: ModeSuspended},
 		{name: "no drift", mod: mod{name: "web"}, checked: true},
 		{name: "no release", mod: mod{name: "web"}, rep: ptr(image("web")), noRel: true, checked: true},
 		{name: "an error with nothing checked reports nothing", mod: mod{name: "web"}, rep: &drift.Report{}, checkErr: errors.New("boom"), checked: true},
@@ -59,6 +64,7 @@ func TestCheckAll(t *testing.T) {
 				det.set("web", *tt.rep)
 			}
 			f := newFixture(t, []mod{tt.mod}, tt.data, tt.mode, det)
+			f.c.opts.Held = func() bool { return tt.held }
 			f.c.CheckAll(t.Context())
 			if got := len(det.checkedModules()) > 0; got != tt.checked {
 				t.Fatalf("checked %v, want %v", got, tt.checked)
