@@ -78,16 +78,35 @@ func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operato
 
 // first is the revision the operator starts with (gitsync.First: the
 // newest on disk still accepted, else the remote's, retried); /readyz says
-// why it is not there yet. It fails only when ctx is done.
-func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting *waitingFor) (lifecycle.Revision, error) {
+// why it is not there yet. It fails only when ctx is done. pin, when set,
+// is the suspended revision to start on with an empty checkout;
+// stillSuspended is asked after each failure to get it, so a resume frees
+// a start whose pinned commit cannot be had (the source ConfigMap's watch
+// starts only after the first revision).
+func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting *waitingFor, stillSuspended func(context.Context) bool) (lifecycle.Revision, error) {
 	if pin != "" && !gitsync.OnDisk(src.syncer) {
 		// suspended, with nothing on disk: start on the revision the
 		// cluster ran when it was suspended, not the ref's newest, which
 		// the gate then holds (docs/operator.md, "Suspend, resume and sync");
 		// with revisions on disk Restore wins anyway, and setting the ref
 		// would forget the full ref a short one is pinned to (docs/git.md)
+		pctx, resumed := context.WithCancel(ctx)
 		src.syncer.SetRef(pin)
-		defer src.syncer.SetRef(gt.Ref)
+		rev, err := gitsync.First(pctx, src.syncer, gt.PollInterval, func(err error, _ time.Duration) {
+			waiting.set("the first sync from git, of the suspended revision " + pin + ": " + err.Error())
+			if !stillSuspended(ctx) {
+				resumed()
+			}
+		})
+		resumed()
+		src.syncer.SetRef(gt.Ref)
+		if err == nil {
+			return *rev, nil
+		}
+		if ctx.Err() != nil {
+			return lifecycle.Revision{}, err
+		}
+		// resumed meanwhile: the ref's newest, as without a suspension
 	}
 	rev, err := gitsync.First(ctx, src.syncer, gt.PollInterval, func(err error, _ time.Duration) {
 		waiting.set("the first sync from git: " + err.Error())

@@ -438,7 +438,7 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	}
 	g.Go(func() error {
 		if s.src != nil {
-			first, err := s.src.first(ctx, s.gt, s.startPin, &s.waiting)
+			first, err := s.src.first(ctx, s.gt, s.startPin, &s.waiting, s.stillSuspended)
 			if err != nil {
 				return nil // stopped before a revision came
 			}

@@ -75,7 +75,14 @@ func suspendedIn(data map[string]string, seen time.Time) *suspension {
 	}
 	s := &suspension{Reason: data[sourceSuspendReasonKey], By: data[sourceSuspendedByKey], Since: seen}
 	if t, err := time.Parse(time.RFC3339, data[sourceSuspendedAtKey]); err == nil {
-		s.Since = t
+		// a suspendedAt no newer than the last resume is a past
+		// suspension's (a kubectl resume that left the keys): its time
+		// and who are not this one's
+		if r, rerr := time.Parse(time.RFC3339, data[sourceResumedAtKey]); rerr == nil && !t.After(r) {
+			s.By = ""
+		} else {
+			s.Since = t
+		}
 	}
 	return s
 }
@@ -148,7 +155,10 @@ func (c *sourceControl) gate(rev gitsync.Revision) []gitsync.Hold {
 	if c.report != nil && c.acting() {
 		c.report(commitstatus.Report{Commit: rev.Commit, State: commitstatus.Held, Reason: reason})
 	}
-	return []gitsync.Hold{{By: heldBySuspend, Reason: s.Reason, Since: s.Since}}
+	// Since left zero: the gatekeeper stamps when this commit was first
+	// held, which the alert on held revisions measures (the suspension's
+	// own start is source.suspended.since)
+	return []gitsync.Hold{{By: heldBySuspend, Reason: s.Reason}}
 }
 
 // ask claims a sync request: false when it is answered or being answered.
@@ -181,22 +191,35 @@ func suspendedRevisionIn(data map[string]string) string {
 	return ""
 }
 
-// recordSuspendedRevision writes the running commit as suspendedRevision
-// while suspended (once), and removes it once resumed: a pod that starts
+// recordSuspendedRevision writes the current revision (the syncer's: what
+// a restart with revisions on disk runs) as suspendedRevision while
+// suspended (once), and once resumed removes it with the rest of the past
+// suspension's keys (a kubectl resume may leave them): a pod that starts
 // with an empty checkout while suspended starts on it, not on the ref's
-// newest commit.
+// newest commit, and a later kubectl suspend is not dated by the old one.
 func (s *startup) recordSuspendedRevision(ctx context.Context, data map[string]string, suspended bool) {
-	running := s.operator.Status().Revision
+	var current string
+	if rev := s.src.syncer.Current(); rev != nil {
+		current = rev.Commit
+	}
+	stale := !suspended && (data[sourceSuspendedRevKey] != "" || data[sourceSuspendedAtKey] != "" ||
+		data[sourceSuspendedByKey] != "" || data[sourceSuspendReasonKey] != "")
 	switch {
-	case suspended && data[sourceSuspendedRevKey] == "" && running != "":
-	case !suspended && data[sourceSuspendedRevKey] != "":
-		running = ""
+	case suspended && data[sourceSuspendedRevKey] == "" && current != "":
+	case stale:
 	default:
 		return
 	}
 	if _, _, err := s.sourceCM.Update(ctx, func(d map[string]string) (map[string]string, error) {
-		if (suspendedIn(d, time.Now()) != nil) == suspended {
-			setOrDelete(d, sourceSuspendedRevKey, running)
+		if (suspendedIn(d, time.Now()) != nil) != suspended {
+			return d, nil // changed since
+		}
+		if suspended {
+			d[sourceSuspendedRevKey] = current
+			return d, nil
+		}
+		for _, k := range []string{sourceSuspendedRevKey, sourceSuspendedAtKey, sourceSuspendedByKey, sourceSuspendReasonKey} {
+			delete(d, k)
 		}
 		return d, nil
 	}); err != nil {
@@ -331,4 +354,11 @@ type purgeSeen struct {
 	mu    sync.Mutex
 	since time.Time
 	text  string
+}
+
+// stillSuspended reads the source ConfigMap: is the source suspended now?
+// A read that fails says yes (hold on rather than apply).
+func (s *startup) stillSuspended(ctx context.Context) bool {
+	data, err := s.sourceCM.Get(ctx)
+	return err != nil || suspendedIn(data, time.Now()) != nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,6 +215,10 @@ func TestSuspendedIn(t *testing.T) {
 		{"a typo suspends", map[string]string{"suspended": "yes"}, &suspension{Since: seen}, ""},
 		{"a malformed time: when seen", map[string]string{"suspended": "1", "suspendedAt": "yesterday"}, &suspension{Since: seen}, ""},
 		{"a revision that is not a full SHA", map[string]string{"suspended": "true", "suspendedRevision": "main"}, &suspension{Since: seen}, ""},
+		{"a past suspension's time and who (a kubectl resume left them)", map[string]string{"suspended": "true", "suspendedBy": "alice",
+			"suspendedAt": at.Format(time.RFC3339), "resumedAt": at.Add(time.Hour).Format(time.RFC3339)}, &suspension{Since: seen}, ""},
+		{"suspended again after a resume", map[string]string{"suspended": "true", "suspendedBy": "bob",
+			"suspendedAt": at.Add(2 * time.Hour).Format(time.RFC3339), "resumedAt": at.Add(time.Hour).Format(time.RFC3339)}, &suspension{By: "bob", Since: at.Add(2 * time.Hour)}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := suspendedIn(tt.data, seen)
@@ -307,19 +312,32 @@ func TestFirstPinnedWhileSuspended(t *testing.T) {
 		}
 		return &source{syncer: s}
 	}
+	suspended := func(context.Context) bool { return true }
 	src := newSrc()
-	rev, err := src.first(t.Context(), gt, c1, &waitingFor{})
+	rev, err := src.first(t.Context(), gt, c1, &waitingFor{}, suspended)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rev.Commit != c1 || src.syncer.Status().DesiredRef != "main" {
 		t.Fatalf("first on an empty checkout: %s (want %s), desired ref %q", rev.Commit, c1, src.syncer.Status().DesiredRef)
 	}
-	rev, err = newSrc().first(t.Context(), gt, c2, &waitingFor{})
+	rev, err = newSrc().first(t.Context(), gt, c2, &waitingFor{}, suspended)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rev.Commit != c1 {
 		t.Fatalf("first with %s on disk: %s", c1, rev.Commit)
+	}
+
+	// a pinned commit that cannot be had: held while suspended, the ref's
+	// newest once resumed (a resume frees the start)
+	checkout = filepath.Join(t.TempDir(), "checkout")
+	var asked atomic.Int32
+	rev, err = newSrc().first(t.Context(), gt, strings.Repeat("0", 40), &waitingFor{}, func(context.Context) bool { return asked.Add(1) < 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Commit != c2 || asked.Load() < 2 {
+		t.Fatalf("after a resume: %s (want %s), asked %d times", rev.Commit, c2, asked.Load())
 	}
 }
