@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/addonops/addon-operator/internal/testmanifest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -35,26 +33,16 @@ func TestDeployManifest(t *testing.T) {
 	defer f.Close()
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Config)))
-	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
 	ns := ""
 	kinds := map[string]bool{}
 	webhookPorts := 0
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if obj.Object == nil {
-			continue
-		}
+	for _, obj := range testmanifest.Objects(t, f) {
 		gvk := obj.GroupVersionKind()
 		kinds[gvk.Kind] = true
 		if gvk.Kind == "NetworkPolicy" {
-			webhookPorts += restrictedWebhookPorts(t, &obj)
+			webhookPorts += restrictedWebhookPorts(t, obj)
 		}
-		checkHardening(t, &obj)
+		checkHardening(t, obj)
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
@@ -66,7 +54,7 @@ func TestDeployManifest(t *testing.T) {
 		case "ServiceAccount":
 			ns = obj.GetNamespace()
 		}
-		_, err = dyn.Resource(m.Resource).Namespace(obj.GetNamespace()).Create(t.Context(), &obj, opts)
+		_, err = dyn.Resource(m.Resource).Namespace(obj.GetNamespace()).Create(t.Context(), obj, opts)
 		if err != nil && !apierrors.IsAlreadyExists(err) { // a second run against the same control plane
 			t.Fatalf("%s %s: %v", gvk.Kind, obj.GetName(), err)
 		}

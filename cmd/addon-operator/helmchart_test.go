@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -29,6 +27,7 @@ import (
 	"github.com/addonops/addon-operator/deploy/chart"
 	"github.com/addonops/addon-operator/internal/testenv"
 	"github.com/addonops/addon-operator/internal/testenv/helmtest"
+	"github.com/addonops/addon-operator/internal/testmanifest"
 )
 
 // TestHelmChart lints, renders and installs the operator's chart
@@ -245,23 +244,13 @@ func manifestObjects(t *testing.T, manifest string) []manifestObject {
 	resources := map[string]string{"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings", "ClusterRole": "clusterroles",
 		"ClusterRoleBinding": "clusterrolebindings", "Deployment": "deployments", "Service": "services", "NetworkPolicy": "networkpolicies"}
 	var out []manifestObject
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if obj.Object == nil {
-			continue
-		}
+	for _, obj := range testmanifest.FromString(t, manifest) {
 		gvk := obj.GroupVersionKind()
 		res, ok := resources[gvk.Kind]
 		if !ok {
 			t.Fatalf("the chart renders a %s, which this test does not know", gvk.Kind)
 		}
-		out = append(out, manifestObject{obj: &obj, gvr: gvk.GroupVersion().WithResource(res)})
+		out = append(out, manifestObject{obj: obj, gvr: gvk.GroupVersion().WithResource(res)})
 	}
 	return out
 }

@@ -2,18 +2,16 @@ package chart
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/addonops/addon-operator/internal/testmanifest"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -62,17 +60,7 @@ func TestManifestUpToDate(t *testing.T) {
 func objects(t *testing.T, manifest string) map[string]*unstructured.Unstructured {
 	t.Helper()
 	out := map[string]*unstructured.Unstructured{}
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if obj.Object == nil {
-			continue
-		}
+	for _, obj := range testmanifest.FromString(t, manifest) {
 		key := obj.GetKind() + " " + obj.GetName()
 		if ns := obj.GetNamespace(); ns != "" && ns != "ops" {
 			key += "/" + ns
@@ -80,7 +68,7 @@ func objects(t *testing.T, manifest string) map[string]*unstructured.Unstructure
 		if out[key] != nil {
 			t.Fatalf("%s rendered twice", key)
 		}
-		out[key] = &obj
+		out[key] = obj
 	}
 	return out
 }
