@@ -128,8 +128,13 @@ func TestRunBatchesBursts(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
 	testwait.Until(t, "the first write", func() bool { return c.total() == 1 })
-	const changes = 100
+	// the changes of a converge, spread over 150ms: paced so that a writer
+	// without the batching would see most of them
+	const changes = 30
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for i := 0; i < changes; i++ {
+		<-tick.C
 		mods.Update("alpha", func(st *runstate.Module) { st.LastError = fmt.Sprint("error ", i) })
 	}
 	testwait.Until(t, "the last change written", func() bool {
