@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,7 +65,8 @@ func TestModuleObjectsOnAPIServer(t *testing.T) {
 		"alpha": {Enabled: true, State: runstate.StateReady},
 		"beta":  {Enabled: true, State: runstate.StateFailed, LastError: "hook 10-a.sh: exit status 1\nsecond line"},
 	})
-	w := New(Options{Trees: trees, Modules: mods, Client: kc, MinInterval: 50 * time.Millisecond})
+	cc := &countingClient{Client: kc, writes: map[string]int{}}
+	w := New(Options{Trees: trees, Modules: mods, Client: cc, MinInterval: 50 * time.Millisecond})
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
 
@@ -103,11 +105,25 @@ func TestModuleObjectsOnAPIServer(t *testing.T) {
 		t.Fatalf("kubectl wait Ready after beta recovered: %v\n%s", err, out)
 	}
 
+	res := dynamic.NewForConfigOrDie(cp.Config).Resource(GVR).Namespace(ns)
+	// a change to gamma rewrites gamma alone: alpha's object is not
+	// written (the API server would take an unchanged update as a no-op,
+	// so the writes are counted at the client)
+	before := cc.count("alpha")
+	setState(mods, map[string]runstate.Module{"gamma": {State: runstate.StateDisabled, DisabledReason: "no nodes of that kind"}})
+	testwait.Until(t, "gamma's reason written", func() bool {
+		o, err := res.Get(ctx, "gamma", metav1.GetOptions{})
+		r, _, _ := unstructuredString(o, err, "status", "reason")
+		return r == "no nodes of that kind"
+	})
+	if after := cc.count("alpha"); after != before {
+		t.Fatalf("alpha's object was written %d times though alpha did not change", after-before)
+	}
+
 	// beta leaves the tree
 	if err := trees.Transition(func(*runstate.Tree) (*runstate.Tree, error) { return tree("4567def", "alpha", "gamma"), nil }); err != nil {
 		t.Fatal(err)
 	}
-	res := dynamic.NewForConfigOrDie(cp.Config).Resource(GVR).Namespace(ns)
 	testwait.Until(t, "beta's object to be deleted", func() bool {
 		_, err := res.Get(ctx, "beta", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
@@ -137,4 +153,24 @@ func unstructuredString(o interface {
 		return "", false, err
 	}
 	return unstructured.NestedString(o.UnstructuredContent(), path...)
+}
+
+// countingClient counts the writes that reach the API server.
+type countingClient struct {
+	Client
+	mu     sync.Mutex
+	writes map[string]int
+}
+
+func (c *countingClient) Write(ctx context.Context, name string, st *Status) error {
+	c.mu.Lock()
+	c.writes[name]++
+	c.mu.Unlock()
+	return c.Client.Write(ctx, name, st)
+}
+
+func (c *countingClient) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes[name]
 }
