@@ -75,6 +75,7 @@ func TestModuleObjectsOnAPIServer(t *testing.T) {
 		table, _ = kubectl(t, cp, "get", "modules", "-n", ns)
 		return strings.Count(table, "\n") == 4
 	})
+	t.Logf("kubectl get modules:\n%s", table)
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	for _, col := range []string{"NAME", "WEIGHT", "ENABLED", "STATE", "HEALTH", "READY", "DRIFT", "LAST ERROR"} {
 		if !strings.Contains(lines[0], col) {
