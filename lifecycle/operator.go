@@ -13,6 +13,7 @@ import (
 	"github.com/addonops/addon-operator/lifecycle/driftcheck"
 	"github.com/addonops/addon-operator/lifecycle/hookrun"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
+	"github.com/addonops/addon-operator/lifecycle/modulestatus"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/lifecycle/webhookrun"
 
@@ -130,6 +131,9 @@ type Config struct {
 	// Redactor hides secret config values wherever values are shown: it
 	// is told each tree's (nil: none; docs/operator.md, "Secrets").
 	Redactor *values.Redactor
+	// ModuleObjects writes the Module status objects (nil: none;
+	// docs/operator.md, "Module objects").
+	ModuleObjects modulestatus.Client
 	// driftQuiet and driftSpacing bound drift checks on edits (tests
 	// shorten them; 0: driftcheck's defaults).
 	driftQuiet, driftSpacing time.Duration
@@ -181,6 +185,7 @@ type Operator struct {
 	purge   *purgeGuard
 	drift   *driftcheck.Checker
 	hooks   *webhookrun.Webhooks
+	objects *modulestatus.Writer // nil: no Module objects
 	backend ConfigBackend
 	config  *configDrift
 }
@@ -214,7 +219,8 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 		Runner: webhookHookRunner{run}, Snapshots: bind, Now: cfg.Now, After: cfg.After})
 	return &Operator{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, steps: st, tree: ts, purge: purge, drift: drift, hooks: wh, backend: backend,
-		config: &configDrift{trees: trees, metrics: m, events: cfg.Events, logger: cfg.Logger}}
+		config:  &configDrift{trees: trees, metrics: m, events: cfg.Events, logger: cfg.Logger},
+		objects: newModuleObjects(cfg, trees, modules, drift)}
 }
 
 // Webhooks answers the webhook server's requests (lifecycle/webhookrun).
@@ -285,6 +291,9 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.backend.Watch(ctx, func(data map[string]string, version string) { o.steps.onConfigChange(ctx, data, version) })
 	})
 	wg.Go(func() { o.hooks.Run(ctx) })
+	if o.objects != nil {
+		wg.Go(func() { o.objects.Run(ctx) })
+	}
 	<-ctx.Done()
 	queues.Wait()
 	wg.Wait()

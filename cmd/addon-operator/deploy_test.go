@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -69,6 +70,13 @@ func TestDeployManifest(t *testing.T) {
 		t.Errorf("%d webhook ports (9680, 9681) admitted by a NetworkPolicy, want both, each from named sources only", webhookPorts)
 	}
 
+	// the manifest's CRD (Module objects) is served before the operator
+	// starts, as it is when kubectl apply precedes the pod's start
+	if out, err := exec.Command(kubectlBin, "--kubeconfig", cp.KubeconfigPath, "wait", "--for=condition=Established",
+		"crd/modules.addonops.io", "--timeout=60s").CombinedOutput(); err != nil {
+		t.Fatalf("the Module CRD: %v\n%s", err, out)
+	}
+
 	// the admin kubeconfig, acting as the operator's ServiceAccount
 	kc, err := clientcmd.LoadFromFile(cp.KubeconfigPath)
 	if err != nil {
@@ -100,6 +108,16 @@ func TestDeployManifest(t *testing.T) {
 	})
 	if v := cmValue(ns, "001-alpha-cm"); v != "from-secret" {
 		t.Fatalf("module ConfigMap v = %q, want the values Secret's", v)
+	}
+	// the Module object, written with the Role's rules alone
+	// (docs/operator.md, "Module objects"); kubectl wait wants it to exist
+	eventually(t, "the Module object of alpha", func() bool {
+		return exec.Command(kubectlBin, "--kubeconfig", cp.KubeconfigPath, "get", "-n", ns, "module/alpha").Run() == nil
+	})
+	if out, err := exec.Command(kubectlBin, "--kubeconfig", cp.KubeconfigPath, "wait", "-n", ns, "--for=condition=Ready",
+		"module/alpha", "--timeout=60s").CombinedOutput(); err != nil {
+		logs, _ := os.ReadFile(op.log)
+		t.Fatalf("kubectl wait module/alpha Ready: %v\n%s\n%s", err, out, logs)
 	}
 	// its watch, allowed by name: the change runs the module (whose Helm
 	// upgrade needs the chart's own rules, which this Role leaves out)
@@ -181,3 +199,6 @@ func restrictedWebhookPorts(t *testing.T, obj *unstructured.Unstructured) int {
 	}
 	return n
 }
+
+// kubectlBin is the real kubectl, which the Module objects are read with.
+const kubectlBin = "/usr/bin/kubectl"

@@ -152,6 +152,11 @@ func TestHelmChart(t *testing.T) {
 			{"watch", "", "secrets", ns, "addon-operator-values", true}, {"watch", "", "secrets", ns, "", false}, {"watch", "", "secrets", ns, "git-creds", false},
 			{"create", "", "events", ns, "", true}, {"delete", "", "events", ns, "", false},
 			{"update", "coordination.k8s.io", "leases", ns, "addon-operator", true}, {"delete", "coordination.k8s.io", "leases", ns, "addon-operator", false},
+			// the Module objects (docs/operator.md, "Module objects"): status
+			// updated, never patched, in its namespace alone
+			{"create", "addonops.io", "modules", ns, "", true}, {"delete", "addonops.io", "modules", ns, "alpha", true},
+			{"list", "addonops.io", "modules", ns, "", true}, {"update", "addonops.io", "modules/status", ns, "alpha", true},
+			{"patch", "addonops.io", "modules", ns, "alpha", false}, {"create", "addonops.io", "modules", other, "", false},
 			// no other namespace's Secrets, and nothing cluster-wide
 			{"get", "", "secrets", other, "git-creds", false}, {"list", "", "secrets", "", "", false}, {"get", "", "secrets", mods, "", false},
 			{"list", "", "namespaces", "", "", false}, {"create", "rbac.authorization.k8s.io", "clusterroles", "", "", false},

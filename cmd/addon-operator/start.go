@@ -320,6 +320,9 @@ func start(o *startOptions) (err error) {
 	if s.webhooks != nil {
 		cfg.Webhooks = s.webhooks
 	}
+	if cfg.ModuleObjects, err = moduleObjects(client.Discovery(), restConfig, op.Namespace, logger); err != nil {
+		return err
+	}
 	loaderOpts := []loader.Option{loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)}
 	// the cluster's config in git (docs/operator.md, "Config in git"): read
 	// with each revision's tree, so it is part of the revision

@@ -169,7 +169,17 @@ func Manifest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return header + strings.TrimRight(m, "\n") + "\n" + trailer, nil
+	// the chart's CRDs (crds/, which helm template leaves out) come first:
+	// kubectl apply creates them before the objects of their kinds
+	ch, err := Load()
+	if err != nil {
+		return "", err
+	}
+	var crds strings.Builder
+	for _, f := range ch.CRDObjects() {
+		crds.WriteString("---\n# Source: " + f.Filename + "\n" + strings.TrimRight(string(f.File.Data), "\n") + "\n")
+	}
+	return header + crds.String() + strings.TrimRight(m, "\n") + "\n" + trailer, nil
 }
 
 // Generate writes the plain manifest and the chart's copy of the alert

@@ -1,0 +1,196 @@
+package modulestatus
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+)
+
+// Trees is the running tree and its announcements (runstate.Trees).
+type Trees interface {
+	Load() *runstate.Tree
+	Changed() (uint64, <-chan struct{})
+}
+
+// Modules is the module registry and its announcements (runstate.Modules).
+type Modules interface {
+	All() map[string]runstate.Module
+	Changed() (uint64, <-chan struct{})
+}
+
+// Health is the modules' release health (health.Tracker).
+type Health interface {
+	Module(module string) (health.ModuleHealth, bool)
+}
+
+// Drift is how many objects of a module the last drift check found
+// drifted (lifecycle adapts driftcheck.Checker).
+type Drift interface {
+	Drifted(module string) int
+}
+
+// Client writes Module objects in one namespace (kube.go: the API
+// server's; the tests' fakes).
+type Client interface {
+	// List is the names of the Module objects there.
+	List(ctx context.Context) ([]string, error)
+	// Write creates the object when it is missing and sets its status,
+	// observed at the object's generation (set by Write on st).
+	Write(ctx context.Context, name string, st *Status) error
+	Delete(ctx context.Context, name string) error
+}
+
+var (
+	_ Trees   = (*runstate.Trees)(nil)
+	_ Modules = (*runstate.Modules)(nil)
+	_ Health  = (*health.Tracker)(nil)
+)
+
+// Options are the parts a Writer reads. Trees, Modules and Client are
+// required; Health and Drift may be nil.
+type Options struct {
+	Trees   Trees
+	Modules Modules
+	Health  Health
+	Drift   Drift
+	Client  Client
+	// MinInterval is the least time between two passes (default 1s): a
+	// burst of changes is one pass.
+	MinInterval time.Duration
+	// Resync re-reads health and drift, which announce nothing (default
+	// 10s); a pass with nothing changed writes nothing.
+	Resync time.Duration
+	Logger *slog.Logger
+	// Now is the clock of conditions' lastTransitionTime (default time.Now).
+	Now func() time.Time
+}
+
+// Writer keeps the Module objects in step with the running tree.
+type Writer struct {
+	opts    Options
+	written map[string]Status // what the API server has, as last written
+	listed  bool              // the namespace's objects were listed once
+}
+
+// New prepares a Writer.
+func New(opts Options) *Writer {
+	if opts.MinInterval <= 0 {
+		opts.MinInterval = time.Second
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Writer{opts: opts, written: map[string]Status{}}
+}
+
+// Run writes a pass at each announcement (at most one per MinInterval)
+// and each Resync until ctx ends. A failed pass is retried at the next.
+func (w *Writer) Run(ctx context.Context) {
+	resync := time.NewTicker(w.opts.Resync)
+	defer resync.Stop()
+	for {
+		_, treeCh := w.opts.Trees.Changed()
+		_, modCh := w.opts.Modules.Changed()
+		if err := w.Pass(ctx); err != nil && ctx.Err() == nil {
+			w.opts.Logger.Warn("module objects", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-treeCh:
+		case <-modCh:
+		case <-resync.C:
+		}
+		// the changes of a converge come in bursts: one pass for each
+		t := time.NewTimer(w.opts.MinInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Pass writes the status of each module of the running tree that changed
+// since it was last written, and deletes the objects of modules that left
+// it. It returns the first error; what it wrote stays written.
+func (w *Writer) Pass(ctx context.Context) error {
+	t := w.opts.Trees.Load()
+	if t == nil || t.Model == nil {
+		return nil
+	}
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if !w.listed {
+		names, err := w.opts.Client.List(ctx)
+		if err != nil {
+			return err
+		}
+		// objects a previous run left: unknown, so rewritten or deleted
+		for _, n := range names {
+			if _, ok := w.written[n]; !ok {
+				w.written[n] = Status{}
+			}
+		}
+		w.listed = true
+	}
+	states := w.opts.Modules.All()
+	inTree := make(map[string]bool, len(t.Model.Modules))
+	now := metav1.NewTime(w.opts.Now().Truncate(time.Second))
+	for _, m := range t.Model.Modules {
+		inTree[m.Name] = true
+		in := input{weight: m.Order, ref: t.Rev.Ref, sha: t.Rev.Commit}
+		in.state, in.known = states[m.Name]
+		if w.opts.Health != nil {
+			if h, ok := w.opts.Health.Module(m.Name); ok {
+				in.health = &h
+			}
+		}
+		if w.opts.Drift != nil {
+			in.drift = w.opts.Drift.Drifted(m.Name)
+		}
+		st := build(in)
+		old, had := w.written[m.Name]
+		var oldp *Status
+		if had {
+			oldp = &old
+		}
+		carry(&st, oldp, old.ObservedGeneration, now)
+		if had && reflect.DeepEqual(st, old) {
+			continue
+		}
+		if err := w.opts.Client.Write(ctx, m.Name, &st); err != nil {
+			keep(err)
+			continue
+		}
+		w.written[m.Name] = st
+	}
+	for name := range w.written {
+		if inTree[name] {
+			continue
+		}
+		if err := w.opts.Client.Delete(ctx, name); err != nil {
+			keep(err)
+			continue
+		}
+		delete(w.written, name)
+	}
+	return firstErr
+}

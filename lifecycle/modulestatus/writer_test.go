@@ -1,0 +1,208 @@
+package modulestatus
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/internal/testwait"
+	"github.com/addonops/addon-operator/lifecycle/runstate"
+)
+
+func newWriter(trees *runstate.Trees, mods *runstate.Modules, c Client, h Health, d Drift) *Writer {
+	return New(Options{Trees: trees, Modules: mods, Client: c, Health: h, Drift: d,
+		MinInterval: 20 * time.Millisecond, Now: func() time.Time { return time.Unix(1700000000, 0) }})
+}
+
+// A pass writes each module once; a pass with nothing changed writes
+// nothing; a change writes that module alone.
+func TestPassWritesOnChangeOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha", "beta", "gamma"))
+	setState(mods, map[string]runstate.Module{
+		"alpha": {Enabled: true, State: runstate.StateReady},
+		"beta":  {Enabled: true, State: runstate.StateRunning},
+	})
+	hl, dr := &fakeHealth{}, fakeDrift{}
+	c := newFakeClient()
+	w := newWriter(trees, mods, c, hl, dr)
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		if c.writes[n] != 1 {
+			t.Fatalf("%s written %d times on the first pass, want 1", n, c.writes[n])
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if err := w.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.total(); got != 3 {
+		t.Fatalf("passes with nothing changed wrote: %d writes in all, want 3", got)
+	}
+	mods.Update("beta", func(st *runstate.Module) { st.State = runstate.StateReady })
+	hl.set("alpha", health.ModuleHealth{Status: health.Healthy, Total: 2})
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.writes["alpha"] != 2 || c.writes["beta"] != 2 || c.writes["gamma"] != 1 {
+		t.Fatalf("writes after beta and alpha's health changed: %v", c.writes)
+	}
+	if st, _ := c.get("beta"); cond(st, CondReady) != metav1.ConditionTrue {
+		t.Fatalf("beta Ready: %+v", st.Conditions)
+	}
+}
+
+// Modules that left the tree lose their object, as do objects a previous
+// run left for modules no longer in it.
+func TestPassDeletesLeftModules(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha", "beta"))
+	c := newFakeClient("stale", "alpha")
+	w := newWriter(trees, mods, c, nil, nil)
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.get("stale"); ok {
+		t.Fatalf("a previous run's object of a module not in the tree stayed")
+	}
+	if c.writes["alpha"] != 1 {
+		t.Fatalf("a previous run's object of a module in the tree was not rewritten: %v", c.writes)
+	}
+	if err := trees.Transition(func(*runstate.Tree) (*runstate.Tree, error) { return tree("c2", "alpha"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.get("beta"); ok {
+		t.Fatalf("beta left the tree, its object stayed")
+	}
+	if st, _ := c.get("alpha"); st.Commit != "c2" {
+		t.Fatalf("alpha's commit %q, want c2", st.Commit)
+	}
+}
+
+// A failed write is retried by the next pass.
+func TestPassRetriesFailedWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha"))
+	c := newFakeClient()
+	c.failing = errWrite
+	w := newWriter(trees, mods, c, nil, nil)
+	if err := w.Pass(ctx); err == nil {
+		t.Fatal("a failed write was not reported")
+	}
+	c.failing = nil
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.writes["alpha"] != 1 {
+		t.Fatalf("writes after the retry: %v", c.writes)
+	}
+}
+
+// A burst of announcements is batched: far fewer passes than changes, and
+// the last change is written.
+func TestRunBatchesBursts(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha"))
+	setState(mods, map[string]runstate.Module{"alpha": {Enabled: true, State: runstate.StateRunning}})
+	c := newFakeClient()
+	w := New(Options{Trees: trees, Modules: mods, Client: c, MinInterval: 200 * time.Millisecond})
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	testwait.Until(t, "the first write", func() bool { return c.total() == 1 })
+	// the changes of a converge, spread over 150ms: paced so that a writer
+	// without the batching would see most of them
+	const changes = 30
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; i < changes; i++ {
+		<-tick.C
+		mods.Update("alpha", func(st *runstate.Module) { st.LastError = fmt.Sprint("error ", i) })
+	}
+	testwait.Until(t, "the last change written", func() bool {
+		st, _ := c.get("alpha")
+		return st.LastError == fmt.Sprint("error ", changes-1)
+	})
+	if got := c.total(); got > 4 {
+		t.Fatalf("%d changes made %d writes, want them batched (at most 4)", changes, got)
+	}
+	cancel()
+	<-done
+}
+
+func cond(st Status, typ string) metav1.ConditionStatus {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// The conditions of each state, in kstatus's form.
+func TestConditions(t *testing.T) {
+	t.Parallel()
+	T, F, U := metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown
+	for _, tc := range []struct {
+		name                                        string
+		in                                          input
+		ready, reconciling, stalled, healthy, drift metav1.ConditionStatus
+	}{
+		{"disabled", input{}, F, F, F, U, F},
+		{"pending", input{known: true, state: runstate.Module{Enabled: true, State: runstate.StatePending}}, F, T, F, U, F},
+		{"ready, not tracked", input{known: true, state: runstate.Module{Enabled: true, State: runstate.StateReady}}, T, F, F, U, F},
+		{"ready, healthy, drifted", input{known: true, state: runstate.Module{Enabled: true, State: runstate.StateReady},
+			health: &health.ModuleHealth{Status: health.Healthy}, drift: 2}, T, F, F, T, T},
+		{"ready, progressing", input{known: true, state: runstate.Module{Enabled: true, State: runstate.StateReady},
+			health: &health.ModuleHealth{Status: health.Progressing}}, F, T, F, F, F},
+		{"ready, degraded", input{known: true, state: runstate.Module{Enabled: true, State: runstate.StateReady},
+			health: &health.ModuleHealth{Status: health.Degraded, Message: "Deployment/x: timeout"}}, F, F, T, F, F},
+		{"failed", input{known: true, state: runstate.Module{Enabled: true, State: runstate.StateFailed, LastError: "hook a.sh: exit 1\nmore"}}, F, F, T, U, F},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := build(tc.in)
+			for typ, want := range map[string]metav1.ConditionStatus{CondReady: tc.ready, CondReconciling: tc.reconciling,
+				CondStalled: tc.stalled, CondHealthy: tc.healthy, CondDrifted: tc.drift} {
+				if got := cond(st, typ); got != want {
+					t.Errorf("%s = %s, want %s (%+v)", typ, got, want, st.Conditions)
+				}
+			}
+			if st.LastError != "" && st.LastError != "hook a.sh: exit 1" {
+				t.Errorf("last error not one line: %q", st.LastError)
+			}
+		})
+	}
+}
+
+// The health's objects not Current: counted whole, a few named.
+func TestHealthObjects(t *testing.T) {
+	t.Parallel()
+	h := &health.ModuleHealth{Status: health.Progressing, Total: 9}
+	for i := 0; i < 5; i++ {
+		o := health.ObjectHealth{Status: "InProgress"}
+		o.Kind, o.Namespace, o.Name = "Deployment", "ns", fmt.Sprint("d", i)
+		h.Objects = append(h.Objects, o)
+	}
+	st := build(input{known: true, state: runstate.Module{Enabled: true, State: runstate.StateReady}, health: h})
+	if st.Health.NotCurrent != 5 || len(st.Health.Objects) != maxObjects {
+		t.Fatalf("health %+v", st.Health)
+	}
+}
