@@ -13,10 +13,12 @@ type status struct {
 	TreeReason  string   `json:"treeReason"`
 	PurgeError  string   `json:"purgeError"`
 	ConfigFiles []string `json:"configFiles"`
-	Modules     []module `json:"modules"`
-	Queues      []queue  `json:"queues"`
-	Source      *source  `json:"source"`
-	Leader      *leader  `json:"leaderElection"`
+	// ConfigDrift: values ConfigMap values the config in git replaces
+	ConfigDrift []configDrift `json:"configDrift"`
+	Modules     []module      `json:"modules"`
+	Queues      []queue       `json:"queues"`
+	Source      *source       `json:"source"`
+	Leader      *leader       `json:"leaderElection"`
 }
 
 type module struct {
@@ -97,6 +99,30 @@ type source struct {
 	LastSync   time.Time  `json:"lastSync"`
 	LastError  string     `json:"lastError"`
 	History    []revision `json:"history"`
+	// Suspended while the source is suspended; Pending the newer
+	// revision held back, Held who holds it
+	Suspended *suspended `json:"suspended"`
+	Pending   *revision  `json:"pending"`
+	Held      []hold     `json:"held"`
+}
+
+type suspended struct {
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+	By     string    `json:"by"`
+}
+
+type hold struct {
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+	Commit string    `json:"commit"`
+}
+
+type configDrift struct {
+	Key  string `json:"key"`
+	Path string `json:"path"`
+	File string `json:"file"`
 }
 
 type revision struct {
