@@ -104,7 +104,7 @@ func (c *ClusterValues) Get(ctx context.Context) (map[string]string, error) {
 	if !c.cmWatched {
 		c.cmData, c.cmSeen = cm, true
 	}
-	if !c.secSeen || newerRV(ver, c.secVer) {
+	if !c.secSeen || NewerVersion(ver, c.secVer) {
 		c.secData, c.secVer, c.secSeen = sec, ver, true
 	}
 	c.mu.Unlock()
@@ -131,7 +131,7 @@ func (c *ClusterValues) Update(ctx context.Context, fn func(map[string]string) (
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if newerRV(ver, c.cmVer) {
+	if NewerVersion(ver, c.cmVer) {
 		c.cmData, c.cmVer = data, ver
 	}
 	// the newest ConfigMap data known: an edit the watch delivered after
@@ -153,7 +153,7 @@ func (c *ClusterValues) Watch(ctx context.Context, onChange func(data map[string
 	wg.Go(func() {
 		c.cm.Watch(ctx, func(data map[string]string, ver string) {
 			c.changed(onChange, func() bool {
-				if ver != "" && c.cmSeen && !newerRV(ver, c.cmVer) {
+				if ver != "" && c.cmSeen && !NewerVersion(ver, c.cmVer) {
 					return false // an echo of Update's write, or older
 				}
 				c.cmData, c.cmVer, c.cmSeen, c.cmWatched = data, ver, true, true
@@ -168,7 +168,7 @@ func (c *ClusterValues) Watch(ctx context.Context, onChange func(data map[string
 				return
 			}
 			c.changed(onChange, func() bool {
-				if ver != "" && c.secSeen && !newerRV(ver, c.secVer) {
+				if ver != "" && c.secSeen && !NewerVersion(ver, c.secVer) {
 					return false
 				}
 				c.secData, c.secVer, c.secSeen = data, ver, true
@@ -200,9 +200,10 @@ func (c *ClusterValues) changed(onChange func(map[string]string, string), set fu
 	onChange(merged, ver)
 }
 
-// newerRV compares resourceVersions as runstate.NewerVersion does: etcd's
-// are increasing integers, anything else differs or not.
-func newerRV(v, than string) bool {
+// NewerVersion compares resourceVersions. They are opaque to clients, but
+// etcd's are increasing integers; anything else counts as newer when it
+// differs, and so does data without a version (a deleted object).
+func NewerVersion(v, than string) bool {
 	if v == "" || than == "" {
 		return true
 	}

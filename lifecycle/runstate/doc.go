@@ -16,7 +16,7 @@
 // them (webhook registration, schedules, the revision reporter, state
 // metrics) wait on it instead of polling or being called one by one.
 //
-// It imports loader, values, clusterconfig, queue and gitsync only; never lifecycle or its
+// It imports loader, values, clusterconfig, queue, gitsync and kube only; never lifecycle or its
 // other sub-packages. The steps' own bookkeeping (a reload's phase, the
 // revisions on the way, the purge guard's verdicts) lives with the steps.
 package runstate

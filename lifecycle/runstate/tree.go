@@ -1,12 +1,12 @@
 package runstate
 
 import (
-	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/values"
 )
@@ -177,17 +177,6 @@ func (h *Trees) ApplyValuesPatch(hook, moduleKey string, p values.Patch) (pr val
 	return pr, err
 }
 
-// NewerVersion compares resourceVersions. They are opaque to clients, but
-// etcd's are increasing integers; anything else counts as newer, and so
-// does data without a version (a deleted ConfigMap).
-func NewerVersion(v, than string) bool {
-	if v == "" || than == "" {
-		return true
-	}
-	a, errA := strconv.ParseUint(v, 10, 64)
-	b, errB := strconv.ParseUint(than, 10, 64)
-	if errA != nil || errB != nil {
-		return v != than
-	}
-	return a > b
-}
+// NewerVersion compares the ConfigMap data's versions (kube.NewerVersion):
+// a SetConfig with older data is skipped.
+func NewerVersion(v, than string) bool { return kube.NewerVersion(v, than) }
