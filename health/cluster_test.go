@@ -104,7 +104,7 @@ func newOperatorLike(t *testing.T, opts Options) *operatorLike {
 	}
 	o := &operatorLike{ns: ns, helm: helm, reg: prometheus.NewRegistry(), trs: make(chan Transition, 100)}
 	cm := kube.NewConfigMap(client, ns, "addon-operator")
-	events := Events(cm, quiet())
+	events := Events(configMapEvents{cm}, quiet())
 	opts.Logger = quiet()
 	opts.OnTransition = func(tr Transition) {
 		events(tr)
@@ -123,6 +123,14 @@ func newOperatorLike(t *testing.T, opts Options) *operatorLike {
 		<-done
 	})
 	return o
+}
+
+// configMapEvents records modules' Events on the values ConfigMap, as
+// modulestatus.Events does without Module objects.
+type configMapEvents struct{ cm *kube.ConfigMap }
+
+func (c configMapEvents) ModuleEvent(ctx context.Context, _, eventType, reason, message string) error {
+	return c.cm.Event(ctx, eventType, reason, message)
 }
 
 // deploy installs the module's chart (values: the chart's values) and

@@ -5,17 +5,14 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/addonops/addon-operator/kube"
 )
 
-// Recorder records Kubernetes Events (kube.ConfigMap, on the values
-// ConfigMap, where the operator's other Events are).
+// Recorder records Kubernetes Events about a module: on its Module object
+// or the values ConfigMap (modulestatus.Events; docs/operator.md,
+// "Events").
 type Recorder interface {
-	Event(ctx context.Context, eventType, reason, message string) error
+	ModuleEvent(ctx context.Context, module, eventType, reason, message string) error
 }
-
-var _ Recorder = (*kube.ConfigMap)(nil)
 
 // Event reasons.
 const (
@@ -65,7 +62,7 @@ func Events(rec Recorder, logger *slog.Logger) func(Transition) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), eventTimeout)
 		defer cancel()
-		if err := rec.Event(ctx, eventType, reason, msg); err != nil {
+		if err := rec.ModuleEvent(ctx, tr.Module, eventType, reason, msg); err != nil {
 			logger.Warn("could not record a health Event", "module", tr.Module, "reason", reason, "err", err)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 
 type fakeRecorder struct{ got []string }
 
-func (f *fakeRecorder) Event(_ context.Context, eventType, reason, _ string) error {
-	f.got = append(f.got, eventType+" "+reason)
+func (f *fakeRecorder) ModuleEvent(_ context.Context, module, eventType, reason, _ string) error {
+	f.got = append(f.got, module+" "+eventType+" "+reason)
 	return nil
 }
 
@@ -23,9 +23,9 @@ func TestEvents(t *testing.T) {
 		want  []string
 	}{
 		{"a deploy that turns healthy", []Status{Unknown, Progressing, Healthy}, nil},
-		{"degraded and back", []Status{Healthy, Degraded, Progressing, Healthy}, []string{"Warning ModuleDegraded", "Normal ModuleHealthy"}},
-		{"degraded at start", []Status{Degraded}, []string{"Warning ModuleDegraded"}},
-		{"flaps through unknown", []Status{Degraded, Unknown, Degraded, Healthy, Healthy}, []string{"Warning ModuleDegraded", "Normal ModuleHealthy"}},
+		{"degraded and back", []Status{Healthy, Degraded, Progressing, Healthy}, []string{"m Warning ModuleDegraded", "m Normal ModuleHealthy"}},
+		{"degraded at start", []Status{Degraded}, []string{"m Warning ModuleDegraded"}},
+		{"flaps through unknown", []Status{Degraded, Unknown, Degraded, Healthy, Healthy}, []string{"m Warning ModuleDegraded", "m Normal ModuleHealthy"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,24 +22,40 @@ func (c *ConfigMap) Warning(ctx context.Context, reason, message string) error {
 // Event records an Event of eventType (Normal or Warning) on the values
 // ConfigMap.
 func (c *ConfigMap) Event(ctx context.Context, eventType, reason, message string) error {
-	if c.redact != nil {
-		message = c.redact(message)
-	}
 	ref := corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: c.namespace, Name: c.name}
 	if cm, err := c.client.CoreV1().ConfigMaps(c.namespace).Get(ctx, c.name, metav1.GetOptions{}); err == nil {
 		ref.UID, ref.ResourceVersion = cm.UID, cm.ResourceVersion
 	}
+	if err := c.record(ctx, ref, eventType, reason, message); err != nil {
+		return fmt.Errorf("record event %s on ConfigMap %s: %w", reason, c.Name(), err)
+	}
+	return nil
+}
+
+// EventOn records an Event on ref, an object of the ConfigMap's namespace
+// (a module's Module object: docs/operator.md, "Events"), with the same
+// source and redaction as the ConfigMap's own Events.
+func (c *ConfigMap) EventOn(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message string) error {
+	ref.Namespace = c.namespace
+	if err := c.record(ctx, ref, eventType, reason, message); err != nil {
+		return fmt.Errorf("record event %s on %s %s: %w", reason, ref.Kind, ref.Name, err)
+	}
+	return nil
+}
+
+func (c *ConfigMap) record(ctx context.Context, ref corev1.ObjectReference, eventType, reason, message string) error {
+	if c.redact != nil {
+		message = c.redact(message)
+	}
 	now := metav1.NewTime(time.Now())
 	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{GenerateName: c.name + ".", Namespace: c.namespace},
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: ref.Name + ".", Namespace: c.namespace},
 		InvolvedObject: ref, Reason: reason, Message: message, Type: eventType,
 		Source: corev1.EventSource{Component: eventSource}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: "addonops.io/" + eventSource, ReportingInstance: eventSource,
 	}
-	if _, err := c.client.CoreV1().Events(c.namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: FieldManagerEvents}); err != nil {
-		return fmt.Errorf("record event %s on ConfigMap %s: %w", reason, c.Name(), err)
-	}
-	return nil
+	_, err := c.client.CoreV1().Events(c.namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: FieldManagerEvents})
+	return err
 }
 
 // RedactEvents makes every Event message go through fn first: secret

@@ -36,11 +36,7 @@ func (s *moduleSteps) conflict(ctx context.Context, name string, err error) bool
 	if fresh {
 		s.logger.Error("release name taken by another tool; the module's release is left alone", "module", name, "err", err)
 		// best effort: the conflict is on /status and in the metric too
-		if s.cfg.Events != nil {
-			if err := s.cfg.Events.Warning(ctx, "ReleaseConflict", "module "+name+": "+err.Error()); err != nil {
-				s.logger.Warn("could not record an Event", "module", name, "err", err)
-			}
-		}
+		s.cfg.moduleWarning(ctx, name, "ReleaseConflict", "module "+name+": "+err.Error())
 	}
 	return true
 }

@@ -26,7 +26,7 @@ const kindDriftCorrect = driftcheck.KindCorrect
 // newDriftChecker builds the drift checks from the operator's Config.
 func newDriftChecker(cfg Config, o driftcheck.Options) *driftcheck.Checker {
 	o.Detector, o.Mode, o.Logger, o.Now, o.After = cfg.Drift, cfg.DriftMode, cfg.Logger, cfg.Now, cfg.After
-	o.Events, o.Quiet, o.Spacing, o.Inbox = cfg.Events, cfg.driftQuiet, cfg.driftSpacing, cfg.Edits
+	o.Events, o.Quiet, o.Spacing, o.Inbox = cfg.ModuleEvents, cfg.driftQuiet, cfg.driftSpacing, cfg.Edits
 	o.Held = cfg.DriftHeld
 	return driftcheck.New(o)
 }

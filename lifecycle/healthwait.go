@@ -134,9 +134,5 @@ func (s *healthWaits) waitEnded(ctx context.Context, name, result, warning strin
 		return
 	}
 	s.logger.Warn("health wait ended without the module Healthy", "module", name, "result", result, "reason", warning)
-	if s.cfg.Events != nil {
-		if err := s.cfg.Events.Warning(ctx, "HealthWaitFailed", warning); err != nil {
-			s.logger.Warn("could not record an Event", "module", name, "err", err)
-		}
-	}
+	s.cfg.moduleWarning(ctx, name, "HealthWaitFailed", warning)
 }

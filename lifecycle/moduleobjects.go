@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"context"
+
 	"github.com/addonops/addon-operator/lifecycle/driftcheck"
 	"github.com/addonops/addon-operator/lifecycle/modulestatus"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
@@ -30,4 +32,32 @@ func (d driftCount) Drifted(module string) int {
 		return len(st.Objects)
 	}
 	return 0
+}
+
+// ModuleEventRecorder records Kubernetes Events about one module: on its
+// Module object while this process writes it, on the values ConfigMap
+// otherwise (modulestatus.Events; docs/operator.md, "Events").
+type ModuleEventRecorder interface {
+	ModuleWarning(ctx context.Context, module, reason, message string) error
+}
+
+var _ ModuleEventRecorder = (*modulestatus.Events)(nil)
+
+// onConfigMap records modules' Events with the other Events, when cfg
+// names no ModuleEvents.
+type onConfigMap struct{ rec EventRecorder }
+
+func (c onConfigMap) ModuleWarning(ctx context.Context, _, reason, message string) error {
+	return c.rec.Warning(ctx, reason, message)
+}
+
+// moduleWarning records a Warning Event about module, logging a failure
+// (an Event is best effort: the problem is on /status and in the log).
+func (cfg Config) moduleWarning(ctx context.Context, module, reason, message string) {
+	if cfg.ModuleEvents == nil {
+		return
+	}
+	if err := cfg.ModuleEvents.ModuleWarning(ctx, module, reason, message); err != nil {
+		cfg.Logger.Warn("could not record an Event", "module", module, "reason", reason, "err", err)
+	}
 }

@@ -92,6 +92,10 @@ type Config struct {
 	CRDs CRDInstaller
 	// Events records Kubernetes Events on the values ConfigMap (nil: none).
 	Events EventRecorder
+	// ModuleEvents records the Events about one module (drift, a failed
+	// run or health wait, a release conflict) on its Module object when
+	// it has one (nil: on Events).
+	ModuleEvents ModuleEventRecorder
 	// SourceEvents records the purge guard's refusals on the source
 	// ConfigMap, where they are confirmed (nil: none).
 	SourceEvents EventRecorder
@@ -159,6 +163,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.DriftMode == "" {
 		cfg.DriftMode = DriftCorrect
 	}
+	if cfg.ModuleEvents == nil && cfg.Events != nil {
+		cfg.ModuleEvents = onConfigMap{cfg.Events}
+	}
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
 	}
@@ -205,7 +212,8 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	purge := &purgeGuard{limit: cfg.PurgeLimit, logger: cfg.Logger, events: cfg.SourceEvents}
 	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules, held: purge.discoveryHeld}
 	drift := newDriftChecker(cfg, driftcheck.Options{Metrics: m, Trees: trees, Modules: modules, Queues: queues})
-	rec := &recorder{metrics: m, modules: modules, report: report, health: cfg.Health, now: cfg.Now}
+	rec := &recorder{metrics: m, modules: modules, report: report, health: cfg.Health, now: cfg.Now,
+		failed: runFailures{warn: cfg.moduleWarning}}
 	waits := &healthWaits{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules}
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, helm: helm, rec: rec, waits: waits}

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/addonops/addon-operator/lifecycle/metrics"
@@ -68,6 +70,7 @@ type recorder struct {
 	report  *revisionReporter // revisionstate.go
 	health  HealthTracker     // nil: none
 	now     func() time.Time
+	failed  runFailures
 }
 
 // record applies o and returns its error, for the task to return.
@@ -77,6 +80,7 @@ func (r *recorder) record(ctx context.Context, o outcome) error {
 	}
 	switch o.What {
 	case moduleRan:
+		r.failed.clear(o.Module)
 		r.modules.SetState(o.Module, StateReady, nil)
 		r.report.revision(r.report.commit(), o.Module, RevisionApplied, "")
 		healthDeployed(ctx, r.health, o.Module, o.Release)
@@ -88,7 +92,9 @@ func (r *recorder) record(ctx context.Context, o outcome) error {
 		}
 		r.modules.SetState(o.Module, StateFailed, o.Err)
 		r.report.failure(o.Module, o.Err)
+		r.failed.event(ctx, o.Module, o.Err)
 	case moduleDeleted:
+		r.failed.clear(o.Module)
 		r.modules.SetState(o.Module, StateDisabled, nil)
 		healthRemoved(r.health, o.Module)
 	case moduleDeleteFailed:
@@ -118,3 +124,47 @@ func (r *recorder) record(ctx context.Context, o outcome) error {
 	}
 	return o.Err
 }
+
+// runFailures records a Warning Event ModuleRunFailed when a module's run
+// fails with a new error: once per error (by its first line) until the
+// module runs or is disabled, so retries of the same failure add none
+// (docs/operator.md, "Events"). A run cut short by shutdown records none,
+// nor does a release conflict, which has its own (conflict.go).
+type runFailures struct {
+	warn func(ctx context.Context, module, reason, message string) // nil: none
+	mu   sync.Mutex
+	last map[string]string // the first line last recorded, by module
+}
+
+func (f *runFailures) event(ctx context.Context, module string, err error) {
+	if f.warn == nil || err == nil || errors.Is(err, context.Canceled) || errors.Is(err, kube.ErrNotOurs) {
+		return
+	}
+	msg := err.Error()
+	first, _, _ := strings.Cut(msg, "\n")
+	f.mu.Lock()
+	fresh := f.last[module] != first
+	if fresh {
+		if f.last == nil {
+			f.last = map[string]string{}
+		}
+		f.last[module] = first
+	}
+	f.mu.Unlock()
+	if !fresh {
+		return
+	}
+	if len(msg) > maxEventMessage {
+		msg = msg[:maxEventMessage] + "…"
+	}
+	f.warn(ctx, module, "ModuleRunFailed", "module "+module+": "+msg)
+}
+
+func (f *runFailures) clear(module string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.last, module)
+}
+
+// maxEventMessage bounds an Event's message (a hook's output can be long).
+const maxEventMessage = 1000

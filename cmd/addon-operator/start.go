@@ -30,6 +30,7 @@ import (
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/lifecycle"
+	"github.com/addonops/addon-operator/lifecycle/modulestatus"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/objectpatch"
 	"github.com/addonops/addon-operator/values"
@@ -280,7 +281,14 @@ func start(o *startOptions) (err error) {
 	if merger != nil {
 		onTransition = merger.Transition
 	}
-	s.health = newHealth(o.hl, watcher, helm, valuesCM, reg, logger, onTransition, onEdited)
+	// a module's Events go on its Module object when there is one
+	// (docs/operator.md, "Events")
+	objects, err := moduleObjects(client.Discovery(), restConfig, op.Namespace, logger)
+	if err != nil {
+		return err
+	}
+	moduleEvents := modulestatus.NewEvents(objects, valuesCM)
+	s.health = newHealth(o.hl, watcher, helm, moduleEvents, reg, logger, onTransition, onEdited)
 	if merger != nil {
 		merger.Follow(s.health)
 	}
@@ -304,6 +312,7 @@ func start(o *startOptions) (err error) {
 		HookTimeout: op.HookTimeout, RetryMin: op.RetryMin, RetryMax: op.RetryMax, TempDir: op.TempDir,
 		ResourcesCheckInterval: op.ResourcesCheckInterval, Logger: logger, Registry: reg, Monitors: lifecycle.KubeMonitors(watcher),
 		PurgeLimit: op.PurgeLimit, ParallelModules: op.ParallelModules, CRDs: crds, Events: valuesCM, SourceEvents: s.sourceCM,
+		ModuleObjects: objects, ModuleEvents: moduleEvents,
 		ObjectPatcher: patcher, Drift: detector, DriftMode: op.Drift, Edits: edits, Redactor: redactor,
 	}
 	// the optional parts: an interface field stays nil when its part is off
@@ -319,9 +328,6 @@ func start(o *startOptions) (err error) {
 	}
 	if s.webhooks != nil {
 		cfg.Webhooks = s.webhooks
-	}
-	if cfg.ModuleObjects, err = moduleObjects(client.Discovery(), restConfig, op.Namespace, logger); err != nil {
-		return err
 	}
 	loaderOpts := []loader.Option{loader.WithLogger(logger), loader.WithTreeRootAlias(op.TreeRootAlias)}
 	// the cluster's config in git (docs/operator.md, "Config in git"): read

@@ -25,9 +25,10 @@ type Detector interface {
 
 var _ Detector = (*drift.Detector)(nil)
 
-// Events records a Kubernetes Event (on the values ConfigMap).
+// Events records a Kubernetes Event about a module (on its Module object
+// or the values ConfigMap: modulestatus.Events).
 type Events interface {
-	Warning(ctx context.Context, reason, message string) error
+	ModuleWarning(ctx context.Context, module, reason, message string) error
 }
 
 // KindCorrect is the correction task's kind in "main": keyed by module, so
@@ -210,7 +211,7 @@ func (c *Checker) report(ctx context.Context, name string, st *Status) {
 	}
 	c.opts.Logger.Warn("release objects differ from the chart", "module", name, "objects", n, "mode", st.Mode, "drift", msg)
 	if c.opts.Events != nil {
-		if err := c.opts.Events.Warning(ctx, "Drifted", msg); err != nil {
+		if err := c.opts.Events.ModuleWarning(ctx, name, "Drifted", msg); err != nil {
 			c.opts.Logger.Warn("could not record an Event", "module", name, "err", err)
 		}
 	}

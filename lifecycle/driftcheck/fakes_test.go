@@ -113,7 +113,7 @@ type fakeEvents struct {
 	msgs []string
 }
 
-func (e *fakeEvents) Warning(_ context.Context, reason, message string) error {
+func (e *fakeEvents) ModuleWarning(_ context.Context, _, reason, message string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.msgs = append(e.msgs, reason+": "+message)

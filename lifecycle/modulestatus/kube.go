@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,9 +23,12 @@ const fieldManager = "addon-operator"
 
 // Kube is the Client of the API server: the objects in one namespace.
 // It keeps each object as last read or written, so a status update needs
-// no read first (and the Role no patch: deploy/chart's role.yaml).
+// no read first (and the Role no patch: deploy/chart's role.yaml). The
+// writer alone writes through it; Ref, which Events asks from other
+// goroutines, reads the same objects.
 type Kube struct {
 	res  dynamic.ResourceInterface
+	mu   sync.Mutex // objs
 	objs map[string]*unstructured.Unstructured
 }
 
@@ -48,7 +53,7 @@ func (k *Kube) List(ctx context.Context) ([]string, error) {
 	for i := range l.Items {
 		o := &l.Items[i]
 		names = append(names, o.GetName())
-		k.objs[o.GetName()] = o
+		k.keep(o.GetName(), o)
 	}
 	return names, nil
 }
@@ -62,14 +67,14 @@ func (k *Kube) Write(ctx context.Context, name string, st *Status) error {
 	}
 	err = k.update(ctx, o, st)
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		delete(k.objs, name)
+		k.keep(name, nil)
 		if o, err = k.object(ctx, name); err != nil {
 			return err
 		}
 		err = k.update(ctx, o, st)
 	}
 	if err != nil {
-		delete(k.objs, name)
+		k.keep(name, nil)
 		return fmt.Errorf("module %s: write its status: %w", name, err)
 	}
 	return nil
@@ -77,7 +82,7 @@ func (k *Kube) Write(ctx context.Context, name string, st *Status) error {
 
 // object is the module's object as last seen, read or created when unknown.
 func (k *Kube) object(ctx context.Context, name string) (*unstructured.Unstructured, error) {
-	if o := k.objs[name]; o != nil {
+	if o := k.seen(name); o != nil {
 		return o, nil
 	}
 	o := &unstructured.Unstructured{}
@@ -92,7 +97,7 @@ func (k *Kube) object(ctx context.Context, name string) (*unstructured.Unstructu
 	if err != nil {
 		return nil, fmt.Errorf("module %s: its object: %w", name, err)
 	}
-	k.objs[name] = got
+	k.keep(name, got)
 	return got, nil
 }
 
@@ -113,15 +118,44 @@ func (k *Kube) update(ctx context.Context, o *unstructured.Unstructured, st *Sta
 	if err != nil {
 		return err
 	}
-	k.objs[o.GetName()] = got
+	k.keep(o.GetName(), got)
 	return nil
 }
 
 // Delete deletes a module's object (gone already is fine).
 func (k *Kube) Delete(ctx context.Context, name string) error {
-	delete(k.objs, name)
+	k.keep(name, nil)
 	if err := k.res.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("module %s: delete its object: %w", name, err)
 	}
 	return nil
+}
+
+// Ref is the reference of the module's object as this process last read
+// or wrote it (its UID: `kubectl describe` matches Events by it); false
+// when it knows none (not written yet, deleted, or not the leader).
+func (k *Kube) Ref(name string) (corev1.ObjectReference, bool) {
+	o := k.seen(name)
+	if o == nil {
+		return corev1.ObjectReference{}, false
+	}
+	return corev1.ObjectReference{APIVersion: GVR.GroupVersion().String(), Kind: "Module",
+		Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID()}, true
+}
+
+func (k *Kube) seen(name string) *unstructured.Unstructured {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.objs[name]
+}
+
+// keep remembers o as the module's object (nil: forgets it).
+func (k *Kube) keep(name string, o *unstructured.Unstructured) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if o == nil {
+		delete(k.objs, name)
+		return
+	}
+	k.objs[name] = o
 }
