@@ -121,6 +121,16 @@ func TestModuleObjectsOnAPIServer(t *testing.T) {
 		t.Fatalf("alpha's object was written %d times though alpha did not change", after-before)
 	}
 
+	// the reference Events are recorded on is the object's, UID and all
+	// (kubectl describe selects Events by it)
+	alpha, err := res.Get(ctx, "alpha", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, ok := kc.Ref("alpha"); !ok || ref.UID != alpha.GetUID() || ref.Namespace != ns || ref.Kind != "Module" || ref.APIVersion != "addonops.io/v1alpha1" {
+		t.Fatalf("alpha's reference %+v (known %v), want the object's (uid %s)", ref, ok, alpha.GetUID())
+	}
+
 	// beta leaves the tree
 	if err := trees.Transition(func(*runstate.Tree) (*runstate.Tree, error) { return tree("4567def", "alpha", "gamma"), nil }); err != nil {
 		t.Fatal(err)
@@ -129,6 +139,9 @@ func TestModuleObjectsOnAPIServer(t *testing.T) {
 		_, err := res.Get(ctx, "beta", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+	if _, ok := kc.Ref("beta"); ok {
+		t.Fatal("a deleted object's reference is still known: its Events would hang on nothing")
+	}
 	testwait.Until(t, "alpha's object to name the new commit", func() bool {
 		o, err := res.Get(ctx, "alpha", metav1.GetOptions{})
 		c, _, _ := unstructuredString(o, err, "status", "commit")

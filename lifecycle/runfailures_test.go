@@ -1,0 +1,50 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/addonops/addon-operator/kube"
+)
+
+// A failing run records ModuleRunFailed once per error, again after the
+// module ran or with a new error; shutdown and release conflicts none.
+func TestRunFailureEvents(t *testing.T) {
+	t.Parallel()
+	errHook := errors.New("hook 10-a.sh: exited 1\nstderr: boom")
+	for _, tc := range []struct {
+		name  string
+		steps []error // nil: the module ran
+		want  int
+	}{
+		{"retried with the same error", []error{errHook, errHook, errHook}, 1},
+		{"same first line, other output", []error{errHook, errors.New("hook 10-a.sh: exited 1\nstderr: other")}, 1},
+		{"a new error", []error{errHook, errors.New("hook 20-b.sh: exited 2")}, 2},
+		{"failing again after it ran", []error{errHook, nil, errHook}, 2},
+		{"shutdown", []error{fmt.Errorf("run: %w", context.Canceled)}, 0},
+		{"release conflict", []error{fmt.Errorf("helm: %w", kube.ErrNotOurs)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			f := runFailures{warn: func(_ context.Context, module, reason, message string) {
+				got = append(got, module+" "+reason+" "+message)
+			}}
+			for _, err := range tc.steps {
+				if err == nil {
+					f.clear("alpha")
+					continue
+				}
+				f.event(t.Context(), "alpha", err)
+			}
+			if len(got) != tc.want {
+				t.Fatalf("%d Events %v, want %d", len(got), got, tc.want)
+			}
+			if tc.want > 0 && !slices.Contains(got, "alpha ModuleRunFailed module alpha: "+errHook.Error()) {
+				t.Fatalf("Events %v: the error is not named", got)
+			}
+		})
+	}
+}
