@@ -15,7 +15,7 @@ func newModuleObjects(cfg Config, trees *runstate.Trees, modules *runstate.Modul
 		return nil
 	}
 	opts := modulestatus.Options{Trees: trees, Modules: modules, Drift: driftCount{drift}, Client: cfg.ModuleObjects,
-		Logger: cfg.Logger, Now: cfg.Now}
+		Logger: cfg.Logger, Now: cfg.Now, After: cfg.After}
 	if cfg.Health != nil {
 		opts.Health = cfg.Health
 	}

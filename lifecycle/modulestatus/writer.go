@@ -67,8 +67,11 @@ type Options struct {
 	// 10s); a pass with nothing changed writes nothing.
 	Resync time.Duration
 	Logger *slog.Logger
-	// Now is the clock of conditions' lastTransitionTime (default time.Now).
-	Now func() time.Time
+	// Now and After are the clock (default time.Now, time.After):
+	// conditions' lastTransitionTime and Run's waits, which tests drive
+	// without sleeping, as lifecycle's Config.Now and After.
+	Now   func() time.Time
+	After func(time.Duration) <-chan time.Time
 }
 
 // Writer keeps the Module objects in step with the running tree.
@@ -92,14 +95,16 @@ func New(opts Options) *Writer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
 	return &Writer{opts: opts, written: map[string]Status{}}
 }
 
 // Run writes a pass at each announcement (at most one per MinInterval)
-// and each Resync until ctx ends. A failed pass is retried at the next.
+// and at the latest Resync after the last pass, until ctx ends. A failed
+// pass is retried at the next.
 func (w *Writer) Run(ctx context.Context) {
-	resync := time.NewTicker(w.opts.Resync)
-	defer resync.Stop()
 	for {
 		_, treeCh := w.opts.Trees.Changed()
 		_, modCh := w.opts.Modules.Changed()
@@ -111,15 +116,13 @@ func (w *Writer) Run(ctx context.Context) {
 			return
 		case <-treeCh:
 		case <-modCh:
-		case <-resync.C:
+		case <-w.opts.After(w.opts.Resync):
 		}
 		// the changes of a converge come in bursts: one pass for each
-		t := time.NewTimer(w.opts.MinInterval)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return
-		case <-t.C:
+		case <-w.opts.After(w.opts.MinInterval):
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/addonops/addon-operator/health"
+	"github.com/addonops/addon-operator/internal/testclock"
 	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 )
@@ -114,8 +115,9 @@ func TestPassRetriesFailedWrite(t *testing.T) {
 	}
 }
 
-// A burst of announcements is batched: far fewer passes than changes, and
-// the last change is written.
+// A burst of announcements is batched: the changes made while the writer
+// waits out MinInterval (on the injected clock) are one pass, written once
+// the clock has moved MinInterval, and the last change is what is written.
 func TestRunBatchesBursts(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -124,26 +126,67 @@ func TestRunBatchesBursts(t *testing.T) {
 	trees.Start(tree("c1", "alpha"))
 	setState(mods, map[string]runstate.Module{"alpha": {Enabled: true, State: runstate.StateRunning}})
 	c := newFakeClient()
-	w := New(Options{Trees: trees, Modules: mods, Client: c, MinInterval: 200 * time.Millisecond})
+	clock := testclock.New()
+	w := New(Options{Trees: trees, Modules: mods, Client: c, MinInterval: time.Second, Resync: 10 * time.Second,
+		Now: clock.Now, After: clock.After})
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
 	testwait.Until(t, "the first write", func() bool { return c.total() == 1 })
-	// the changes of a converge, spread over 150ms: paced so that a writer
-	// without the batching would see most of them
+	// the changes of a converge: the first wakes the writer, which then
+	// waits MinInterval (its wait beside the resync's)
 	const changes = 30
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for i := 0; i < changes; i++ {
-		<-tick.C
+	change := func(i int) {
 		mods.Update("alpha", func(st *runstate.Module) { st.LastError = fmt.Sprint("error ", i) })
 	}
+	change(0)
+	testwait.Until(t, "the writer to wait MinInterval", func() bool { return clock.Waiting() == 2 })
+	for i := 1; i < changes; i++ {
+		change(i)
+	}
+	clock.Advance(time.Second - time.Millisecond)
+	if got := c.total(); got != 1 {
+		t.Fatalf("%d writes before MinInterval passed, want 1", got)
+	}
+	clock.Advance(time.Millisecond)
 	testwait.Until(t, "the last change written", func() bool {
 		st, _ := c.get("alpha")
 		return st.LastError == fmt.Sprint("error ", changes-1)
 	})
-	if got := c.total(); got > 4 {
-		t.Fatalf("%d changes made %d writes, want them batched (at most 4)", changes, got)
+	if got := c.total(); got != 2 {
+		t.Fatalf("%d changes made %d writes, want them one pass (2 writes in all)", changes, got)
 	}
+	cancel()
+	<-done
+}
+
+// Health announces nothing: a pass is forced Resync after the last one.
+func TestRunResyncs(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha"))
+	setState(mods, map[string]runstate.Module{"alpha": {Enabled: true, State: runstate.StateReady}})
+	c, hl := newFakeClient(), &fakeHealth{}
+	clock := testclock.New()
+	w := New(Options{Trees: trees, Modules: mods, Client: c, Health: hl, MinInterval: time.Second, Resync: 10 * time.Second,
+		Now: clock.Now, After: clock.After})
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	testwait.Until(t, "the first write", func() bool { return c.total() == 1 })
+	testwait.Until(t, "the writer to wait for a change or the resync", func() bool { return clock.LongestWait() == 10*time.Second })
+	hl.set("alpha", health.ModuleHealth{Status: health.Degraded, Message: "Deployment/x: timeout"})
+	clock.Advance(9 * time.Second)
+	if got := c.total(); got != 1 {
+		t.Fatalf("%d writes before the resync, want 1", got)
+	}
+	clock.Advance(time.Second) // the resync
+	testwait.Until(t, "the writer to wait MinInterval", func() bool { return clock.Waiting() == 1 })
+	clock.Advance(time.Second)
+	testwait.Until(t, "alpha's health written", func() bool {
+		st, _ := c.get("alpha")
+		return st.Health != nil && st.Health.Status == string(health.Degraded)
+	})
 	cancel()
 	<-done
 }
