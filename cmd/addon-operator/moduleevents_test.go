@@ -12,7 +12,7 @@ import (
 )
 
 // kubectlIn runs the real kubectl against the test's control plane.
-func kubectlIn(t *testing.T, args ...string) (string, error) {
+func kubectlIn(t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.Command(kubectlBin, append([]string{"--kubeconfig", cp.KubeconfigPath}, args...)...).CombinedOutput()
 	return string(out), err
