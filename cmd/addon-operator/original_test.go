@@ -102,7 +102,8 @@ func TestOriginalSettings(t *testing.T) {
 	logs, _ := os.ReadFile(op.log)
 	for _, want := range []string{"env=ADDON_OPERATOR_MODULES_DIR ours=MODULES_DIR", "env=ADDON_OPERATOR_GLOBAL_HOOKS_DIR ours=GLOBAL_HOOKS_DIR",
 		"env=KUBE_CONFIG ours=KUBECONFIG", "ignored: nothing here acts on it\" flag=--debug-unix-socket",
-		"flag=--debug-keep-tmp-files", "flag=--helm-timeout", "env=HELM_HISTORY_MAX", "listen=" + addr} {
+		"flag=--debug-keep-tmp-files", "flag=--helm-timeout", "env=HELM_HISTORY_MAX", "listen=" + addr,
+		"web_view=http://" + addr + "/ui/"} {
 		if !strings.Contains(string(logs), want) {
 			t.Errorf("the log lacks %q", want)
 		}

@@ -384,7 +384,7 @@ func start(o *startOptions) (err error) {
 		return err
 	}
 	logger.Info("addon-operator starting", "modules_dir", op.ModulesDir, "global_hooks_dir", op.GlobalHooksDir,
-		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String())
+		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String(), "web_view", "http://"+ln.Addr().String()+"/ui/")
 	return s.run(ctx, srv, ln)
 }
 
