@@ -16,7 +16,8 @@ if [ -z "${KUBECONFIG:-}" ]; then
   KUBECONFIG="$PWD/$RUN_DIR/kubeconfig"
   rm -f "$KUBECONFIG"
   echo "starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on 127.0.0.1)"
-  bin/devcluster --kubeconfig "$KUBECONFIG" > "$RUN_DIR/devcluster.log" 2>&1 &
+  # with the chart's CRDs, as helm install has them: the Module objects
+  bin/devcluster --kubeconfig "$KUBECONFIG" --crds deploy/chart/addon-operator/crds > "$RUN_DIR/devcluster.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 600); do
     [ -f "$KUBECONFIG" ] && break
@@ -73,6 +74,7 @@ Web view: http://$ADDR/ui/ (read-only; the modules, their health and drift, the 
 The operator keeps running and reacts to changes:
   export KUBECONFIG=$KUBECONFIG
   kubectl -n $ADDON_OPERATOR_NAMESPACE create configmap addon-operator --from-literal=echoServer='replicas: 2' --dry-run=client -o yaml | kubectl apply -f -
+  kubectl -n $ADDON_OPERATOR_NAMESPACE get modules   # the Module objects; kubectl describe module/NAME shows its Events
   curl http://$ADDR/status     # modules (with their health) and queues as JSON
   bin/addon-operator module list --address http://$ADDR
   curl http://$ADDR/queue      # the task queues

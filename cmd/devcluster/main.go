@@ -17,6 +17,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "bin/run/kubeconfig", "where to write the admin kubeconfig")
 	dir := flag.String("dir", "", "data directory (default: a temporary directory removed on exit)")
 	workloads := flag.Bool("workloads", true, "also run kube-controller-manager, kube-scheduler and kwok, so pods start on a simulated node")
+	crdDir := flag.String("crds", "", "a directory of CRD files (*.yaml, one CRD each) to create once the control plane is up, as the chart's crds/ (make run: the Module objects')")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -34,6 +35,13 @@ func main() {
 		os.Exit(1)
 	}
 	defer cp.Stop()
+	var crds []string
+	if *crdDir != "" {
+		if crds, err = applyCRDs(ctx, cp.Config, *crdDir); err != nil {
+			slog.Error("create the CRDs", "dir", *crdDir, "err", err)
+			return
+		}
+	}
 	if err := copyFile(cp.KubeconfigPath, *kubeconfig); err != nil {
 		slog.Error("write kubeconfig", "err", err)
 		return
@@ -41,6 +49,9 @@ func main() {
 	nodes := ""
 	if *workloads {
 		nodes = fmt.Sprintf(" with simulated node %s", testenv.NodeName)
+	}
+	if len(crds) > 0 {
+		nodes += "; CRDs " + joined(crds)
 	}
 	fmt.Printf("control plane ready at %s%s; kubeconfig: %s\n", cp.Config.Host, nodes, *kubeconfig)
 	<-ctx.Done()
