@@ -125,8 +125,9 @@ func (r *recorder) record(ctx context.Context, o outcome) error {
 	return o.Err
 }
 
-// runFailures records a Warning Event ModuleRunFailed when a module's run
-// fails with a new error: once per error (by its first line) until the
+// runFailures records a Warning Event ModuleRunFailed, with the error
+// /status shows (the hook's output stays apart: docs/security.md), when a
+// module's run fails with a new error: once per error (by its first line) until the
 // module runs or is disabled, so retries of the same failure add none
 // (docs/operator.md, "Events"). A run cut short by shutdown records none,
 // nor does a release conflict, which has its own (conflict.go).
@@ -155,7 +156,8 @@ func (f *runFailures) event(ctx context.Context, module string, err error) {
 		return
 	}
 	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage] + "…"
+		// a cut rune is dropped, not sent as invalid UTF-8
+		msg = strings.ToValidUTF8(msg[:maxEventMessage], "") + "…"
 	}
 	f.warn(ctx, module, "ModuleRunFailed", "module "+module+": "+msg)
 }
