@@ -209,19 +209,21 @@ func (w *watching) metrics(lines ...string) {
 	}
 }
 
-// event waits for an Event on the values ConfigMap with this type and
-// reason whose message starts with msg, and checks there is only one.
+// event waits for an Event with this type and reason whose message starts
+// with msg, and checks there is only one: on the module's Module object
+// once the plane serves them (TestHelmChart installs their CRD on the same
+// plane), on the values ConfigMap before (docs/operator.md, "Events").
 func (w *watching) event(typ, reason, msg string) {
 	w.t.Helper()
 	var found []string
 	eventually(w.t, typ+" "+reason+" "+msg, func() bool {
-		list, err := w.p.Client.CoreV1().Events(w.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.kind=ConfigMap"})
+		list, err := w.p.Client.CoreV1().Events(w.ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false
 		}
 		found = found[:0]
 		for _, e := range list.Items {
-			if e.Type == typ && e.Reason == reason && strings.HasPrefix(e.Message, msg) {
+			if k := e.InvolvedObject.Kind; (k == "ConfigMap" || k == "Module") && e.Type == typ && e.Reason == reason && strings.HasPrefix(e.Message, msg) {
 				found = append(found, e.Message)
 			}
 		}
