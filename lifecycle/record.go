@@ -111,6 +111,7 @@ func (r *recorder) record(ctx context.Context, o outcome) error {
 		r.modules.SetState(o.Module, StateFailed, o.Err)
 		r.report.failure(o.Module, o.Err)
 	case modulePurged:
+		r.failed.clear(o.Module)
 		r.metrics.ReleaseConflicts.DeleteLabelValues(o.Module)
 		healthRemoved(r.health, o.Module)
 	case globalHookFailed:
