@@ -79,6 +79,9 @@ type Writer struct {
 	opts    Options
 	written map[string]Status // what the API server has, as last written
 	listed  bool              // the namespace's objects were listed once
+	// readyOn is, by module, its inputs when a Ready status was last
+	// written (rerun)
+	readyOn map[string]string
 }
 
 // New prepares a Writer.
@@ -98,7 +101,7 @@ func New(opts Options) *Writer {
 	if opts.After == nil {
 		opts.After = time.After
 	}
-	return &Writer{opts: opts, written: map[string]Status{}}
+	return &Writer{opts: opts, written: map[string]Status{}, readyOn: map[string]string{}}
 }
 
 // Run writes a pass at each announcement (at most one per MinInterval)
@@ -171,6 +174,14 @@ func (w *Writer) Pass(ctx context.Context) error {
 		}
 		st := build(in)
 		old, had := w.written[m.Name]
+		inputs := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[m.Key+"Enabled"]
+		if had && rerun(old, st) && w.readyOn[m.Name] == inputs {
+			// a re-run of what it was Ready on (a reload after a global
+			// change, a resync): still Ready, so a no-change re-converge
+			// writes nothing (docs/operator.md, "Module objects")
+			st.State, st.Reason, st.LastError = old.State, old.Reason, old.LastError
+			st.Conditions = conditions(st)
+		}
 		var oldp *Status
 		if had {
 			oldp = &old
@@ -184,6 +195,9 @@ func (w *Writer) Pass(ctx context.Context) error {
 			continue
 		}
 		w.written[m.Name] = st
+		if st.State == string(runstate.StateReady) {
+			w.readyOn[m.Name] = inputs
+		}
 	}
 	for name := range w.written {
 		if inTree[name] {
@@ -194,6 +208,14 @@ func (w *Writer) Pass(ctx context.Context) error {
 			continue
 		}
 		delete(w.written, name)
+		delete(w.readyOn, name)
 	}
 	return firstErr
+}
+
+// rerun: the module was written Ready and now waits or runs again, enabled
+// as it was.
+func rerun(old, now Status) bool {
+	return old.State == string(runstate.StateReady) && old.Enabled == now.Enabled &&
+		(now.State == string(runstate.StatePending) || now.State == string(runstate.StateRunning))
 }

@@ -249,3 +249,58 @@ func TestHealthObjects(t *testing.T) {
 		t.Fatalf("health %+v", st.Health)
 	}
 }
+
+// A re-run of what a module was Ready on (a reload after a global change)
+// writes nothing; a re-run after its own files or config section changed
+// shows Reconciling, and a failed re-run shows Stalled.
+func TestPassRerunOfSameInputsWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	tr := tree("c1", "alpha", "beta")
+	tr.Model.Modules[0].Key, tr.Model.Modules[1].Key = "alpha", "beta"
+	tr.ConfigData = map[string]string{"alpha": "a: 1\n", "beta": "b: 1\n"}
+	trees.Start(tr)
+	ready := map[string]runstate.Module{
+		"alpha": {Enabled: true, State: runstate.StateReady},
+		"beta":  {Enabled: true, State: runstate.StateReady},
+	}
+	setState(mods, ready)
+	c := newFakeClient()
+	w := newWriter(trees, mods, c, &fakeHealth{}, fakeDrift{})
+	pass := func() {
+		t.Helper()
+		if err := w.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass()
+	for _, s := range []runstate.ModuleState{runstate.StatePending, runstate.StateRunning, runstate.StateReady} {
+		for _, n := range []string{"alpha", "beta"} {
+			mods.Update(n, func(st *runstate.Module) { st.State = s })
+		}
+		pass()
+	}
+	if got := c.total(); got != 2 {
+		t.Fatalf("a re-run of the same inputs wrote: %v, want one write each", c.writes)
+	}
+	// beta's section changes: its re-run is Reconciling
+	next := *tr
+	next.ConfigData = map[string]string{"alpha": "a: 1\n", "beta": "b: 2\n"}
+	trees.Start(&next)
+	mods.Update("beta", func(st *runstate.Module) { st.State = runstate.StateRunning })
+	mods.Update("alpha", func(st *runstate.Module) { st.State = runstate.StateRunning })
+	pass()
+	if st, _ := c.get("beta"); cond(st, CondReconciling) != metav1.ConditionTrue || cond(st, CondReady) != metav1.ConditionFalse {
+		t.Fatalf("beta re-running on a changed section: %+v", st.Conditions)
+	}
+	if st, _ := c.get("alpha"); cond(st, CondReady) != metav1.ConditionTrue {
+		t.Fatalf("alpha re-running on the same inputs: %+v", st.Conditions)
+	}
+	// alpha's re-run fails: Stalled, whatever its inputs
+	mods.Update("alpha", func(st *runstate.Module) { st.State, st.LastError = runstate.StateFailed, "hook a: exit 1" })
+	pass()
+	if st, _ := c.get("alpha"); cond(st, CondStalled) != metav1.ConditionTrue {
+		t.Fatalf("alpha failed: %+v", st.Conditions)
+	}
+}
