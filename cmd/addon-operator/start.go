@@ -150,8 +150,13 @@ type startup struct {
 	control *sourceControl
 	purge   purgeSeen
 	// startPin is the commit to start on when the checkout is empty
-	// ("": the ref's newest): the suspended revision
-	startPin string
+	// ("": the ref's newest): the suspended revision, or the one running
+	// while a ring or window held a newer one (heldAtPin)
+	startPin  string
+	heldAtPin   bool
+	heldAtTries int
+	// fleet is the rollout gate (fleet.go; nil in no-git mode)
+	fleet *fleet
 }
 
 func start(o *startOptions) (err error) {
@@ -193,6 +198,10 @@ func start(o *startOptions) (err error) {
 		if _, sus := s.control.update(data); sus != nil {
 			logger.Warn("the source is suspended: new revisions are held until `addon-operator source resume`", "reason", sus.Reason, "since", sus.Since)
 			s.startPin = suspendedRevisionIn(data)
+		}
+		if pin := heldAtRevisionIn(data); s.startPin == "" && pin != "" {
+			logger.Info("a newer revision was held by the rollout: an empty checkout starts on the one that ran", "commit", pin)
+			s.startPin, s.heldAtPin = pin, true
 		}
 	} else {
 		if op.ModulesDir == "" {
@@ -263,10 +272,18 @@ func start(o *startOptions) (err error) {
 	var merger *commithealth.Merger
 	if s.notifier != nil {
 		reporter = redactedReports{s.notifier, redactor}
-		if o.hl.Enabled {
-			merger = commithealth.New(reporter)
-			reporter = merger
-		}
+	}
+	// in git mode the rollout gate needs the running revision's state
+	// (failed, degraded) whether commit status is on or not: the tap
+	// keeps it, after the health merger (docs/operator.md, "Fleets")
+	var tap *revisionTap
+	if gt.URL != "" {
+		tap = newRevisionTap(reporter)
+		reporter = tap
+	}
+	if reporter != nil && o.hl.Enabled {
+		merger = commithealth.New(reporter)
+		reporter = merger
 	}
 	// drift checks on edits (docs/operator.md, "Drift"): the tracker tells
 	// them to an inbox the operator's drift checks read, made before both
@@ -349,7 +366,15 @@ func start(o *startOptions) (err error) {
 		if clusterCfg != nil {
 			configPaths = o.cl.checkoutPaths()
 		}
-		if s.src, err = newSource(*gt, op, configPaths, s.operator, refused, s.control.gate, logger); err != nil {
+		lister, err := o.cs.lister(gt.URL)
+		if err != nil {
+			return err
+		}
+		s.fleet = s.newFleet(ctx, lister, gt.PollInterval, tap)
+		if s.notifier != nil {
+			s.fleet.setRing = s.notifier.SetRing
+		}
+		if s.src, err = newSource(*gt, op, configPaths, s.operator, refused, s.gate, s.fleet.learn, logger); err != nil {
 			return err
 		}
 		registerGitMetrics(reg, s.src.syncer.Status)
@@ -441,10 +466,11 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	}
 	g.Go(func() error {
 		if s.src != nil {
-			first, err := s.src.first(ctx, s.gt, s.startPin, &s.waiting, s.stillSuspended)
+			first, err := s.src.first(ctx, s.gt, s.startPin, &s.waiting, s.stillPinned)
 			if err != nil {
 				return nil // stopped before a revision came
 			}
+			s.fleet.adopting(first.Commit)
 			s.operator.TreeChanged(first)
 			s.followSource(ctx, g)
 		} else {
