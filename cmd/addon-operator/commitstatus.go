@@ -25,9 +25,9 @@ type commitStatusOptions struct {
 	// ReadTokenFile is the token the rollout reads statuses with
 	// (default: TokenFile).
 	ReadTokenFile string
-	TargetURL             string
-	PerModule             bool
-	Cluster               string
+	TargetURL     string
+	PerModule     bool
+	Cluster       string
 	// AllowHTTP are the hosts URL may name with http://: credentials
 	// travel in clear to them (docs/security.md, "Credentials")
 	AllowHTTP []string

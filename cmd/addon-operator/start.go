@@ -152,7 +152,7 @@ type startup struct {
 	// startPin is the commit to start on when the checkout is empty
 	// ("": the ref's newest): the suspended revision, or the one running
 	// while a ring or window held a newer one (heldAtPin)
-	startPin  string
+	startPin    string
 	heldAtPin   bool
 	heldAtTries int
 	// fleet is the rollout gate (fleet.go; nil in no-git mode)
