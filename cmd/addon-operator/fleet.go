@@ -71,6 +71,18 @@ type fleet struct {
 	mu       sync.Mutex
 	data     map[string]string // the source ConfigMap's, last seen
 	recorded string            // the apply-now Event recorded (commit@at)
+	logged   string            // the last decision logged: a hold is asked again at each poll
+}
+
+// logOnce says whether what was not the last thing logged.
+func (f *fleet) logOnce(what string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.logged == what {
+		return false
+	}
+	f.logged = what
+	return true
 }
 
 // update takes the source ConfigMap's data.
@@ -125,10 +137,12 @@ func (f *fleet) hold(rev gitsync.Revision) []gitsync.Hold {
 		if f.report != nil && acting {
 			f.report(commitstatus.Report{Commit: rev.Commit, State: commitstatus.Held, Reason: d.Reason})
 		}
-		f.logger.Info("revision held", "commit", rev.Commit, "reason", d.Reason)
+		if f.logOnce(rev.Commit + "\x00" + d.Reason) {
+			f.logger.Info("revision held", "commit", rev.Commit, "reason", d.Reason)
+		}
 	case d.ApplyNow != nil:
 		f.applyNowEvent(rev.Commit, d)
-	case d.Note != "":
+	case d.Note != "" && f.logOnce(rev.Commit+"\x00"+d.Note):
 		f.logger.Warn("revision applied despite the rollout", "commit", rev.Commit, "note", d.Note)
 	}
 	return d.Holds

@@ -372,7 +372,7 @@ func start(o *startOptions) (err error) {
 		}
 		s.fleet = s.newFleet(ctx, lister, gt.PollInterval, tap)
 		if s.notifier != nil {
-			s.fleet.setRing = s.notifier.SetRing
+			s.fleet.setRing, s.fleet.report = s.notifier.SetRing, reporter.Report
 		}
 		if s.src, err = newSource(*gt, op, configPaths, s.operator, refused, s.gate, s.fleet.learn, logger); err != nil {
 			return err
