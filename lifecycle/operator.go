@@ -121,6 +121,10 @@ type Config struct {
 	// whatever the mode: the source is suspended (docs/operator.md,
 	// "Suspend, resume and sync").
 	DriftHeld func() bool
+	// ConfigHeld, if set, says while a ConfigMap (or values Secret) edit
+	// is held, and why: a change window is closed (docs/operator.md,
+	// "Fleets"). The edit is kept and applied when it opens.
+	ConfigHeld func() (reason string, held bool)
 	// OnRevisionState, if set, is told when a revision starts applying,
 	// has been applied, or failed (revisionstate.go). It is called from
 	// the tasks of "main" and must not block.
@@ -291,6 +295,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.backend.Watch(ctx, func(data map[string]string, version string) { o.steps.onConfigChange(ctx, data, version) })
 	})
 	wg.Go(func() { o.hooks.Run(ctx) })
+	wg.Go(func() { o.steps.releaseConfig(ctx) })
 	if o.objects != nil {
 		wg.Go(func() { o.objects.Run(ctx) })
 	}

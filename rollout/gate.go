@@ -125,6 +125,9 @@ func (g *Gate) Learn(commit string, p *Policy) {
 	g.policies[commit] = p
 }
 
+// Running is this cluster's running revision (Options.Running).
+func (g *Gate) Running() Running { return g.opts.Running() }
+
 // Policy is the policy commit's config set (nil: not known, or none).
 func (g *Gate) Policy(commit string) *Policy {
 	g.mu.Lock()

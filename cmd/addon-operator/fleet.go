@@ -178,6 +178,25 @@ func (f *fleet) applyNowEvent(commit string, d rollout.Decision) {
 	f.event(f.ctx, "ApplyNow", msg)
 }
 
+// configHeld is lifecycle's Config.ConfigHeld: a ConfigMap or values
+// Secret edit is held while the running policy's windows are closed,
+// unless the running revision is failed or degraded (a fix may be an
+// edit). nil-safe: the fleet is made after the operator.
+func (f *fleet) configHeld() (string, bool) {
+	if f == nil {
+		return "", false
+	}
+	running := f.gate.Running()
+	p := f.gate.Policy(running.Commit)
+	if p == nil || p.Windows == nil || running.Broken == commitstatus.Failed || running.Broken == commitstatus.Degraded {
+		return "", false
+	}
+	if d := p.Windows.Decide(f.now()); !d.Open {
+		return d.Reason, true
+	}
+	return "", false
+}
+
 // rolloutView is /status's source.rollout.
 type rolloutView struct {
 	Ring   *int   `json:"ring,omitempty"`

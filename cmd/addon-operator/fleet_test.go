@@ -122,3 +122,21 @@ func TestSourceKeysOfTheFleet(t *testing.T) {
 		t.Fatalf("heldAtRevisionIn(main) = %q, want none", got)
 	}
 }
+
+// A ConfigMap edit is held while the running policy's window is closed,
+// not when the running revision is failed, nor without a fleet.
+func TestFleetConfigHeld(t *testing.T) {
+	var events []string
+	tap := newRevisionTap(nil)
+	f := testFleet(t, &reports{}, tap, &events)
+	if reason, held := f.configHeld(); !held || !strings.HasPrefix(reason, `held by window "freeze" (deny) until `) {
+		t.Fatalf("configHeld = %q, %v", reason, held)
+	}
+	tap.Report(commitstatus.Report{Commit: fleetRunning, State: commitstatus.Failed})
+	if _, held := f.configHeld(); held {
+		t.Fatal("an edit held while the running revision is failed")
+	}
+	if _, held := (*fleet)(nil).configHeld(); held {
+		t.Fatal("held without a fleet")
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -60,7 +62,8 @@ func rolloutOf(t *testing.T, addr string) map[string]any {
 // it through, with an ApplyNow Event naming who and why; apply-now set
 // with kubectl alone lets a breaking commit through; with the running
 // revision failed, the window holds no fix; and a commit held by the fix's
-// window, which ends soon, applies once it ends.
+// window, which ends soon, applies once it ends, as does a ConfigMap
+// edit the window held meanwhile.
 func TestWindowHoldsApplyNowAndBroken(t *testing.T) {
 	f := newForgeSetup(t, "window")
 	ns, repo := f.ns, f.repo
@@ -124,7 +127,7 @@ func TestWindowHoldsApplyNowAndBroken(t *testing.T) {
 
 	// the fix is not held: the running revision is failed; it brings a
 	// window that ends in a few seconds
-	end := time.Now().Add(10 * time.Second).Truncate(time.Second)
+	end := time.Now().Add(12 * time.Second).Truncate(time.Second)
 	c4 := commitFiles(t, repo, "alpha fixed", merge(alphaOn("4"), alphaHook("exit 0"),
 		map[string]string{"clusters/test/config.yaml": denyWindow(begin, end.Sub(begin))}))
 	eventually(t, "the fix applied despite the window", func() bool { return cmValue(ns, "001-alpha-cm") == "4" && status(t, addr)["revision"] == c4 })
@@ -138,12 +141,54 @@ func TestWindowHoldsApplyNowAndBroken(t *testing.T) {
 		got := heldBy(t, addr)
 		return len(got) == 1 && got[0] == "window "+c5
 	})
+	// a ConfigMap edit is held by the window too, and shown
+	setValuesKey(t, ns, "alpha", "v: from-the-configmap\n")
+	eventually(t, "the ConfigMap edit held by the window", func() bool {
+		for _, h := range heldBy(t, addr) {
+			if h == "window <nil>" {
+				return true
+			}
+		}
+		return false
+	})
 	if time.Now().After(end) {
-		t.Fatal("too slow: the window ended before c5 was seen held")
+		t.Fatal("too slow: the window ended before c5 and the edit were seen held")
 	}
-	eventually(t, "c5 applied once the window ended", func() bool { return cmValue(ns, "001-alpha-cm") == "5" && status(t, addr)["revision"] == c5 })
+	if v := cmValue(ns, "001-alpha-cm"); v != "4" {
+		t.Fatalf("alpha %q while the window holds", v)
+	}
+	eventually(t, "c5 and the edit applied once the window ended", func() bool {
+		return cmValue(ns, "001-alpha-cm") == "from-the-configmap" && status(t, addr)["revision"] == c5
+	})
 	if time.Now().Before(end) {
 		t.Fatalf("c5 applied before the window ended at %s", end)
+	}
+	if got := heldBy(t, addr); len(got) != 0 {
+		t.Fatalf("held after the window ended: %v", got)
+	}
+}
+
+// setValuesKey sets key in the values ConfigMap, as kubectl edit would.
+func setValuesKey(t *testing.T, ns, key, value string) {
+	t.Helper()
+	cms := client.CoreV1().ConfigMaps(ns)
+	cm, err := cms.Get(context.Background(), "addon-operator", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"}, Data: map[string]string{key: value}}
+		if _, err := cms.Create(context.Background(), cm, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[key] = value
+	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

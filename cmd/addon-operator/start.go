@@ -330,6 +330,8 @@ func start(o *startOptions) (err error) {
 	}
 	if gt.URL != "" {
 		cfg.DriftHeld = s.control.driftHeld
+		// a ConfigMap edit outside a window waits for it (fleet.go)
+		cfg.ConfigHeld = func() (string, bool) { return s.fleet.configHeld() }
 	}
 	if s.health != nil {
 		cfg.Health = s.health

@@ -330,6 +330,10 @@ func (s *startup) sourceView() sourceView {
 	if h := s.purgeHold(); h != nil {
 		v.Held = append(v.Held, *h)
 	}
+	if reason, since, ok := s.operator.HeldConfig(); ok {
+		// a ConfigMap edit a window holds (docs/operator.md, "Fleets")
+		v.Held = append(v.Held, gitsync.Hold{By: heldByWindow, Reason: "ConfigMap change: " + reason, Since: since})
+	}
 	if s.fleet != nil {
 		running := ""
 		if v.Current != nil {
