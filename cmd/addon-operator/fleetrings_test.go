@@ -138,4 +138,3 @@ func postedAt(forge *forgetest.Server, commit, cluster, prefix string) time.Time
 	}
 	return time.Time{}
 }
-
