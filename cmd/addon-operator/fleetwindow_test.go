@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,9 @@ func rolloutOf(t *testing.T, addr string) map[string]any {
 // TestWindowHoldsApplyNowAndBroken (docs/operator.md, "Fleets"): a deny
 // window, open since the test began, holds a new commit (/status, the
 // commit's status, the metric, `source status`); `source apply-now` lets
-// it through, with an ApplyNow Event naming who and why; apply-now set
+// it through, with an ApplyNow Event naming who and why (a restart with
+// an empty checkout meanwhile starts on the running commit, recorded as
+// heldAtRevision, and holds the new one); apply-now set
 // with kubectl alone lets a breaking commit through; with the running
 // revision failed, the window holds no fix; and a commit held by the fix's
 // window, which ends soon, applies once it ends, as does a ConfigMap
@@ -69,8 +72,9 @@ func TestWindowHoldsApplyNowAndBroken(t *testing.T) {
 	ns, repo := f.ns, f.repo
 	begin := time.Now().Add(-2 * time.Second).Truncate(time.Second) // the schedule's seconds
 	c1 := commitFiles(t, repo, "freeze", map[string]string{"clusters/test/config.yaml": denyWindow(begin, 10*time.Minute)})
-	op := startOperator(t, f.env("ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=github", "ADDON_OPERATOR_COMMIT_STATUS_URL="+f.forge.GitHubURL(),
-		"ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/addons")...)
+	env := f.env("ADDON_OPERATOR_COMMIT_STATUS_PROVIDER=github", "ADDON_OPERATOR_COMMIT_STATUS_URL="+f.forge.GitHubURL(),
+		"ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY=platform/addons")
+	op := startOperator(t, env...)
 	addr := op.addr
 	eventually(t, "alpha 1", func() bool { return cmValue(ns, "001-alpha-cm") == "1" && status(t, addr)["revision"] == c1 })
 
@@ -100,9 +104,24 @@ func TestWindowHoldsApplyNowAndBroken(t *testing.T) {
 		t.Fatal("a commit held by the window was applied")
 	}
 
+	// the running commit is recorded while c2 is held: a pod that starts
+	// with an empty checkout starts on it, not on c2, and holds c2
+	eventually(t, "heldAtRevision", func() bool { return sourceData(t, ns)["heldAtRevision"] == c1 })
+	op.stop(15 * time.Second)
+	op = startOperator(t, append(env, "GIT_CHECKOUT_DIR="+filepath.Join(t.TempDir(), "checkout"))...)
+	addr = op.addr
+	eventually(t, "the new pod on c1, holding c2", func() bool {
+		got := heldBy(t, addr)
+		return status(t, addr)["revision"] == c1 && len(got) == 1 && got[0] == "window "+c2
+	})
+	if v := cmValue(ns, "001-alpha-cm"); v != "1" {
+		t.Fatalf("alpha %q after the restart", v)
+	}
+
 	// apply-now through the CLI: applied, with its Event
 	sourceCLI(t, ns, "apply-now", c2[:10], "--reason", "INC-42 hotfix")
 	eventually(t, "alpha 2 by apply-now", func() bool { return cmValue(ns, "001-alpha-cm") == "2" && status(t, addr)["revision"] == c2 })
+	eventually(t, "heldAtRevision removed", func() bool { return sourceData(t, ns)["heldAtRevision"] == "" })
 	eventually(t, "the ApplyNow Event", func() bool {
 		_, msgs := sourceEvents(t, ns)
 		for _, m := range msgs {
@@ -166,6 +185,16 @@ func TestWindowHoldsApplyNowAndBroken(t *testing.T) {
 	if got := heldBy(t, addr); len(got) != 0 {
 		t.Fatalf("held after the window ended: %v", got)
 	}
+}
+
+// sourceData is the source ConfigMap's data.
+func sourceData(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	cm, err := client.CoreV1().ConfigMaps(ns).Get(context.Background(), "addon-operator-source", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data
 }
 
 // setValuesKey sets key in the values ConfigMap, as kubectl edit would.
