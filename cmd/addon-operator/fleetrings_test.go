@@ -89,6 +89,8 @@ func TestFleetRings(t *testing.T) {
 	if healthyAt.IsZero() || appliedAt.Before(healthyAt) {
 		t.Fatalf("r1a began applying c2 at %s, r0 posted healthy at %s", appliedAt, healthyAt)
 	}
+	// docs/benchmarks.md, "Fleets": the wait, bounded by the poll (200ms)
+	t.Logf("r1a began applying c2 %s after r0 posted healthy", appliedAt.Sub(healthyAt).Round(time.Millisecond))
 
 	// a commit that fails on r0 never reaches ring 1
 	c3 := commitFiles(t, repo, "alpha breaks", alphaHook("exit 1"))
