@@ -9,15 +9,17 @@ import (
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 )
 
-// configHeldRecheck is how often a held ConfigMap edit asks
-// Config.ConfigHeld again (a window opens on the second).
+// configHeldRecheck is how often a held ConfigMap edit asks its
+// predicate again (a window opens on the second).
 const configHeldRecheck = time.Second
 
-// heldConfig is the newest ConfigMap edit a change window holds
-// (Config.ConfigHeld, docs/operator.md, "Fleets"): kept, shown on
+// ConfigHold keeps the newest ConfigMap edit a change window holds
+// (Config.ConfigHold, docs/operator.md, "Fleets"): kept, shown on
 // /status, applied when the window opens. Drift correction and health
 // go on meanwhile.
-type heldConfig struct {
+type ConfigHold struct {
+	held func() (reason string, held bool)
+
 	mu      sync.Mutex
 	data    map[string]string // nil: none held
 	version string
@@ -25,35 +27,52 @@ type heldConfig struct {
 	since   time.Time
 }
 
+// NewConfigHold holds edits while held says so.
+func NewConfigHold(held func() (reason string, held bool)) *ConfigHold {
+	return &ConfigHold{held: held}
+}
+
+// Held is the edit held: why and since when (ok false: none).
+func (h *ConfigHold) Held() (reason string, since time.Time, ok bool) {
+	if h == nil {
+		return "", time.Time{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reason, h.since, h.data != nil
+}
+
 // holdConfig keeps an edit the window holds and reports whether it did.
 // Data the running tree has already (a hook's own write echoed back) is
 // no edit and passes.
 func (s *steps) holdConfig(data map[string]string, version string) bool {
-	if s.cfg.ConfigHeld == nil {
+	h := s.cfg.ConfigHold
+	if h == nil {
 		return false
 	}
-	reason, held := s.cfg.ConfigHeld()
+	reason, held := h.held()
 	t := s.trees.Load()
 	if held && t != nil && (!runstate.NewerVersion(version, t.ConfigVersion) || maps.Equal(data, t.ClusterData)) {
 		held = false
 	}
-	s.held.mu.Lock()
-	defer s.held.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if !held {
-		s.held.data = nil
+		h.data = nil
 		return false
 	}
-	if s.held.data == nil {
-		s.held.since = time.Now().UTC()
+	if h.data == nil {
+		h.since = time.Now().UTC()
 		s.logger.Info("ConfigMap change held by a change window; applied when it opens", "reason", reason)
 	}
-	s.held.data, s.held.version, s.held.reason = data, version, reason
+	h.data, h.version, h.reason = data, version, reason
 	return true
 }
 
 // releaseConfig applies the held edit once the window lets it through.
 func (s *steps) releaseConfig(ctx context.Context) {
-	if s.cfg.ConfigHeld == nil {
+	h := s.cfg.ConfigHold
+	if h == nil {
 		return
 	}
 	tick := time.NewTicker(configHeldRecheck)
@@ -64,28 +83,19 @@ func (s *steps) releaseConfig(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		s.held.mu.Lock()
-		data, version := s.held.data, s.held.version
-		s.held.mu.Unlock()
+		h.mu.Lock()
+		data, version := h.data, h.version
+		h.mu.Unlock()
 		if data == nil {
 			continue
 		}
-		if reason, held := s.cfg.ConfigHeld(); held {
-			s.held.mu.Lock()
-			s.held.reason = reason
-			s.held.mu.Unlock()
+		if reason, held := h.held(); held {
+			h.mu.Lock()
+			h.reason = reason
+			h.mu.Unlock()
 			continue
 		}
 		s.logger.Info("the change window opened: applying the held ConfigMap change")
 		s.onConfigChange(ctx, data, version)
 	}
-}
-
-// HeldConfig is the ConfigMap edit a change window holds: why and since
-// when (ok false: none).
-func (o *Operator) HeldConfig() (reason string, since time.Time, ok bool) {
-	h := &o.steps.held
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.reason, h.since, h.data != nil
 }

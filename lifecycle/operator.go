@@ -121,10 +121,11 @@ type Config struct {
 	// whatever the mode: the source is suspended (docs/operator.md,
 	// "Suspend, resume and sync").
 	DriftHeld func() bool
-	// ConfigHeld, if set, says while a ConfigMap (or values Secret) edit
-	// is held, and why: a change window is closed (docs/operator.md,
-	// "Fleets"). The edit is kept and applied when it opens.
-	ConfigHeld func() (reason string, held bool)
+	// ConfigHold, if set, holds a ConfigMap (or values Secret) edit
+	// while its predicate says, and why: a change window is closed
+	// (docs/operator.md, "Fleets"). The edit is kept and applied when it
+	// opens.
+	ConfigHold *ConfigHold
 	// OnRevisionState, if set, is told when a revision starts applying,
 	// has been applied, or failed (revisionstate.go). It is called from
 	// the tasks of "main" and must not block.

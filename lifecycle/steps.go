@@ -33,7 +33,6 @@ type steps struct {
 	drift   driftPass    // the interval's drift checks (heal.go)
 	rec     *recorder    // the outcomes (record.go)
 	phase   *reloadPhase // the reload's phase (phase.go)
-	held    heldConfig   // a ConfigMap edit a change window holds (confighold.go)
 }
 
 // converged: the first 'reload all modules' finished.

@@ -155,8 +155,10 @@ type startup struct {
 	startPin    string
 	heldAtPin   bool
 	heldAtTries int
-	// fleet is the rollout gate (fleet.go; nil in no-git mode)
-	fleet *fleet
+	// fleet is the rollout gate (fleet.go; nil in no-git mode);
+	// configHold, the ConfigMap edits its windows hold
+	fleet      *fleet
+	configHold *lifecycle.ConfigHold
 }
 
 func start(o *startOptions) (err error) {
@@ -331,7 +333,8 @@ func start(o *startOptions) (err error) {
 	if gt.URL != "" {
 		cfg.DriftHeld = s.control.driftHeld
 		// a ConfigMap edit outside a window waits for it (fleet.go)
-		cfg.ConfigHeld = func() (string, bool) { return s.fleet.configHeld() }
+		s.configHold = lifecycle.NewConfigHold(func() (string, bool) { return s.fleet.configHeld() })
+		cfg.ConfigHold = s.configHold
 	}
 	if s.health != nil {
 		cfg.Health = s.health

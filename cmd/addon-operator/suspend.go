@@ -330,7 +330,7 @@ func (s *startup) sourceView() sourceView {
 	if h := s.purgeHold(); h != nil {
 		v.Held = append(v.Held, *h)
 	}
-	if reason, since, ok := s.operator.HeldConfig(); ok {
+	if reason, since, ok := s.configHold.Held(); ok {
 		// a ConfigMap edit a window holds (docs/operator.md, "Fleets")
 		v.Held = append(v.Held, gitsync.Hold{By: heldByWindow, Reason: "ConfigMap change: " + reason, Since: since})
 	}
