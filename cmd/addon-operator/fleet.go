@@ -178,7 +178,7 @@ func (f *fleet) applyNowEvent(commit string, d rollout.Decision) {
 	f.event(f.ctx, "ApplyNow", msg)
 }
 
-// configHeld is lifecycle's Config.ConfigHeld: a ConfigMap or values
+// configHeld is lifecycle's ConfigHold predicate: a ConfigMap or values
 // Secret edit is held while the running policy's windows are closed,
 // unless the running revision is failed or degraded (a fix may be an
 // edit). nil-safe: the fleet is made after the operator.
