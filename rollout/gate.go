@@ -41,10 +41,10 @@ type Running struct {
 // ApplyNow is the commit `source apply-now` lets past rings and windows.
 type ApplyNow struct {
 	// Commit is a full SHA or a prefix of 7 hex digits or more ("": none).
-	Commit string
-	By     string
-	At     time.Time
-	Reason string
+	Commit string    `json:"commit"`
+	By     string    `json:"by,omitempty"`
+	At     time.Time `json:"at,omitzero"`
+	Reason string    `json:"reason,omitempty"`
 }
 
 // Matches says whether a names commit (a prefix of 7 or more hex digits).

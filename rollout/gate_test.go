@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -240,6 +241,30 @@ func TestApplyNowMatches(t *testing.T) {
 	}{{candidate, true}, {candidate[:7], true}, {strings.ToUpper(candidate[:8]), true}, {candidate[:6], false}, {older[:7], false}, {"", false}, {"main", false}} {
 		if got := (ApplyNow{Commit: tt.commit}).Matches(candidate); got != tt.want {
 			t.Errorf("ApplyNow{%q}.Matches = %v, want %v", tt.commit, got, tt.want)
+		}
+	}
+}
+
+// /status shows a Decision as JSON: its names are the documented ones
+// (docs/operator.md, "Fleets").
+func TestDecisionJSON(t *testing.T) {
+	g := New(Options{Lister: &fakeLister{statuses: []commitstatus.Posted{st("a", 0, commitstatus.Degraded, 1)}}, Now: func() time.Time { return t0 },
+		Running:  func() Running { return Running{Commit: running} },
+		ApplyNow: func() ApplyNow { return ApplyNow{Commit: candidate, By: "alice", At: t0, Reason: "INC-1"} }})
+	p := ringPolicy(t, ring.Spec{Ring: 1}, false)
+	p.Windows, p.Specs = windowPolicy(t, deny).Windows, []changewindow.Spec{deny}
+	g.Learn(running, p)
+	d := g.Decide(context.Background(), gitsync.Revision{Commit: candidate, Ref: candidate})
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"commit":"` + candidate + `"`, `"note":"stopped: a of ring 0 reported degraded (applied by apply-now); held by window`,
+		`"ring":{"verdict":"stop","reason":"stopped: a of ring 0 reported degraded","healthy":0,"of":1,"need":0,"stoppedBy":"a","stoppedState":"degraded"}`,
+		`"window":{"open":false,"heldBy":"freeze","kind":"deny","until":"2026-11-25T14:00:00Z","reason":`,
+		`"rollback":"the ref pins commit 222222222222"`, `"applyNow":{"commit":"` + candidate + `","by":"alice","at":"2026-11-25T12:00:00Z","reason":"INC-1"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s\nlacks %s", b, want)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"io"
 	"log/slog"
 	"strings"
@@ -138,5 +140,49 @@ func TestFleetConfigHeld(t *testing.T) {
 	}
 	if _, held := (*fleet)(nil).configHeld(); held {
 		t.Fatal("held without a fleet")
+	}
+}
+
+// The rollout reads statuses through the provider's API with the read
+// token (default: the commit status token); a webhook has none to read.
+func TestCommitStatusReadLister(t *testing.T) {
+	const gitURL = "https://git.example/platform/addons.git"
+	for _, tt := range []struct {
+		name string
+		o    commitStatusOptions
+		want bool
+		err  string
+	}{
+		{"off", commitStatusOptions{}, false, ""},
+		{"github", commitStatusOptions{Provider: "github", TokenFile: "t"}, true, ""},
+		{"gitlab, its own read token", commitStatusOptions{Provider: "gitlab", TokenFile: "t", ReadTokenFile: "r"}, true, ""},
+		{"gitea without a URL", commitStatusOptions{Provider: "gitea", TokenFile: "t"}, false, "set ADDON_OPERATOR_COMMIT_STATUS_URL"},
+		{"webhook", commitStatusOptions{Provider: "webhook", URL: "https://hooks.example/x"}, false, ""},
+		{"webhook with a read token", commitStatusOptions{Provider: "webhook", URL: "https://hooks.example/x", ReadTokenFile: "r"}, false, "has no statuses to read"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []*string{&tt.o.TokenFile, &tt.o.ReadTokenFile} {
+				if *f != "" {
+					*f = filepath.Join(dir, *f)
+					if err := os.WriteFile(*f, []byte("tok\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			l, err := tt.o.lister(gitURL)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (l != nil) != tt.want {
+				t.Fatalf("lister %v, want one: %v", l, tt.want)
+			}
+		})
 	}
 }
