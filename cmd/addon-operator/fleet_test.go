@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
