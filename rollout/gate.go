@@ -112,14 +112,21 @@ func New(o Options) *Gate {
 }
 
 // Learn records the policy a revision's config sets (at check time).
+// Past maxPolicies the oldest is forgotten, never the running
+// revision's: without it the gate would hold nothing.
 func (g *Gate) Learn(commit string, p *Policy) {
+	keep := g.opts.Running().Commit
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.policies[commit]; !ok {
 		g.order = append(g.order, commit)
 		if len(g.order) > maxPolicies {
-			delete(g.policies, g.order[0])
-			g.order = g.order[1:]
+			i := 0
+			if g.order[0] == keep {
+				i = 1
+			}
+			delete(g.policies, g.order[i])
+			g.order = slices.Delete(g.order, i, i+1)
 		}
 	}
 	g.policies[commit] = p

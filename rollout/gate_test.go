@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -266,5 +267,20 @@ func TestDecisionJSON(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s\nlacks %s", b, want)
 		}
+	}
+}
+
+// Many candidates checked while one revision runs: its policy is kept.
+func TestRunningPolicyKept(t *testing.T) {
+	g := New(Options{Lister: &fakeLister{}, Now: func() time.Time { return t0 }, Running: func() Running { return Running{Commit: running} }})
+	g.Learn(running, ringPolicy(t, ring.Spec{Ring: 1}, false))
+	for i := range 3 * maxPolicies {
+		g.Learn(fmt.Sprintf("%040x", i+10), &Policy{})
+	}
+	if g.Policy(running) == nil {
+		t.Fatal("the running revision's policy was forgotten")
+	}
+	if n := len(g.policies); n > maxPolicies {
+		t.Fatalf("%d policies kept, at most %d", n, maxPolicies)
 	}
 }
