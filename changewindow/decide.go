@@ -16,21 +16,21 @@ const (
 
 // Decision is whether a change may apply at an instant.
 type Decision struct {
-	Open bool
+	Open bool `json:"open"`
 	// HeldBy names the window that holds the change now: the deny window
 	// open now, or, outside every allow window, the allow window that
 	// opens next.
-	HeldBy string
-	Kind   Kind
+	HeldBy string `json:"heldBy,omitempty"`
+	Kind   Kind   `json:"kind,omitempty"`
 	// Until is when the change may apply: the end of the deny, or the
 	// next allow opening, whichever windows follow included. Zero when
 	// Exhausted.
-	Until time.Time
+	Until time.Time `json:"until,omitzero"`
 	// Exhausted: no time to apply within Horizon (a held state, never an
 	// apply).
-	Exhausted bool
+	Exhausted bool `json:"exhausted,omitempty"`
 	// Reason is one line for the commit and /status.
-	Reason string
+	Reason string `json:"reason,omitempty"`
 }
 
 // Open answers whether a change may apply at now, and if not which

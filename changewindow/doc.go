@@ -14,6 +14,6 @@
 // time; a duration is elapsed time, so a 4h window is open 4 hours
 // whatever the clocks do in between.
 //
-// Not wired into the operator yet: it imports only the standard library
-// and robfig/cron.
+// Package rollout wires it into the operator's gate; it imports only the
+// standard library and robfig/cron.
 package changewindow

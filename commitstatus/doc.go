@@ -10,5 +10,5 @@
 // GitLab.Statuses, through a ReadCache: one read per commit per poll,
 // bounded), and ParseOwn reads our own contexts and descriptions, with
 // the ring a cluster posts (Options.Ring): what the ring gate of a
-// fleet decides from (package ring; not wired yet).
+// fleet decides from (packages ring and rollout).
 package commitstatus

@@ -143,18 +143,31 @@ func New(o Options) (*Notifier, error) {
 		posted: map[key]posted{}, wake: make(chan struct{}, 1)}, nil
 }
 
+// SetRing sets the ring the reports from now on carry (nil: none): the
+// operator sets it from the running revision's config in git, so that it
+// follows that config (docs/operator.md, "Fleets").
+func (n *Notifier) SetRing(ring *int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ring != nil {
+		r := *ring
+		ring = &r
+	}
+	n.opts.Ring = ring
+}
+
 // Report queues r and returns at once. A report without a commit (no git)
 // is dropped, as is a module's unless Options.PerModule.
 func (n *Notifier) Report(r Report) {
 	if r.Commit == "" || !r.State.Valid() || (r.Module != "" && !n.opts.PerModule) {
 		return
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	st := Status{Commit: r.Commit, Context: statusContext(n.opts.Cluster, r.Module), Cluster: n.opts.Cluster,
 		Module: r.Module, Ring: n.opts.Ring, State: r.State, Description: withRing(describe(r, n.opts.Cluster), n.opts.Ring),
 		TargetURL: n.opts.TargetURL}
 	k := key{st.Commit, st.Context}
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	for _, it := range n.queue {
 		if it.key == k {
 			// the newest state wins; a backoff in force stays

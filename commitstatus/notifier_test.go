@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -330,3 +331,21 @@ func TestNotifierReportDuringPost(t *testing.T) {
 }
 
 var _ Provider = (*heldProvider)(nil)
+
+// SetRing: the reports queued after it carry the new ring, none after
+// SetRing(nil) (the running revision's config in git left the rollout).
+func TestNotifierSetRing(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.run()
+	one := 1
+	h.n.SetRing(&one)
+	one = 7 // SetRing keeps its own copy
+	h.n.Report(Report{Commit: commit(1), State: Applied})
+	h.n.SetRing(nil)
+	h.n.Report(Report{Commit: commit(2), State: Applied})
+	h.eventually("two statuses", func() bool { return len(h.forge.Statuses()) == 2 })
+	got := h.forge.Statuses()
+	if !strings.HasPrefix(got[0].Description, "[ring 1] applied") || strings.HasPrefix(got[1].Description, "[ring") {
+		t.Fatalf("descriptions %q, %q: want ring 1, then none", got[0].Description, got[1].Description)
+	}
+}

@@ -43,12 +43,14 @@ type planning interface {
 // into place (no reader sees half a tree), with hard links to the files
 // of the previous revision (or of the one it replaces) that are known to
 // hold the right blob.
-func (w *checkoutWriter) checkout(c *object.Commit, prev *Revision) (string, error) {
+// The second result is the content's digest (plan.digest): what tells a
+// rollback to content published before (Revision.Tree).
+func (w *checkoutWriter) checkout(c *object.Commit, prev *Revision) (string, string, error) {
 	w.pruning.Wait()
 	sha := c.Hash.String()
 	tree, err := c.Tree()
 	if err != nil {
-		return "", w.why.objectErr("tree", c.TreeHash, "", err)
+		return "", "", w.why.objectErr("tree", c.TreeHash, "", err)
 	}
 	// the revision files are taken from: this one's, already on disk, or
 	// the previous one
@@ -68,22 +70,22 @@ func (w *checkoutWriter) checkout(c *object.Commit, prev *Revision) (string, err
 	}
 	p, err := w.plan.planTree(tree, known)
 	if err != nil {
-		return "", fmt.Errorf("revision %s: %w", short(sha), err)
+		return "", "", fmt.Errorf("revision %s: %w", short(sha), err)
 	}
 	if exists {
 		diff, err := w.differs(p, sha, known)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if diff == "" {
-			return final, nil
+			return final, p.digest(), nil
 		}
 		w.logger.Warn("the revision on disk differs from its commit; writing it again", "revision", sha, "difference", diff)
 	}
 	if err := w.build(p, sha, from, known); err != nil {
-		return "", fmt.Errorf("check out %s: %w", short(sha), err)
+		return "", "", fmt.Errorf("check out %s: %w", short(sha), err)
 	}
-	return final, nil
+	return final, p.digest(), nil
 }
 
 func (w *checkoutWriter) revisionsDir() string { return filepath.Join(w.dir, "revisions") }

@@ -1,9 +1,12 @@
 package gitsync
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -318,4 +321,16 @@ func splitPath(p string) (string, string) {
 		return p[:i], p[i+1:]
 	}
 	return "", p
+}
+
+// digest is a SHA-256 of the plan's entries in path order (path, kind,
+// blob, link target): equal for two commits whose checkouts are equal.
+func (p *plan) digest() string {
+	entries := slices.Clone(p.entries)
+	slices.SortFunc(entries, func(a, b planEntry) int { return strings.Compare(a.path, b.path) })
+	h := sha256.New()
+	for _, e := range entries {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\n", e.path, e.kind, e.hash, e.target)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -53,7 +53,7 @@ func (s *Syncer[T]) reuse(ctx context.Context, rev *Revision) (model T, err erro
 		return model, err
 	}
 	rev.Subject, rev.Author, rev.Time = firstLine(c.Message), c.Author.Name+" <"+c.Author.Email+">", c.Author.When
-	if rev.Dir, err = s.revisions.checkout(c, nil); err != nil {
+	if rev.Dir, rev.Tree, err = s.revisions.checkout(c, nil); err != nil {
 		return model, err
 	}
 	if err := require(s.opts.Require, rev); err != nil {

@@ -188,7 +188,7 @@ func (s *Syncer[T]) prepare(ctx context.Context, sess transport.UploadPackSessio
 		Commit: commit.Hash.String(), Ref: t.ref, RemoteRef: t.remoteRef, Subject: firstLine(commit.Message),
 		Author: commit.Author.Name + " <" + commit.Author.Email + ">", Time: commit.Author.When,
 	}
-	if rev.Dir, err = s.revisions.checkout(commit, cur); err != nil {
+	if rev.Dir, rev.Tree, err = s.revisions.checkout(commit, cur); err != nil {
 		return nil, err
 	}
 	return rev, require(s.opts.Require, rev)

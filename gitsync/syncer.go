@@ -97,6 +97,10 @@ type Revision struct {
 	Author    string    `json:"author"`
 	Time      time.Time `json:"time"`
 	AppliedAt time.Time `json:"appliedAt,omitzero"`
+	// Tree is a digest of the checked-out content (the paths, modes and
+	// blobs within Paths): two commits with the same Tree run the same
+	// files, which is how the fleet gate tells a rollback.
+	Tree string `json:"tree,omitempty"`
 	// Dir is the revision's checkout ("" for a working copy).
 	Dir string `json:"-"`
 }
@@ -180,7 +184,7 @@ type commitReader interface {
 
 // revisionWriter writes a commit's revision and removes old ones.
 type revisionWriter interface {
-	checkout(c *object.Commit, prev *Revision) (string, error)
+	checkout(c *object.Commit, prev *Revision) (dir, tree string, err error)
 	prune(keep func() map[string]bool)
 	wait()
 }

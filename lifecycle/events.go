@@ -15,6 +15,9 @@ import (
 // store holds (a hook's write whose echo comes late) is ignored. The runs
 // it queues pre-empt a failing task.
 func (s *steps) onConfigChange(ctx context.Context, data map[string]string, version string) {
+	if s.holdConfig(data, version) {
+		return
+	}
 	before, model, ch, ok, err := s.checks.set(ctx, data, version)
 	if err != nil && ctx.Err() != nil {
 		// shutting down: the check was cut short, nothing was refused

@@ -125,6 +125,11 @@ type Config struct {
 	// whatever the mode: the source is suspended (docs/operator.md,
 	// "Suspend, resume and sync").
 	DriftHeld func() bool
+	// ConfigHold, if set, holds a ConfigMap (or values Secret) edit
+	// while its predicate says, and why: a change window is closed
+	// (docs/operator.md, "Fleets"). The edit is kept and applied when it
+	// opens.
+	ConfigHold *ConfigHold
 	// OnRevisionState, if set, is told when a revision starts applying,
 	// has been applied, or failed (revisionstate.go). It is called from
 	// the tasks of "main" and must not block.
@@ -299,6 +304,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.backend.Watch(ctx, func(data map[string]string, version string) { o.steps.onConfigChange(ctx, data, version) })
 	})
 	wg.Go(func() { o.hooks.Run(ctx) })
+	wg.Go(func() { o.steps.releaseConfig(ctx) })
 	if o.objects != nil {
 		wg.Go(func() { o.objects.Run(ctx) })
 	}

@@ -37,19 +37,21 @@ type Input struct {
 
 // Decision is the gate's answer, with what it counted.
 type Decision struct {
-	Verdict Verdict
+	Verdict Verdict `json:"verdict"`
 	// Reason is one line for the commit status and /status, such as
 	// "waiting for ring 0 (1 of 2 healthy)".
-	Reason string
+	Reason string `json:"reason"`
 	// Healthy of Of clusters of the previous ring reported the commit
 	// healthy; Need is how many the policy needs.
-	Healthy, Of, Need int
+	Healthy int `json:"healthy"`
+	Of      int `json:"of"`
+	Need    int `json:"need"`
 	// StoppedBy is the cluster whose report stopped the rollout, and
 	// StoppedState what it reported.
-	StoppedBy    string
-	StoppedState commitstatus.State
+	StoppedBy    string             `json:"stoppedBy,omitempty"`
+	StoppedState commitstatus.State `json:"stoppedState,omitempty"`
 	// Until is when the soak ends, while waiting on it.
-	Until time.Time
+	Until time.Time `json:"until,omitzero"`
 }
 
 // report is one cluster of the previous ring's revision status.

@@ -17,6 +17,7 @@
 // cluster of ring k-1 that has not yet seen the commit is not waited for:
 // list the ring where that matters.
 //
-// Not wired into the operator yet: it imports the standard library and
-// commitstatus (the statuses it reads, ParseOwn) alone.
+// Package rollout wires it into the operator's gate; it imports the
+// standard library and commitstatus (the statuses it reads, ParseOwn)
+// alone.
 package ring

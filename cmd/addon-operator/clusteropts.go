@@ -11,6 +11,7 @@ import (
 
 	"github.com/addonops/addon-operator/clusterconfig"
 	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/rollout"
 	"github.com/addonops/addon-operator/secretfile"
 )
 
@@ -115,7 +116,10 @@ func (o clusterOptions) settings(keyring *secretfile.Keyring, preview bool) (*cl
 	if err != nil {
 		return nil, err
 	}
-	return &clusterconfig.Settings{Cluster: o.Name, Layers: layers, Keyring: keyring, Preview: preview && keyring == nil}, nil
+	// the operator's own sections: a fleet's rollout and change windows
+	// (docs/operator.md, "Fleets")
+	return &clusterconfig.Settings{Cluster: o.Name, Layers: layers, Keyring: keyring, Preview: preview && keyring == nil,
+		OperatorSections: rollout.Sections}, nil
 }
 
 // loaderOptions are the loader's options for the cluster: SOPS-encrypted

@@ -22,9 +22,12 @@ type commitStatusOptions struct {
 	// default GIT_URL's path.
 	Repository            string
 	TokenFile, SecretFile string
-	TargetURL             string
-	PerModule             bool
-	Cluster               string
+	// ReadTokenFile is the token the rollout reads statuses with
+	// (default: TokenFile).
+	ReadTokenFile string
+	TargetURL     string
+	PerModule     bool
+	Cluster       string
 	// AllowHTTP are the hosts URL may name with http://: credentials
 	// travel in clear to them (docs/security.md, "Credentials")
 	AllowHTTP []string
@@ -35,6 +38,7 @@ func (o *commitStatusOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&o.URL, "commit-status-url", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_URL"}, ""), "the forge's API root (https://host/api/v1 for Gitea and Forgejo, https://host/api/v4 for GitLab) or the webhook's URL (env ADDON_OPERATOR_COMMIT_STATUS_URL; default: GitHub's or gitlab.com's API)")
 	fs.StringVar(&o.Repository, "commit-status-repository", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY"}, ""), "owner/name, or the GitLab project's id or path (env ADDON_OPERATOR_COMMIT_STATUS_REPOSITORY; default: from GIT_URL)")
 	fs.StringVar(&o.TokenFile, "commit-status-token-file", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE"}, ""), "file with the forge's API token; for a webhook, an optional bearer token (env ADDON_OPERATOR_COMMIT_STATUS_TOKEN_FILE)")
+	fs.StringVar(&o.ReadTokenFile, "commit-status-read-token-file", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_READ_TOKEN_FILE"}, ""), "file with a token that reads commit statuses, for a fleet's rings (env ADDON_OPERATOR_COMMIT_STATUS_READ_TOKEN_FILE; default: the commit status token file)")
 	fs.StringVar(&o.SecretFile, "commit-status-secret-file", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE"}, ""), "file with the HMAC key that signs webhook bodies (env ADDON_OPERATOR_COMMIT_STATUS_SECRET_FILE)")
 	fs.StringVar(&o.TargetURL, "commit-status-target-url", e.str([]string{"ADDON_OPERATOR_COMMIT_STATUS_TARGET_URL"}, ""), "the link of every status, e.g. a dashboard (env ADDON_OPERATOR_COMMIT_STATUS_TARGET_URL)")
 	fs.BoolVar(&o.PerModule, "commit-status-per-module", e.boolean("ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE", false), "a status per module as well as the revision's (env ADDON_OPERATOR_COMMIT_STATUS_PER_MODULE=true)")
@@ -82,6 +86,29 @@ func (o commitStatusOptions) provider(gitURL string) (commitstatus.Provider, err
 		return nil, fmt.Errorf("commit status (%s): %w", kind, err)
 	}
 	return p, nil
+}
+
+// lister reads the forge's commit statuses, for a fleet's rings, with the
+// read token (default: the commit status token); nil when the provider
+// cannot be read (none, or a webhook).
+func (o commitStatusOptions) lister(gitURL string) (commitstatus.Lister, error) {
+	switch strings.ToLower(o.Provider) {
+	case "github", "gitea", "forgejo", "gitlab":
+	default:
+		if o.ReadTokenFile != "" {
+			return nil, fmt.Errorf("ADDON_OPERATOR_COMMIT_STATUS_READ_TOKEN_FILE: the commit status provider %q has no statuses to read; want github, gitea, forgejo or gitlab", o.Provider)
+		}
+		return nil, nil
+	}
+	if o.ReadTokenFile != "" {
+		o.TokenFile = o.ReadTokenFile
+	}
+	p, err := o.provider(gitURL)
+	if err != nil {
+		return nil, err
+	}
+	l, _ := p.(commitstatus.Lister)
+	return l, nil
 }
 
 // notifier makes the Notifier of the settings; nil when off.

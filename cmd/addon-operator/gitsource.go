@@ -31,7 +31,7 @@ type source struct {
 // hooks directory are checked out (and configPaths, the cluster's config's:
 // docs/operator.md, "Config in git"), so a module's link must lead inside
 // them.
-func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operator *lifecycle.Operator, refused func(gitsync.Revision, error), gate gitsync.Gate, logger *slog.Logger) (*source, error) {
+func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operator *lifecycle.Operator, refused func(gitsync.Revision, error), gate gitsync.Gate, learn func(string, *loader.Model) error, logger *slog.Logger) (*source, error) {
 	src := &source{modulesDirs: []string{"modules"}, globalHooksDir: "global-hooks"}
 	var err error
 	if op.ModulesDir != "" {
@@ -62,12 +62,19 @@ func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operato
 			SSHKeyFile: gt.SSHKeyFile, KnownHostsFile: gt.KnownHostsFile},
 		// the model rides on the revision (Checked.Model) to the operator,
 		// which runs it without reading the files again
+		// the rollout sections of the config in git are read here too: a
+		// bad one refuses the revision (docs/operator.md, "Fleets")
 		Validate: func(ctx context.Context, dir string) (*loader.Model, error) {
-			return operator.CheckTree(ctx, dir, modulesDir, src.globalHooksDir)
+			model, err := operator.CheckTree(ctx, dir, modulesDir, src.globalHooksDir)
+			if err == nil && learn != nil {
+				err = learn(dir, model)
+			}
+			return model, err
 		},
 		Refused: refused,
 		InUse:   operator.InUse,
-		// suspend holds new revisions (docs/operator.md, "Suspend, resume and sync")
+		// suspend, rings and windows hold new revisions (docs/operator.md,
+		// "Suspend, resume and sync", "Fleets")
 		Gate: gate,
 	})
 	if err != nil {
@@ -123,7 +130,10 @@ func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting
 // once, so a resume applies the held revision at once.
 func (s *startup) followSource(ctx context.Context, g *errgroup.Group) {
 	g.Go(func() error {
-		s.src.syncer.Run(ctx, s.gt.PollInterval, func(rev *lifecycle.Revision) { s.operator.TreeChanged(*rev) })
+		s.src.syncer.Run(ctx, s.gt.PollInterval, func(rev *lifecycle.Revision) {
+			s.fleet.adopting(rev.Commit)
+			s.operator.TreeChanged(*rev)
+		})
 		return nil
 	})
 	g.Go(func() error {
@@ -134,6 +144,7 @@ func (s *startup) followSource(ctx context.Context, g *errgroup.Group) {
 			}
 			s.operator.ConfirmPurge(data[sourceConfirmPurgeKey])
 			what, sus := s.control.update(data)
+			s.fleet.update(data)
 			if acting(s.leader) {
 				if what != "" {
 					transitionEvent(ctx, s.sourceCM, what, sus, data, s.logger)

@@ -59,6 +59,7 @@ func newSourceCmd() *cobra.Command {
 		newSourceSuspendCmd(),
 		newSourceResumeCmd(),
 		newSourceSyncCmd(),
+		newSourceApplyNowCmd(),
 		newSourceStatusCmd(),
 	)
 }

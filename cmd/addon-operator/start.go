@@ -151,8 +151,15 @@ type startup struct {
 	control *sourceControl
 	purge   purgeSeen
 	// startPin is the commit to start on when the checkout is empty
-	// ("": the ref's newest): the suspended revision
-	startPin string
+	// ("": the ref's newest): the suspended revision, or the one running
+	// while a ring or window held a newer one (heldAtPin)
+	startPin    string
+	heldAtPin   bool
+	heldAtTries int
+	// fleet is the rollout gate (fleet.go; nil in no-git mode);
+	// configHold, the ConfigMap edits its windows hold
+	fleet      *fleet
+	configHold *lifecycle.ConfigHold
 }
 
 func start(o *startOptions) (err error) {
@@ -194,6 +201,10 @@ func start(o *startOptions) (err error) {
 		if _, sus := s.control.update(data); sus != nil {
 			logger.Warn("the source is suspended: new revisions are held until `addon-operator source resume`", "reason", sus.Reason, "since", sus.Since)
 			s.startPin = suspendedRevisionIn(data)
+		}
+		if pin := heldAtRevisionIn(data); s.startPin == "" && pin != "" {
+			logger.Info("a newer revision was held by the rollout: an empty checkout starts on the one that ran", "commit", pin)
+			s.startPin, s.heldAtPin = pin, true
 		}
 	} else {
 		if op.ModulesDir == "" {
@@ -264,10 +275,18 @@ func start(o *startOptions) (err error) {
 	var merger *commithealth.Merger
 	if s.notifier != nil {
 		reporter = redactedReports{s.notifier, redactor}
-		if o.hl.Enabled {
-			merger = commithealth.New(reporter)
-			reporter = merger
-		}
+	}
+	// in git mode the rollout gate needs the running revision's state
+	// (failed, degraded) whether commit status is on or not: the tap
+	// keeps it, after the health merger (docs/operator.md, "Fleets")
+	var tap *revisionTap
+	if gt.URL != "" {
+		tap = newRevisionTap(reporter)
+		reporter = tap
+	}
+	if reporter != nil && o.hl.Enabled {
+		merger = commithealth.New(reporter)
+		reporter = merger
 	}
 	// drift checks on edits (docs/operator.md, "Drift"): the tracker tells
 	// them to an inbox the operator's drift checks read, made before both
@@ -322,6 +341,9 @@ func start(o *startOptions) (err error) {
 	}
 	if gt.URL != "" {
 		cfg.DriftHeld = s.control.driftHeld
+		// a ConfigMap edit outside a window waits for it (fleet.go)
+		s.configHold = lifecycle.NewConfigHold(func() (string, bool) { return s.fleet.configHeld() })
+		cfg.ConfigHold = s.configHold
 	}
 	if s.health != nil {
 		cfg.Health = s.health
@@ -355,7 +377,15 @@ func start(o *startOptions) (err error) {
 		if clusterCfg != nil {
 			configPaths = o.cl.checkoutPaths()
 		}
-		if s.src, err = newSource(*gt, op, configPaths, s.operator, refused, s.control.gate, logger); err != nil {
+		lister, err := o.cs.lister(gt.URL)
+		if err != nil {
+			return err
+		}
+		s.fleet = s.newFleet(ctx, lister, gt.PollInterval, tap)
+		if s.notifier != nil {
+			s.fleet.setRing, s.fleet.report = s.notifier.SetRing, reporter.Report
+		}
+		if s.src, err = newSource(*gt, op, configPaths, s.operator, refused, s.gate, s.fleet.learn, logger); err != nil {
 			return err
 		}
 		registerGitMetrics(reg, s.src.syncer.Status)
@@ -447,10 +477,11 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 	}
 	g.Go(func() error {
 		if s.src != nil {
-			first, err := s.src.first(ctx, s.gt, s.startPin, &s.waiting, s.stillSuspended)
+			first, err := s.src.first(ctx, s.gt, s.startPin, &s.waiting, s.stillPinned)
 			if err != nil {
 				return nil // stopped before a revision came
 			}
+			s.fleet.adopting(first.Commit)
 			s.operator.TreeChanged(first)
 			s.followSource(ctx, g)
 		} else {

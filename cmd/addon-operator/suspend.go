@@ -318,6 +318,9 @@ type sourceView struct {
 	gitsync.Status
 	Suspended *suspension    `json:"suspended,omitempty"`
 	Held      []gitsync.Hold `json:"held,omitempty"`
+	// Rollout and Windows are the fleet's (fleet.go; nil: no policy)
+	Rollout *rolloutView `json:"rollout,omitempty"`
+	Windows *windowsView `json:"windows,omitempty"`
 }
 
 // view is /status's source now.
@@ -326,6 +329,17 @@ func (s *startup) sourceView() sourceView {
 	v.Held = append(v.Held, v.Status.Held...)
 	if h := s.purgeHold(); h != nil {
 		v.Held = append(v.Held, *h)
+	}
+	if reason, since, ok := s.configHold.Held(); ok {
+		// a ConfigMap edit a window holds (docs/operator.md, "Fleets")
+		v.Held = append(v.Held, gitsync.Hold{By: heldByWindow, Reason: "ConfigMap change: " + reason, Since: since})
+	}
+	if s.fleet != nil {
+		running := ""
+		if v.Current != nil {
+			running = v.Current.Commit
+		}
+		v.Rollout, v.Windows = s.fleet.views(running)
 	}
 	return v
 }

@@ -220,4 +220,5 @@ func showHolds(out io.Writer, s *sourceView) {
 		}
 		fmt.Fprintf(out, "held:         %s\n", line)
 	}
+	showRollout(out, s)
 }

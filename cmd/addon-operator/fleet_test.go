@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/addonops/addon-operator/changewindow"
+	"github.com/addonops/addon-operator/commitstatus"
+	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/rollout"
+)
+
+const (
+	fleetRunning   = "1111111111111111111111111111111111111111"
+	fleetCandidate = "2222222222222222222222222222222222222222"
+)
+
+// reports collects what a Reporter is told.
+type reports struct {
+	mu  sync.Mutex
+	got []commitstatus.Report
+}
+
+func (r *reports) Report(rep commitstatus.Report) {
+	r.mu.Lock()
+	r.got = append(r.got, rep)
+	r.mu.Unlock()
+}
+
+// testFleet is a fleet whose running revision is fleetRunning, under a
+// deny window open now, reporting to rep and recording events.
+func testFleet(t *testing.T, rep *reports, tap *revisionTap, events *[]string) *fleet {
+	t.Helper()
+	now := time.Date(2026, 11, 25, 12, 30, 0, 0, time.UTC)
+	f := &fleet{ctx: context.Background(), tap: tap, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		now: func() time.Time { return now }, acting: func() bool { return true }, report: rep.Report,
+		event: func(_ context.Context, reason, msg string) { *events = append(*events, reason+": "+msg) }}
+	f.gate = rollout.New(rollout.Options{Now: f.now, ApplyNow: f.applyNow,
+		Running: func() rollout.Running {
+			return rollout.Running{Commit: fleetRunning, Broken: tap.broken(fleetRunning)}
+		}})
+	specs := []changewindow.Spec{{Name: "freeze", Kind: changewindow.Deny, Schedule: "0 12 * * *", Duration: "2h"}}
+	set, err := changewindow.Parse(specs, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.gate.Learn(fleetRunning, &rollout.Policy{Windows: set, Specs: specs})
+	return f
+}
+
+func TestFleetHoldReportsAndApplyNowEventOnce(t *testing.T) {
+	rep := &reports{}
+	var events []string
+	tap := newRevisionTap(nil)
+	f := testFleet(t, rep, tap, &events)
+	rev := gitsync.Revision{Commit: fleetCandidate, Ref: "main", RemoteRef: "refs/heads/main"}
+	holds := f.hold(rev)
+	if len(holds) != 1 || holds[0].By != heldByWindow {
+		t.Fatalf("holds %+v, want the window's", holds)
+	}
+	if len(rep.got) != 1 || rep.got[0].State != commitstatus.Held || !strings.HasPrefix(rep.got[0].Reason, `held by window "freeze" (deny) until 2026-11-25T14:00:00Z`) {
+		t.Fatalf("reported %+v", rep.got)
+	}
+	if rv, wv := f.views(fleetRunning); rv == nil || wv == nil || wv.Open || wv.HeldBy != "freeze" || rv.Last == nil || !rv.Last.Held() {
+		t.Fatalf("views %+v %+v", rv, wv)
+	}
+	f.update(map[string]string{sourceApplyNowKey: fleetCandidate[:8], sourceApplyNowByKey: "alice", sourceApplyNowAtKey: "2026-11-25T12:29:00Z", sourceApplyNowReasonKey: "INC-42"})
+	for range 3 {
+		if holds := f.hold(rev); len(holds) != 0 {
+			t.Fatalf("apply-now: held %+v", holds)
+		}
+	}
+	if len(events) != 1 || !strings.Contains(events[0], "ApplyNow: apply-now: commit "+fleetCandidate+" set by alice at 2026-11-25T12:29:00Z (INC-42) applies past: held by window") {
+		t.Fatalf("events %q, want one ApplyNow", events)
+	}
+}
+
+// A failed or degraded running revision is not held by the window; the
+// tap tells the state of the revision, not of its modules, nor a held one.
+func TestFleetBrokenNotHeld(t *testing.T) {
+	for _, tt := range []struct {
+		reports []commitstatus.Report
+		held    bool
+	}{
+		{[]commitstatus.Report{{Commit: fleetRunning, State: commitstatus.Applied}}, true},
+		{[]commitstatus.Report{{Commit: fleetRunning, State: commitstatus.Failed}}, false},
+		{[]commitstatus.Report{{Commit: fleetRunning, State: commitstatus.Applied}, {Commit: fleetRunning, State: commitstatus.Degraded}}, false},
+		{[]commitstatus.Report{{Commit: fleetRunning, State: commitstatus.Failed}, {Commit: fleetRunning, State: commitstatus.Healthy}}, true},
+		{[]commitstatus.Report{{Commit: fleetRunning, Module: "m", State: commitstatus.Failed}}, true},
+		{[]commitstatus.Report{{Commit: fleetRunning, State: commitstatus.Failed}, {Commit: fleetRunning, State: commitstatus.Held}}, false},
+	} {
+		next := &reports{}
+		tap := newRevisionTap(next)
+		for _, r := range tt.reports {
+			tap.Report(r)
+		}
+		if len(next.got) != len(tt.reports) {
+			t.Fatalf("the tap passed on %d of %d reports", len(next.got), len(tt.reports))
+		}
+		var events []string
+		f := testFleet(t, &reports{}, tap, &events)
+		if held := len(f.hold(gitsync.Revision{Commit: fleetCandidate, Ref: "main", RemoteRef: "refs/heads/main"})) > 0; held != tt.held {
+			t.Errorf("after %+v: held %v, want %v", tt.reports, held, tt.held)
+		}
+	}
+}
+
+func TestSourceKeysOfTheFleet(t *testing.T) {
+	a := applyNowIn(map[string]string{sourceApplyNowKey: "abcdef0", sourceApplyNowAtKey: "2026-11-25T12:00:00Z", sourceApplyNowByKey: "bob"})
+	if a.Commit != "abcdef0" || a.By != "bob" || a.At.IsZero() {
+		t.Fatalf("applyNowIn: %+v", a)
+	}
+	if got := heldAtRevisionIn(map[string]string{sourceHeldAtRevKey: fleetRunning}); got != fleetRunning {
+		t.Fatalf("heldAtRevisionIn = %q", got)
+	}
+	if got := heldAtRevisionIn(map[string]string{sourceHeldAtRevKey: "main"}); got != "" {
+		t.Fatalf("heldAtRevisionIn(main) = %q, want none", got)
+	}
+}
+
+// A ConfigMap edit is held while the running policy's window is closed,
+// not when the running revision is failed, nor without a fleet.
+func TestFleetConfigHeld(t *testing.T) {
+	var events []string
+	tap := newRevisionTap(nil)
+	f := testFleet(t, &reports{}, tap, &events)
+	if reason, held := f.configHeld(); !held || !strings.HasPrefix(reason, `held by window "freeze" (deny) until `) {
+		t.Fatalf("configHeld = %q, %v", reason, held)
+	}
+	tap.Report(commitstatus.Report{Commit: fleetRunning, State: commitstatus.Failed})
+	if _, held := f.configHeld(); held {
+		t.Fatal("an edit held while the running revision is failed")
+	}
+	if _, held := (*fleet)(nil).configHeld(); held {
+		t.Fatal("held without a fleet")
+	}
+}
+
+// The rollout reads statuses through the provider's API with the read
+// token (default: the commit status token); a webhook has none to read.
+func TestCommitStatusReadLister(t *testing.T) {
+	const gitURL = "https://git.example/platform/addons.git"
+	for _, tt := range []struct {
+		name string
+		o    commitStatusOptions
+		want bool
+		err  string
+	}{
+		{"off", commitStatusOptions{}, false, ""},
+		{"github", commitStatusOptions{Provider: "github", TokenFile: "t"}, true, ""},
+		{"gitlab, its own read token", commitStatusOptions{Provider: "gitlab", TokenFile: "t", ReadTokenFile: "r"}, true, ""},
+		{"gitea without a URL", commitStatusOptions{Provider: "gitea", TokenFile: "t"}, false, "set ADDON_OPERATOR_COMMIT_STATUS_URL"},
+		{"webhook", commitStatusOptions{Provider: "webhook", URL: "https://hooks.example/x"}, false, ""},
+		{"webhook with a read token", commitStatusOptions{Provider: "webhook", URL: "https://hooks.example/x", ReadTokenFile: "r"}, false, "has no statuses to read"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []*string{&tt.o.TokenFile, &tt.o.ReadTokenFile} {
+				if *f != "" {
+					*f = filepath.Join(dir, *f)
+					if err := os.WriteFile(*f, []byte("tok\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			l, err := tt.o.lister(gitURL)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (l != nil) != tt.want {
+				t.Fatalf("lister %v, want one: %v", l, tt.want)
+			}
+		})
+	}
+}
