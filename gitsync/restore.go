@@ -17,7 +17,8 @@ import (
 // written incrementally. It returns nil when none qualifies. A revision
 // refused here is never run, even if it was published before.
 func (s *Syncer[T]) Restore(ctx context.Context) *Checked[T] {
-	for _, rev := range s.history.read() {
+	hist := s.history.read()
+	for i, rev := range hist {
 		dir := filepath.Join(s.opts.CheckoutDir, "revisions", rev.Commit)
 		if !shaRe.MatchString(rev.Commit) {
 			continue
@@ -30,9 +31,15 @@ func (s *Syncer[T]) Restore(ctx context.Context) *Checked[T] {
 			s.logger.Warn("revision on disk not resumed", "revision", rev.Commit, "err", Scrub(err.Error()))
 			continue
 		}
+		// the revisions published before it stay in the history (and in
+		// history.json at the next publish): the fleet gate tells a
+		// rollback to their content by it (docs/operator.md, "Fleets")
 		s.mu.Lock()
 		s.current = &Checked[T]{Revision: rev, Model: model}
-		s.status.History = []Revision{rev}
+		s.status.History = append([]Revision{rev}, hist[i+1:]...)
+		if len(s.status.History) > historySize {
+			s.status.History = s.status.History[:historySize]
+		}
 		s.mu.Unlock()
 		s.logger.Info("resumed the revision on disk", "revision", rev.Commit, "subject", rev.Subject)
 		return &Checked[T]{Revision: rev, Model: model}

@@ -47,4 +47,24 @@ func TestRevisionTree(t *testing.T) {
 	if restored == nil || restored.Tree != docs.Tree {
 		t.Fatalf("restored %+v, want tree %q", restored, docs.Tree)
 	}
+	// the history published before the restart stays, trees included:
+	// a revert to changed's content after a restart is still a rollback
+	h := s2.Status().History
+	if len(h) != 4 || h[0].Commit != docs.Commit || h[2].Commit != changed.Commit || h[2].Tree != changed.Tree {
+		t.Fatalf("history after a restart: %+v, want the 4 revisions published before it, newest first", h)
+	}
+	f.commit(t, "again", map[string]string{"modules/values.yaml": "global: {v: changed}\n"})
+	if _, _, err := s2.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if h := s2.Status().History; len(h) != 5 || h[3].Commit != changed.Commit {
+		t.Fatalf("history after a restart and a publish: %+v, want 5 revisions", h)
+	}
+	s3, err := New(Options[any]{URL: "file://" + f.repo.Bare, Ref: "main", CheckoutDir: dir, Paths: []string{"modules"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	s3.Restore(t.Context())
+	if h := s3.Status().History; len(h) != 5 {
+		t.Fatalf("history.json after a restart and a publish keeps %d revisions, want 5", len(h))
+	}
 }
