@@ -198,7 +198,7 @@ func (f *fetcher) fetch(ctx context.Context, sess transport.UploadPackSession, a
 		defer fresh.Close()
 		return f.fetch(ctx, fresh, far, remoteRef, hash, auth)
 	}
-	return fmt.Errorf("commit %s not found on the remote", hash)
+	return fmt.Errorf("commit %s %w", hash, ErrCommitNotFound)
 }
 
 // fetchRef fetches one commit (with depth, only it) and keeps it as

@@ -199,6 +199,11 @@ type historyKeeper interface {
 
 var shaRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
+// ErrCommitNotFound: the remote answered, and has no such commit (a
+// pinned SHA force-pushed away or pruned), unlike a remote that cannot be
+// reached, which may have it again later.
+var ErrCommitNotFound = errors.New("not found on the remote")
+
 // New opens (or creates) the object store under CheckoutDir.
 func New[T any](opts Options[T]) (*Syncer[T], error) {
 	if opts.Timeout <= 0 {

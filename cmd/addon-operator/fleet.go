@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -361,21 +362,27 @@ func (s *startup) newFleet(ctx context.Context, lister commitstatus.Lister, ttl 
 	return f
 }
 
-// maxHeldAtTries bounds the syncs tried for heldAtRevision: unlike a
-// suspension, nobody may be there to lift it (a pruned or force-pushed
-// commit), and the gate holds the ref's newest anyway once running.
+// maxHeldAtTries bounds the syncs tried for heldAtRevision when the remote
+// says the commit is not there: unlike a suspension, nobody may be there
+// to lift it (a pruned or force-pushed commit). A remote that cannot be
+// reached counts for nothing: the ref's newest, which the first sync does
+// not gate, would then be the held commit itself (docs/operator.md,
+// "Fleets").
 const maxHeldAtTries = 3
 
-// stillPinned is asked after each failed sync of the start pin: go on
-// with the pin? While suspended, yes; for heldAtRevision, while it is
-// recorded, maxHeldAtTries times.
-func (s *startup) stillPinned(ctx context.Context) bool {
+// stillPinned is asked after each failed sync of the start pin, with its
+// error: go on with the pin? While suspended, yes; for heldAtRevision,
+// while it is recorded, until the remote said maxHeldAtTries times that
+// the commit is not there.
+func (s *startup) stillPinned(ctx context.Context, err error) bool {
 	if !s.heldAtPin {
 		return s.stillSuspended(ctx)
 	}
-	s.heldAtTries++
-	if s.heldAtTries >= maxHeldAtTries {
-		return false
+	if errors.Is(err, gitsync.ErrCommitNotFound) {
+		s.heldAtTries++
+		if s.heldAtTries >= maxHeldAtTries {
+			return false
+		}
 	}
 	data, err := s.sourceCM.Get(ctx)
 	return err != nil || heldAtRevisionIn(data) != ""

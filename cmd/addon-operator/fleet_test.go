@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,7 +16,11 @@ import (
 	"github.com/addonops/addon-operator/changewindow"
 	"github.com/addonops/addon-operator/commitstatus"
 	"github.com/addonops/addon-operator/gitsync"
+	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/rollout"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 const (
@@ -184,5 +190,35 @@ func TestCommitStatusReadLister(t *testing.T) {
 				t.Fatalf("lister %v, want one: %v", l, tt.want)
 			}
 		})
+	}
+}
+
+// The heldAtRevision pin of an empty-checkout start gives up (for the
+// ref's newest, which the gate does not hold: nothing runs yet) only when
+// the remote says the commit is not there, never because git cannot be
+// reached for a while: an outage would let the held commit in.
+func TestHeldAtPinSurvivesAnOutage(t *testing.T) {
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "addon-operator-source", Namespace: "ns"},
+		Data: map[string]string{sourceHeldAtRevKey: fleetRunning}})
+	s := &startup{sourceCM: kube.NewConfigMap(client, "ns", "addon-operator-source"), heldAtPin: true}
+	outage := errors.New(`sync https://git.example.com/fleet.git: fetch 1111: list remote refs: dial tcp: connection refused`)
+	for i := range 10 {
+		if !s.stillPinned(t.Context(), outage) {
+			t.Fatalf("the pin was given up after %d failures to reach git", i+1)
+		}
+	}
+	gone := fmt.Errorf("sync: %w", fmt.Errorf("commit %s %w", fleetRunning, gitsync.ErrCommitNotFound))
+	for i := range maxHeldAtTries - 1 {
+		if !s.stillPinned(t.Context(), gone) {
+			t.Fatalf("the pin was given up after %d not-found answers, want %d", i+1, maxHeldAtTries)
+		}
+	}
+	if s.stillPinned(t.Context(), gone) {
+		t.Fatalf("the pin was kept after %d not-found answers", maxHeldAtTries)
+	}
+	// lifted by hand: deleting the key frees the start at once
+	s = &startup{sourceCM: kube.NewConfigMap(fake.NewClientset(), "ns", "addon-operator-source"), heldAtPin: true}
+	if s.stillPinned(t.Context(), outage) {
+		t.Fatal("the pin was kept without heldAtRevision in the source ConfigMap")
 	}
 }

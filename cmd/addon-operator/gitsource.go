@@ -90,7 +90,7 @@ func newSource(gt gitOptions, op *operatorOptions, configPaths []string, operato
 // stillSuspended is asked after each failure to get it, so a resume frees
 // a start whose pinned commit cannot be had (the source ConfigMap's watch
 // starts only after the first revision).
-func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting *waitingFor, stillSuspended func(context.Context) bool) (lifecycle.Revision, error) {
+func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting *waitingFor, stillSuspended func(context.Context, error) bool) (lifecycle.Revision, error) {
 	if pin != "" && !gitsync.OnDisk(src.syncer) {
 		// suspended, with nothing on disk: start on the revision the
 		// cluster ran when it was suspended, not the ref's newest, which
@@ -101,7 +101,7 @@ func (src *source) first(ctx context.Context, gt gitOptions, pin string, waiting
 		src.syncer.SetRef(pin)
 		rev, err := gitsync.First(pctx, src.syncer, gt.PollInterval, func(err error, _ time.Duration) {
 			waiting.set("the first sync from git, of the suspended revision " + pin + ": " + err.Error())
-			if !stillSuspended(ctx) {
+			if !stillSuspended(ctx, err) {
 				resumed()
 			}
 		})

@@ -312,7 +312,7 @@ func TestFirstPinnedWhileSuspended(t *testing.T) {
 		}
 		return &source{syncer: s}
 	}
-	suspended := func(context.Context) bool { return true }
+	suspended := func(context.Context, error) bool { return true }
 	src := newSrc()
 	rev, err := src.first(t.Context(), gt, c1, &waitingFor{}, suspended)
 	if err != nil {
@@ -333,7 +333,7 @@ func TestFirstPinnedWhileSuspended(t *testing.T) {
 	// newest once resumed (a resume frees the start)
 	checkout = filepath.Join(t.TempDir(), "checkout")
 	var asked atomic.Int32
-	rev, err = newSrc().first(t.Context(), gt, strings.Repeat("0", 40), &waitingFor{}, func(context.Context) bool { return asked.Add(1) < 2 })
+	rev, err = newSrc().first(t.Context(), gt, strings.Repeat("0", 40), &waitingFor{}, func(context.Context, error) bool { return asked.Add(1) < 2 })
 	if err != nil {
 		t.Fatal(err)
 	}
