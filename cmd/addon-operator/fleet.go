@@ -71,6 +71,7 @@ type fleet struct {
 
 	mu       sync.Mutex
 	data     map[string]string // the source ConfigMap's, last seen
+	seen     bool              // data came (update) at least once
 	recorded string            // the apply-now Event recorded (commit@at)
 	logged   string            // the last decision logged: a hold is asked again at each poll
 }
@@ -89,7 +90,7 @@ func (f *fleet) logOnce(what string) bool {
 // update takes the source ConfigMap's data.
 func (f *fleet) update(data map[string]string) {
 	f.mu.Lock()
-	f.data = data
+	f.data, f.seen = data, true
 	f.mu.Unlock()
 }
 
@@ -254,18 +255,37 @@ func (s *startup) recordHeldAt(held bool) {
 	if rev := s.src.syncer.Current(); rev != nil {
 		current = rev.Commit
 	}
-	s.fleet.mu.Lock()
-	have := s.fleet.data[sourceHeldAtRevKey]
-	s.fleet.mu.Unlock()
+	s.writeHeldAt(current, held)
+}
+
+// writeHeldAt sets heldAtRevision to current while held, removes it
+// otherwise. Before the source ConfigMap's watch delivered its data (the
+// first poll after a start may come first) it is read, so that a pin left
+// by an earlier run is removed all the same.
+func (s *startup) writeHeldAt(current string, held bool) {
 	want := ""
 	if held {
 		want = current
 	}
-	if have == want || (held && current == "") {
+	if held && current == "" {
 		return
 	}
+	s.fleet.mu.Lock()
+	have, seen := s.fleet.data[sourceHeldAtRevKey], s.fleet.seen
+	s.fleet.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.fleet.ctx, 30*time.Second)
 	defer cancel()
+	if !seen {
+		data, err := s.sourceCM.Get(ctx)
+		if err != nil {
+			s.logger.Warn("read the held-at revision", "err", err)
+			return
+		}
+		have = data[sourceHeldAtRevKey]
+	}
+	if have == want {
+		return
+	}
 	data, _, err := s.sourceCM.Update(ctx, func(d map[string]string) (map[string]string, error) {
 		setOrDelete(d, sourceHeldAtRevKey, want)
 		return d, nil

@@ -222,3 +222,37 @@ func TestHeldAtPinSurvivesAnOutage(t *testing.T) {
 		t.Fatal("the pin was kept without heldAtRevision in the source ConfigMap")
 	}
 }
+
+// heldAtRevision is removed once nothing is held even when the gate is
+// asked before the source ConfigMap's watch delivered its data (the first
+// poll after a start): a pin left behind would start a later pod on an
+// old commit.
+func TestHeldAtRemovedBeforeTheWatchDelivered(t *testing.T) {
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "addon-operator-source", Namespace: "ns"},
+		Data: map[string]string{sourceHeldAtRevKey: fleetRunning, "ref": "main"}})
+	cm := kube.NewConfigMap(client, "ns", "addon-operator-source")
+	s := &startup{sourceCM: cm, logger: slog.New(slog.DiscardHandler),
+		fleet: &fleet{ctx: t.Context(), logger: slog.New(slog.DiscardHandler)}}
+	s.writeHeldAt(fleetCandidate, false)
+	data, err := cm.Get(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data[sourceHeldAtRevKey] != "" || data["ref"] != "main" {
+		t.Fatalf("source ConfigMap after nothing held: %v, want heldAtRevision removed and the rest kept", data)
+	}
+	// held: recorded, whatever the watch saw
+	s.writeHeldAt(fleetCandidate, true)
+	if data, _ := cm.Get(t.Context()); data[sourceHeldAtRevKey] != fleetCandidate {
+		t.Fatalf("heldAtRevision = %q, want %s", data[sourceHeldAtRevKey], fleetCandidate)
+	}
+	// no source ConfigMap and nothing held: none is created for it
+	s.sourceCM = kube.NewConfigMap(fake.NewClientset(), "ns", "addon-operator-source")
+	s.fleet = &fleet{ctx: t.Context(), logger: slog.New(slog.DiscardHandler)}
+	s.writeHeldAt(fleetCandidate, false)
+	if _, err := s.sourceCM.Get(t.Context()); err == nil {
+		if data, _ := s.sourceCM.Get(t.Context()); len(data) != 0 {
+			t.Fatalf("source ConfigMap written: %v", data)
+		}
+	}
+}
