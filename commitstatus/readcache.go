@@ -65,7 +65,10 @@ func NewReadCache(l Lister, o ReadCacheOptions) *ReadCache {
 }
 
 // ReadError is a read that brought no statuses: a gate holds with its
-// message as the reason, and the cache reads again after RetryAt.
+// message as the reason, and the cache reads again after RetryAt. The
+// message leaves RetryAt out: it is posted on the commit as the hold's
+// reason, and a reason that changed at each poll would post again at
+// each poll, to a forge that may be rate-limiting us.
 type ReadError struct {
 	Commit  string
 	RetryAt time.Time
@@ -82,7 +85,7 @@ func (e *ReadError) Error() string {
 	if errors.As(e.Err, &he) && he.Code == http.StatusTooManyRequests {
 		what = "the forge rate-limits reads (" + what + ")"
 	}
-	return fmt.Sprintf("reading the statuses of %s from the forge: %s; next read after %s", short, what, e.RetryAt.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("reading the statuses of %s from the forge: %s", short, what)
 }
 
 func (e *ReadError) Unwrap() error { return e.Err }

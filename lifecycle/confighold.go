@@ -62,7 +62,7 @@ func (s *steps) holdConfig(data map[string]string, version string) bool {
 		return false
 	}
 	if h.data == nil {
-		h.since = time.Now().UTC()
+		h.since = s.cfg.Now().UTC()
 		s.logger.Info("ConfigMap change held by a change window; applied when it opens", "reason", reason)
 	}
 	h.data, h.version, h.reason = data, version, reason
@@ -75,13 +75,12 @@ func (s *steps) releaseConfig(ctx context.Context) {
 	if h == nil {
 		return
 	}
-	tick := time.NewTicker(configHeldRecheck)
-	defer tick.Stop()
 	for {
+		// lifecycle's clock (Config.After), which tests drive
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-s.cfg.After(configHeldRecheck):
 		}
 		h.mu.Lock()
 		data, version := h.data, h.version

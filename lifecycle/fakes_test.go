@@ -60,6 +60,14 @@ func (f *fakeConfig) Watch(ctx context.Context, onChange func(map[string]string,
 }
 
 // set is a user's edit of the ConfigMap.
+// watched says whether the operator's watch is registered: an edit set
+// before it is read by the watch's first call, not delivered as an edit.
+func (f *fakeConfig) watched() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.onChange != nil
+}
+
 func (f *fakeConfig) set(data map[string]string) {
 	f.mu.Lock()
 	f.data = maps.Clone(data)
