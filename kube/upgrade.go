@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/client-go/discovery"
+
+	"github.com/addonops/addon-operator/internal/steptime"
 )
 
 // Release is what to install for one module.
@@ -66,6 +68,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	steptime.Mark(ctx, steptime.HelmRender)
 	last, exists, err := h.claimable(r.Name)
 	if err != nil {
 		return Result{}, err
@@ -77,6 +80,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 			return Result{}, err
 		}
 	}
+	steptime.Mark(ctx, steptime.HelmRelease)
 	inMaintenance := exists && last.Labels[LabelMaintenance] == "true"
 	// a release of ours from before instances were labelled is claimed in
 	// place by the instance whose module it is (docs/operator.md)
@@ -86,6 +90,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 			if err := h.label(last, map[string]string{LabelMaintenance: "true"}); err != nil {
 				return Result{}, err
 			}
+			steptime.Mark(ctx, steptime.HelmLabel)
 		}
 		return Result{Reason: "maintenance", Revision: last.Version}, nil
 	}
@@ -94,12 +99,14 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		steptime.Mark(ctx, steptime.HelmAbsent)
 		if len(absent) == 0 {
 			if legacy {
 				if err := h.label(last, nil); err != nil {
 					return Result{}, err
 				}
 				h.logger.Info("release claimed for this instance", "module", r.Name, "instance", h.instance, "revision", last.Version)
+				steptime.Mark(ctx, steptime.HelmLabel)
 			}
 			return Result{Reason: "unchanged", Revision: last.Version}, nil
 		}
@@ -173,6 +180,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
 	}
 	h.snapshot.record(rel.Name, rel)
+	steptime.Mark(ctx, steptime.HelmApply)
 	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
 }
 

@@ -22,19 +22,42 @@ import (
 // BenchmarkConverge runs the real binary on the reference tree of
 // gen-modules.sh against the local control plane and reports: start to
 // /readyz, peak RSS, and a no-change re-converge (an unused global key
-// touched in the ConfigMap) with the Helm upgrades it caused. Run with
-// -benchtime=1x; each iteration is a fresh namespace and process.
+// touched in the ConfigMap) with the Helm upgrades it caused; each as a
+// ratio to the hook floor of the same run too (hookFloor: the tree's hooks
+// run directly, one after another, before the operator starts and after
+// the re-converge, averaged). "weights=10" gives ten modules each weight
+// (gen-modules.sh --weights 10), which run at once. It logs each module
+// run step's milliseconds per module (addon_operator_module_run_step_seconds).
+// With ADDON_OPERATOR_BENCH_PROFILE=dir it writes a CPU profile and an
+// execution trace of the converge and of the re-converge there
+// (docs/performance.md). Run with -benchtime=1x; each iteration is a fresh
+// namespace and process.
 func BenchmarkConverge(b *testing.B) {
-	for _, n := range []int{10, 50, 100} {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n, perWeight int
+	}{{10, 1}, {50, 1}, {100, 1}, {100, 10}} {
+		name := fmt.Sprintf("N=%d", c.n)
+		if c.perWeight > 1 {
+			name += fmt.Sprintf(",weights=%d", c.perWeight)
+		}
+		b.Run(name, func(b *testing.B) {
 			tree := b.TempDir()
-			if err := benchtree.Generate(n, tree); err != nil {
+			var args []string
+			if c.perWeight > 1 {
+				args = []string{"--weights", fmt.Sprint(c.perWeight)}
+			}
+			if err := benchtree.Generate(c.n, tree, args...); err != nil {
 				b.Skip(err)
 			}
 			for range b.N {
-				r := convergeOnce(b, tree, namespace(b, fmt.Sprintf("bench-%d", n)))
+				floor := hookFloor(b, tree)
+				r := convergeOnce(b, tree, namespace(b, fmt.Sprintf("bench-%d-%d", c.n, c.perWeight)), c.n)
+				floor = (floor + hookFloor(b, tree)) / 2
 				b.ReportMetric(r.converge.Seconds(), "converge-s")
 				b.ReportMetric(r.reconverge.Seconds(), "reconverge-s")
+				b.ReportMetric(floor.Seconds(), "floor-s")
+				b.ReportMetric(r.converge.Seconds()/floor.Seconds(), "converge/floor")
+				b.ReportMetric(r.reconverge.Seconds()/floor.Seconds(), "reconverge/floor")
 				b.ReportMetric(r.reupgrades, "reconverge-upgrades")
 				b.ReportMetric(r.upgrades, "upgrades")
 				b.ReportMetric(float64(r.peakRSS)/(1<<20), "peak-RSS-MiB")
@@ -62,14 +85,17 @@ const (
 	helmUpgrades       = "addon_operator_helm_upgrades"
 )
 
-func convergeOnce(b *testing.B, tree, ns string) convergeResult {
+func convergeOnce(b *testing.B, tree, ns string, modules int) convergeResult {
 	start := time.Now()
 	op := startOperator(b, "ADDON_OPERATOR_NAMESPACE="+ns, "MODULES_DIR="+filepath.Join(tree, "modules"),
-		"GLOBAL_HOOKS_DIR="+filepath.Join(tree, "global-hooks"), "LOG_LEVEL=info", "LOG_TYPE=json")
+		"GLOBAL_HOOKS_DIR="+filepath.Join(tree, "global-hooks"), "LOG_LEVEL=info", "LOG_TYPE=json",
+		fmt.Sprintf("ADDON_OPERATOR_PPROF=%t", profileDir() != ""))
 	defer op.stop(10 * time.Second)
 	var res convergeResult
+	prof := startProfile(b, op.addr, fmt.Sprintf("converge-%d", modules))
 	poll(b, "the first converge", func() bool { return convergedCount(b, op.log) > 0 })
 	res.converge = time.Since(start)
+	prof.wait()
 	if code, _ := get(op.addr, "/readyz"); code != http.StatusOK {
 		b.Fatalf("/readyz after the first converge: %d", code)
 	}
@@ -77,7 +103,10 @@ func convergeOnce(b *testing.B, tree, ns string) convergeResult {
 	res.hookMS = 1000 * before[hookSum] / before[hookCount]
 	res.helmMS = 1000 * before[helmSum] / before[helmCount]
 	res.upgrades = before[helmUpgrades]
+	steps := stepSums(b, op.addr)
+	logSteps(b, "converge", nil, steps, modules)
 
+	prof = startProfile(b, op.addr, fmt.Sprintf("reconverge-%d", modules))
 	t0 := time.Now()
 	_, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"},
@@ -88,7 +117,9 @@ func convergeOnce(b *testing.B, tree, ns string) convergeResult {
 	}
 	poll(b, "the re-converge", func() bool { return convergedCount(b, op.log) > 1 })
 	res.reconverge = time.Since(t0)
+	prof.wait()
 	after := scrape(b, op.addr)
+	logSteps(b, "re-converge", steps, stepSums(b, op.addr), modules)
 	res.reupgrades = after[helmUpgrades] - before[helmUpgrades]
 	res.reHooks = after[hookSum] - before[hookSum]
 	res.reHelm = after[helmSum] - before[helmSum]
