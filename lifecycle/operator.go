@@ -291,6 +291,8 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.backend.Watch(ctx, func(data map[string]string, version string) { o.steps.onConfigChange(ctx, data, version) })
 	})
 	wg.Go(func() { o.hooks.Run(ctx) })
+	// hook runs' temp directories made ahead and removed after the run
+	wg.Go(func() { o.run.Run(ctx) })
 	if o.objects != nil {
 		wg.Go(func() { o.objects.Run(ctx) })
 	}

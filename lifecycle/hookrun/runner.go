@@ -74,6 +74,7 @@ type Runner struct {
 	opts     Options
 	failures *Failures
 	enabled  *EnabledScripts
+	dirs     *tempDirs
 }
 
 // New makes a Runner.
@@ -83,7 +84,7 @@ func New(opts Options) *Runner {
 	if opts.Metrics != nil { // not a typed nil in the interface
 		eo.Recorder = opts.Metrics
 	}
-	return &Runner{opts: opts, failures: &Failures{}, enabled: NewEnabledScripts(eo)}
+	return &Runner{opts: opts, failures: &Failures{}, enabled: NewEnabledScripts(eo), dirs: newTempDirs(opts.TempDir)}
 }
 
 // Failures are the hooks' last failed runs, for /debug/hooks.
@@ -126,7 +127,7 @@ func (r *Runner) RunHook(ctx context.Context, hook *loader.Hook, binding string,
 	}
 	// the temp files' removal counts with their writing
 	defer func() {
-		os.RemoveAll(files.Dir)
+		r.Release(files)
 		steptime.Mark(ctx, steptime.HookFiles)
 	}()
 	steptime.Mark(ctx, steptime.HookFiles)
