@@ -59,6 +59,7 @@ type Helm struct {
 	setup    *actionSetup
 	charts   *chartCache
 	snapshot *releaseSnapshot
+	presence presence // SetPresence
 }
 
 // releaseSnapshot is the newest record of every release in the namespace,

@@ -95,9 +95,12 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		return Result{Reason: "maintenance", Revision: last.Version}, nil
 	}
 	if exists && !inMaintenance && last.Info.Status == release.StatusDeployed && last.Labels[LabelChecksum] == sum {
-		absent, err := h.absent(last)
-		if err != nil {
-			return Result{}, err
+		// the health watches know, or one GET per object
+		var absent []string
+		if !h.presence.allPresent(r.Name, last.Version) {
+			if absent, err = h.absent(last); err != nil {
+				return Result{}, err
+			}
 		}
 		steptime.Mark(ctx, steptime.HelmAbsent)
 		if len(absent) == 0 {
