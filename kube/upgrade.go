@@ -248,7 +248,11 @@ func (a *actionSetup) rediscover() {
 
 // prepare reads what config fills in; under mu.
 func (a *actionSetup) prepare() error {
-	if err := a.cfg.KubeClient.IsReachable(); err != nil {
+	reach := a.cfg.KubeClient.IsReachable
+	if rc, ok := a.cfg.KubeClient.(*reachableClient); ok {
+		reach = rc.check // a fresh look, as at start and after a failure
+	}
+	if err := reach(); err != nil {
 		return fmt.Errorf("reach the cluster: %w", err)
 	}
 	dc, err := a.getter.ToDiscoveryClient()
