@@ -148,6 +148,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
 	defer cancel()
 	if !exists {
+		cfg.Releases.Driver = knownAbsent{Driver: cfg.Releases.Driver, name: r.Name}
 		inst := action.NewInstall(cfg)
 		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
 		// chart hooks' waits too (without it a hook Job that never

@@ -1,10 +1,15 @@
 package kube
 
+// Round trips of each install and upgrade that Helm would make and the
+// client already knows the answer of (docs/performance.md).
+
 import (
 	"sync"
 	"time"
 
 	helmkube "helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 )
 
 // reachableTTL is how long a successful reachability check answers for
@@ -46,4 +51,23 @@ func (c *reachableClient) check() error {
 	c.until = c.now().Add(reachableTTL)
 	c.mu.Unlock()
 	return nil
+}
+
+// knownAbsent is the release storage driver of an install whose release
+// Upgrade has just found absent (claimable: the snapshot of release
+// records, or a read of the release's last record): Helm's own look for
+// the name's history before it installs, one more list of release
+// Secrets, is answered from that. Creating the first record stays the
+// guard: one written meanwhile by another makes the install fail, and the
+// retry reads again.
+type knownAbsent struct {
+	driver.Driver
+	name string
+}
+
+func (k knownAbsent) Query(labels map[string]string) ([]*release.Release, error) {
+	if len(labels) == 2 && labels["name"] == k.name && labels["owner"] == "helm" {
+		return nil, driver.ErrReleaseNotFound
+	}
+	return k.Driver.Query(labels)
 }
