@@ -33,13 +33,20 @@ func (f *Files) resultFiles() []string {
 	return []string{f.configPatch, f.valuesPatch, f.metrics, f.kubePatch}
 }
 
-// fresh makes a new directory with its empty result files.
+// inputFiles are the files a run's inputs are written to: made ahead
+// empty too, so the run writes into files that exist (on an overlay or a
+// busy disk, creating a file costs more than writing it).
+func (f *Files) inputFiles() []string {
+	return []string{f.bindingContext, f.configValues, f.values}
+}
+
+// fresh makes a new directory with its empty result and input files.
 func (t *tempDirs) fresh() (*Files, error) {
 	f, err := newFiles(t.base)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range f.resultFiles() {
+	for _, p := range append(f.resultFiles(), f.inputFiles()...) {
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
 			os.RemoveAll(f.Dir)
 			return nil, fmt.Errorf("hook temp dir: %w", err)
