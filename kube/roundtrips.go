@@ -5,6 +5,7 @@ package kube
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	helmkube "helm.sh/helm/v3/pkg/kube"
@@ -54,12 +55,10 @@ func (c *reachableClient) check() error {
 }
 
 // knownAbsent is the release storage driver of an install whose release
-// Upgrade has just found absent (claimable: the snapshot of release
-// records, or a read of the release's last record): Helm's own look for
-// the name's history before it installs, one more list of release
-// Secrets, is answered from that. Creating the first record stays the
-// guard: one written meanwhile by another makes the install fail, and the
-// retry reads again.
+// Upgrade has just read from the cluster and found absent (not from the
+// snapshot of release records, which may be its TTL old): Helm's own look
+// for the name's history before it installs, one more list of release
+// Secrets a moment later, is answered from that read.
 type knownAbsent struct {
 	driver.Driver
 	name string
@@ -68,6 +67,38 @@ type knownAbsent struct {
 func (k knownAbsent) Query(labels map[string]string) ([]*release.Release, error) {
 	if len(labels) == 2 && labels["name"] == k.name && labels["owner"] == "helm" {
 		return nil, driver.ErrReleaseNotFound
+	}
+	return k.Driver.Query(labels)
+}
+
+// knownLast is the release storage driver of an upgrade whose release's
+// last record Upgrade has just read from the cluster, deployed (not from
+// the snapshot of release records, which may be its TTL old): Helm's
+// first look for the name's history (Releases.Last, one LIST of release
+// Secrets a moment later) is answered with that record. Later looks (the
+// history bound after the new record is written) read the cluster.
+type knownLast struct {
+	driver.Driver
+	name string
+	last *release.Release
+	used atomic.Bool
+}
+
+// newKnownLast answers with a copy of last whose Info is its own: Helm
+// marks the record it upgrades superseded in place, and the snapshot's
+// record is read by others meanwhile.
+func newKnownLast(d driver.Driver, last *release.Release) *knownLast {
+	rel := *last
+	if last.Info != nil {
+		info := *last.Info
+		rel.Info = &info
+	}
+	return &knownLast{Driver: d, name: last.Name, last: &rel}
+}
+
+func (k *knownLast) Query(labels map[string]string) ([]*release.Release, error) {
+	if len(labels) == 2 && labels["name"] == k.name && labels["owner"] == "helm" && k.used.CompareAndSwap(false, true) {
+		return []*release.Release{k.last}, nil
 	}
 	return k.Driver.Query(labels)
 }

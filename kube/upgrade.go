@@ -69,6 +69,11 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		return Result{}, err
 	}
 	steptime.Mark(ctx, steptime.HelmRender)
+	// read from the cluster now (no fresh snapshot of release records):
+	// Helm's own read of the release's history, a moment later, can be
+	// answered from it (roundtrips.go); a snapshot's answer may be up to
+	// its TTL old, and Helm reads for itself
+	_, _, fromSnapshot := h.snapshot.get(r.Name, h.now())
 	last, exists, err := h.claimable(r.Name)
 	if err != nil {
 		return Result{}, err
@@ -148,7 +153,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
 	defer cancel()
 	if !exists {
-		cfg.Releases.Driver = knownAbsent{Driver: cfg.Releases.Driver, name: r.Name}
+		if !fromSnapshot {
+			cfg.Releases.Driver = knownAbsent{Driver: cfg.Releases.Driver, name: r.Name}
+		}
 		inst := action.NewInstall(cfg)
 		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
 		// chart hooks' waits too (without it a hook Job that never
@@ -170,6 +177,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 			if _, ok := labels[k]; !ok {
 				labels[k] = "null"
 			}
+		}
+		if !fromSnapshot && last.Info != nil && last.Info.Status == release.StatusDeployed {
+			cfg.Releases.Driver = newKnownLast(cfg.Releases.Driver, last)
 		}
 		up := action.NewUpgrade(cfg)
 		up.Namespace, up.Labels, up.MaxHistory, up.Timeout = h.namespace, labels, maxHistory, helmTimeout
