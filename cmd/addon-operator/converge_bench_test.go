@@ -66,6 +66,7 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.reHooks, "reconverge-in-hooks-s")
 				b.ReportMetric(r.reHelm, "reconverge-in-helm-s")
 				b.ReportMetric(r.helmMS, "helm-ms/module")
+				b.ReportMetric(r.reRequests, "reconverge-api-requests")
 				b.ReportMetric(r.firstRelease.Seconds(), "first-release-s")
 			}
 		})
@@ -78,7 +79,10 @@ type convergeResult struct {
 	hookMS, helmMS       float64
 	// seconds of the re-converge spent in hook runs and in Helm steps
 	reHooks, reHelm float64
-	peakRSS         int64
+	// API requests the operator made during the re-converge (its Helm
+	// client's and its own; the benchmark's scrapes are not requests)
+	reRequests float64
+	peakRSS    int64
 	// firstRelease: from the process's start to its first release applied
 	// (start-up, the global hooks and one module run)
 	firstRelease time.Duration
@@ -88,6 +92,7 @@ const (
 	hookSum, hookCount = "addon_operator_hook_run_seconds_sum", "addon_operator_hook_run_seconds_count"
 	helmSum, helmCount = "addon_operator_helm_seconds_sum", "addon_operator_helm_seconds_count"
 	helmUpgrades       = "addon_operator_helm_upgrades"
+	apiRequests        = "addon_operator_kubernetes_client_request_result_total"
 )
 
 func convergeOnce(b *testing.B, tree, ns string, modules int) convergeResult {
@@ -129,6 +134,7 @@ func convergeOnce(b *testing.B, tree, ns string, modules int) convergeResult {
 	res.reupgrades = after[helmUpgrades] - before[helmUpgrades]
 	res.reHooks = after[hookSum] - before[hookSum]
 	res.reHelm = after[helmSum] - before[helmSum]
+	res.reRequests = after[apiRequests] - before[apiRequests]
 	res.peakRSS = peakRSS(op.cmd.Process.Pid)
 	return res
 }
