@@ -21,7 +21,9 @@ operator starts and after the re-converge, averaged): `converge/floor` and `reco
 the operator's times as ratios to the hooks of the same run, steadier than seconds on a shared
 machine. `N=100,weights=10` has ten modules of each weight (`gen-modules.sh 100 --weights 10`),
 which run at once. Each row also logs each module run step's milliseconds per module
-(`addon_operator_module_run_step_seconds`, docs/performance.md).
+(`addon_operator_module_run_step_seconds`, docs/performance.md). `reconverge-api-requests`: the
+operator's API requests during the re-converge (client-go's request counter); `first-release-s`:
+process start to the first release applied.
 TXT
 echo
 gobench "One-module commit against a global commit (git mode, N=100)" \
