@@ -59,6 +59,7 @@ type Helm struct {
 	setup    *actionSetup
 	charts   *chartCache
 	snapshot *releaseSnapshot
+	presence presence // SetPresence
 }
 
 // releaseSnapshot is the newest record of every release in the namespace,
@@ -127,6 +128,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 	// none when the config comes from the cluster, so set it.
 	if kc, ok := cfg.KubeClient.(*helmkube.Client); ok {
 		kc.Namespace = namespace
+		cfg.KubeClient = &reachableClient{Client: kc, now: time.Now}
 	}
 	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, now: time.Now,
 		instance: o.instance, pending: o.pendingGrace,

@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/client-go/discovery"
+
+	"github.com/addonops/addon-operator/internal/steptime"
 )
 
 // Release is what to install for one module.
@@ -66,6 +68,12 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	steptime.Mark(ctx, steptime.HelmRender)
+	// read from the cluster now (no fresh snapshot of release records):
+	// Helm's own read of the release's history, a moment later, can be
+	// answered from it (roundtrips.go); a snapshot's answer may be up to
+	// its TTL old, and Helm reads for itself
+	_, _, fromSnapshot := h.snapshot.get(r.Name, h.now())
 	last, exists, err := h.claimable(r.Name)
 	if err != nil {
 		return Result{}, err
@@ -77,6 +85,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 			return Result{}, err
 		}
 	}
+	steptime.Mark(ctx, steptime.HelmRelease)
 	inMaintenance := exists && last.Labels[LabelMaintenance] == "true"
 	// a release of ours from before instances were labelled is claimed in
 	// place by the instance whose module it is (docs/operator.md)
@@ -86,20 +95,26 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 			if err := h.label(last, map[string]string{LabelMaintenance: "true"}); err != nil {
 				return Result{}, err
 			}
+			steptime.Mark(ctx, steptime.HelmLabel)
 		}
 		return Result{Reason: "maintenance", Revision: last.Version}, nil
 	}
 	if exists && !inMaintenance && last.Info.Status == release.StatusDeployed && last.Labels[LabelChecksum] == sum {
-		absent, err := h.absent(last)
-		if err != nil {
-			return Result{}, err
+		// the health watches know, or one GET per object
+		var absent []string
+		if !h.presence.allPresent(r.Name, last.Version) {
+			if absent, err = h.absent(last); err != nil {
+				return Result{}, err
+			}
 		}
+		steptime.Mark(ctx, steptime.HelmAbsent)
 		if len(absent) == 0 {
 			if legacy {
 				if err := h.label(last, nil); err != nil {
 					return Result{}, err
 				}
 				h.logger.Info("release claimed for this instance", "module", r.Name, "instance", h.instance, "revision", last.Version)
+				steptime.Mark(ctx, steptime.HelmLabel)
 			}
 			return Result{Reason: "unchanged", Revision: last.Version}, nil
 		}
@@ -138,6 +153,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
 	defer cancel()
 	if !exists {
+		if !fromSnapshot {
+			cfg.Releases.Driver = knownAbsent{Driver: cfg.Releases.Driver, name: r.Name}
+		}
 		inst := action.NewInstall(cfg)
 		inst.ReleaseName, inst.Namespace, inst.Labels = r.Name, h.namespace, labels
 		// chart hooks' waits too (without it a hook Job that never
@@ -160,6 +178,9 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 				labels[k] = "null"
 			}
 		}
+		if !fromSnapshot && last.Info != nil && last.Info.Status == release.StatusDeployed {
+			cfg.Releases.Driver = newKnownLast(cfg.Releases.Driver, last)
+		}
 		up := action.NewUpgrade(cfg)
 		up.Namespace, up.Labels, up.MaxHistory, up.Timeout = h.namespace, labels, maxHistory, helmTimeout
 		up.DisableOpenAPIValidation = true // as for install
@@ -173,6 +194,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
 	}
 	h.snapshot.record(rel.Name, rel)
+	steptime.Mark(ctx, steptime.HelmApply)
 	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
 }
 
@@ -237,7 +259,11 @@ func (a *actionSetup) rediscover() {
 
 // prepare reads what config fills in; under mu.
 func (a *actionSetup) prepare() error {
-	if err := a.cfg.KubeClient.IsReachable(); err != nil {
+	reach := a.cfg.KubeClient.IsReachable
+	if rc, ok := a.cfg.KubeClient.(*reachableClient); ok {
+		reach = rc.check // a fresh look, as at start and after a failure
+	}
+	if err := reach(); err != nil {
 		return fmt.Errorf("reach the cluster: %w", err)
 	}
 	dc, err := a.getter.ToDiscoveryClient()

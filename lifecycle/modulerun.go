@@ -8,6 +8,7 @@ import (
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/lifecycle/taskkind"
 
+	"github.com/addonops/addon-operator/internal/steptime"
 	"github.com/addonops/addon-operator/kube"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -25,7 +26,7 @@ func (s *moduleSteps) moduleRunTask(name string, startup bool) *queue.Task {
 		Description: desc,
 		Payload:     moduleRunPayload{startup: startup},
 		Do: func(ctx context.Context) error {
-			return s.finishRun(ctx, s.runModuleRecovered(ctx, name, startup))
+			return s.finishRun(steptime.Start(ctx, s.metrics), name, startup)
 		},
 	}
 	if !startup {
@@ -47,14 +48,17 @@ type moduleRunPayload struct{ startup bool }
 
 func (moduleRunPayload) TaskKind() queue.Kind { return taskkind.ModuleRun }
 
-// finishRun records a run's outcome and, when afterHelm hooks changed the
-// module's values, runs the module again.
-func (s *moduleSteps) finishRun(ctx context.Context, o outcome) error {
+// finishRun runs a module, records the run's outcome and, when afterHelm
+// hooks changed the module's values, runs the module again. ctx times the
+// run's steps (steptime.Start).
+func (s *moduleSteps) finishRun(ctx context.Context, name string, startup bool) error {
+	o := s.runModuleRecovered(ctx, name, startup)
 	err := s.rec.record(ctx, o)
 	if o.Again {
 		s.logger.Info("afterHelm hooks changed module values; running module again", "module", o.Module)
 		s.queues.Main().AddAfterCurrent(s.moduleRunTask(o.Module, false))
 	}
+	steptime.Mark(ctx, steptime.Record)
 	return err
 }
 
@@ -67,6 +71,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		return outcome{What: nothing, Module: name} // removed from the tree since the task was queued
 	}
 	s.modules.SetState(name, StateRunning, nil)
+	steptime.Mark(ctx, steptime.Status)
 	failed := outcome{What: moduleRunFailed, Module: name, Started: s.cfg.Now()}
 	fail := func(err error) outcome { failed.Err = err; return failed }
 	logger := s.logger.With("module", name)
@@ -84,6 +89,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	if err := s.ensureCRDs(ctx, model, m); err != nil {
 		return fail(err)
 	}
+	steptime.Mark(ctx, steptime.CRDs)
 	if startup {
 		if _, err := run(loader.OnStartup); err != nil {
 			return fail(err)
@@ -94,6 +100,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 	if err := s.bind.Synchronize(ctx, m.Hooks); err != nil {
 		return fail(err)
 	}
+	steptime.Mark(ctx, steptime.Sync)
 	if _, err := run(loader.BeforeHelm); err != nil {
 		return fail(err)
 	}
@@ -116,6 +123,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 			return fail(err)
 		}
 		s.metrics.Maintenance.WithLabelValues(name).Set(map[bool]float64{true: 1}[inMaintenance])
+		steptime.Mark(ctx, steptime.Values)
 		start := s.cfg.Now()
 		res, err := s.helm.Upgrade(ctx, kube.Release{Name: name, Key: m.Key, ChartDir: m.Dir, Files: model.ChartFS(m), ChartHash: m.Hash, Exclude: m.BatchExecutables(), Values: vals, Commit: now.Rev.Commit, Maintenance: inMaintenance})
 		s.metrics.HelmUpgraded(name, metrics.ModuleActivation(startup), s.cfg.Now().Sub(start), err == nil && res.Upgraded)
@@ -134,6 +142,7 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		} else {
 			logger.Debug("helm release unchanged", "revision", res.Revision)
 		}
+		steptime.Mark(ctx, steptime.HelmAfter)
 	}
 	changed, err := run(loader.AfterHelm)
 	if err != nil {

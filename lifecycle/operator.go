@@ -305,6 +305,8 @@ func (o *Operator) Run(ctx context.Context) error {
 	})
 	wg.Go(func() { o.hooks.Run(ctx) })
 	wg.Go(func() { o.steps.releaseConfig(ctx) })
+	// hook runs' temp directories made ahead and removed after the run
+	wg.Go(func() { o.run.Run(ctx) })
 	if o.objects != nil {
 		wg.Go(func() { o.objects.Run(ctx) })
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/addonops/addon-operator/internal/steptime"
 	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -96,7 +97,7 @@ func (s *moduleSteps) parallelRunTask(runs []moduleRun) *queue.Task {
 				wg.Go(func() {
 					sem <- struct{}{}
 					defer func() { <-sem }()
-					err := s.finishRun(ctx, s.runModuleRecovered(ctx, name, r.startup))
+					err := s.finishRun(steptime.Start(ctx, s.metrics), name, r.startup)
 					if err != nil {
 						errs[i] = fmt.Errorf("module %s: %w", name, err)
 						// a terminal failure is not retried with the others

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/addonops/addon-operator/internal/steptime"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 
@@ -77,13 +78,16 @@ type recorder struct {
 func (r *recorder) record(ctx context.Context, o outcome) error {
 	if !o.Started.IsZero() {
 		r.metrics.ModuleRan(o.Module, r.now, o.Started)
+		steptime.Mark(ctx, steptime.RunMetrics)
 	}
 	switch o.What {
 	case moduleRan:
 		r.failed.clear(o.Module)
 		r.modules.SetState(o.Module, StateReady, nil)
 		r.report.revision(r.report.commit(), o.Module, RevisionApplied, "")
+		steptime.Mark(ctx, steptime.Status)
 		healthDeployed(ctx, r.health, o.Module, o.Release)
+		steptime.Mark(ctx, steptime.Health)
 	case moduleRunFailed:
 		// not counted: a run cut short by shutdown, nor a release
 		// conflict, which has its own gauge (conflict.go)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -22,19 +23,42 @@ import (
 // BenchmarkConverge runs the real binary on the reference tree of
 // gen-modules.sh against the local control plane and reports: start to
 // /readyz, peak RSS, and a no-change re-converge (an unused global key
-// touched in the ConfigMap) with the Helm upgrades it caused. Run with
-// -benchtime=1x; each iteration is a fresh namespace and process.
+// touched in the ConfigMap) with the Helm upgrades it caused; each as a
+// ratio to the hook floor of the same run too (hookFloor: the tree's hooks
+// run directly, one after another, before the operator starts and after
+// the re-converge, averaged). "weights=10" gives ten modules each weight
+// (gen-modules.sh --weights 10), which run at once. It logs each module
+// run step's milliseconds per module (addon_operator_module_run_step_seconds).
+// With ADDON_OPERATOR_BENCH_PROFILE=dir it writes a CPU profile and an
+// execution trace of the converge and of the re-converge there
+// (docs/performance.md). Run with -benchtime=1x; each iteration is a fresh
+// namespace and process.
 func BenchmarkConverge(b *testing.B) {
-	for _, n := range []int{10, 50, 100} {
-		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n, perWeight int
+	}{{10, 1}, {50, 1}, {100, 1}, {100, 10}} {
+		name := fmt.Sprintf("N=%d", c.n)
+		if c.perWeight > 1 {
+			name += fmt.Sprintf(",weights=%d", c.perWeight)
+		}
+		b.Run(name, func(b *testing.B) {
 			tree := b.TempDir()
-			if err := benchtree.Generate(n, tree); err != nil {
+			var args []string
+			if c.perWeight > 1 {
+				args = []string{"--weights", fmt.Sprint(c.perWeight)}
+			}
+			if err := benchtree.Generate(c.n, tree, args...); err != nil {
 				b.Skip(err)
 			}
 			for range b.N {
-				r := convergeOnce(b, tree, namespace(b, fmt.Sprintf("bench-%d", n)))
+				floor := hookFloor(b, tree)
+				r := convergeOnce(b, tree, namespace(b, fmt.Sprintf("bench-%d-%d", c.n, c.perWeight)), c.n)
+				floor = (floor + hookFloor(b, tree)) / 2
 				b.ReportMetric(r.converge.Seconds(), "converge-s")
 				b.ReportMetric(r.reconverge.Seconds(), "reconverge-s")
+				b.ReportMetric(floor.Seconds(), "floor-s")
+				b.ReportMetric(r.converge.Seconds()/floor.Seconds(), "converge/floor")
+				b.ReportMetric(r.reconverge.Seconds()/floor.Seconds(), "reconverge/floor")
 				b.ReportMetric(r.reupgrades, "reconverge-upgrades")
 				b.ReportMetric(r.upgrades, "upgrades")
 				b.ReportMetric(float64(r.peakRSS)/(1<<20), "peak-RSS-MiB")
@@ -42,6 +66,8 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.reHooks, "reconverge-in-hooks-s")
 				b.ReportMetric(r.reHelm, "reconverge-in-helm-s")
 				b.ReportMetric(r.helmMS, "helm-ms/module")
+				b.ReportMetric(r.reRequests, "reconverge-api-requests")
+				b.ReportMetric(r.firstRelease.Seconds(), "first-release-s")
 			}
 		})
 	}
@@ -53,26 +79,37 @@ type convergeResult struct {
 	hookMS, helmMS       float64
 	// seconds of the re-converge spent in hook runs and in Helm steps
 	reHooks, reHelm float64
-	peakRSS         int64
+	// API requests the operator made during the re-converge (its Helm
+	// client's and its own; the benchmark's scrapes are not requests)
+	reRequests float64
+	peakRSS    int64
+	// firstRelease: from the process's start to its first release applied
+	// (start-up, the global hooks and one module run)
+	firstRelease time.Duration
 }
 
 const (
 	hookSum, hookCount = "addon_operator_hook_run_seconds_sum", "addon_operator_hook_run_seconds_count"
 	helmSum, helmCount = "addon_operator_helm_seconds_sum", "addon_operator_helm_seconds_count"
 	helmUpgrades       = "addon_operator_helm_upgrades"
+	apiRequests        = "addon_operator_kubernetes_client_request_result_total"
 )
 
 // convergeOnce measures one converge and re-converge; each of onPhase is
 // told "converged" after the first and "reconverged" after the second,
 // before their figures are read and outside the timings.
-func convergeOnce(b *testing.B, tree, ns string, onPhase ...func(phase string)) convergeResult {
+func convergeOnce(b *testing.B, tree, ns string, modules int, onPhase ...func(phase string)) convergeResult {
 	start := time.Now()
 	op := startOperator(b, "ADDON_OPERATOR_NAMESPACE="+ns, "MODULES_DIR="+filepath.Join(tree, "modules"),
-		"GLOBAL_HOOKS_DIR="+filepath.Join(tree, "global-hooks"), "LOG_LEVEL=info", "LOG_TYPE=json")
+		"GLOBAL_HOOKS_DIR="+filepath.Join(tree, "global-hooks"), "LOG_LEVEL=info", "LOG_TYPE=json",
+		fmt.Sprintf("ADDON_OPERATOR_PPROF=%t", profileDir() != ""))
 	defer op.stop(10 * time.Second)
 	var res convergeResult
+	prof := startProfile(b, op.addr, fmt.Sprintf("converge-%d", modules))
 	poll(b, "the first converge", func() bool { return convergedCount(b, op.log) > 0 })
 	res.converge = time.Since(start)
+	res.firstRelease = firstRelease(b, op.log).Sub(start)
+	prof.wait()
 	for _, f := range onPhase {
 		f("converged")
 	}
@@ -83,7 +120,10 @@ func convergeOnce(b *testing.B, tree, ns string, onPhase ...func(phase string)) 
 	res.hookMS = 1000 * before[hookSum] / before[hookCount]
 	res.helmMS = 1000 * before[helmSum] / before[helmCount]
 	res.upgrades = before[helmUpgrades]
+	steps := stepSums(b, op.addr)
+	logSteps(b, "converge", nil, steps, modules)
 
+	prof = startProfile(b, op.addr, fmt.Sprintf("reconverge-%d", modules))
 	t0 := time.Now()
 	_, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "addon-operator"},
@@ -94,13 +134,16 @@ func convergeOnce(b *testing.B, tree, ns string, onPhase ...func(phase string)) 
 	}
 	poll(b, "the re-converge", func() bool { return convergedCount(b, op.log) > 1 })
 	res.reconverge = time.Since(t0)
+	prof.wait()
 	for _, f := range onPhase {
 		f("reconverged")
 	}
 	after := scrape(b, op.addr)
+	logSteps(b, "re-converge", steps, stepSums(b, op.addr), modules)
 	res.reupgrades = after[helmUpgrades] - before[helmUpgrades]
 	res.reHooks = after[hookSum] - before[hookSum]
 	res.reHelm = after[helmSum] - before[helmSum]
+	res.reRequests = after[apiRequests] - before[apiRequests]
 	res.peakRSS = peakRSS(op.cmd.Process.Pid)
 	return res
 }
@@ -170,4 +213,20 @@ func peakRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// firstRelease is the time of the first "helm release applied" line of
+// the operator's JSON log.
+func firstRelease(b *testing.B, path string) time.Time {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var l logLine
+		if json.Unmarshal(line, &l) == nil && l.Msg == "helm release applied" {
+			return l.Time
+		}
+	}
+	return time.Time{}
 }

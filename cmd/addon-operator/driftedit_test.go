@@ -43,3 +43,26 @@ func TestDriftCorrectedOnEdit(t *testing.T) {
 	}
 	t.Logf("the hand edit was put back after %s", time.Since(start).Round(time.Millisecond))
 }
+
+// A release object deleted by hand is put back by the next run of its
+// module, health's watches on (a no-change run asks them whether the
+// objects are there: docs/operator.md, "Helm releases").
+func TestDeletedObjectPutBackByRun(t *testing.T) {
+	ns := namespace(t, "deleted")
+	dir := t.TempDir()
+	writeFiles(t, dir, merged(moduleFiles("001-alpha", "alpha", "1"), map[string]string{
+		"modules/values.yaml": "alphaEnabled: true\n", "global-hooks/.keep": "",
+	}))
+	op := startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "ADDON_OPERATOR_MODULES_DIR="+filepath.Join(dir, "modules"),
+		"ADDON_OPERATOR_GLOBAL_HOOKS_DIR="+filepath.Join(dir, "global-hooks"))
+	eventually(t, "alpha followed by health", func() bool {
+		_, body := get(op.addr, "/status")
+		return strings.Contains(body, `"status":"Healthy"`) || strings.Contains(body, `"status": "Healthy"`)
+	})
+	if err := client.CoreV1().ConfigMaps(ns).Delete(context.Background(), "001-alpha-cm", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// an unused global key: a reload that runs alpha with nothing changed
+	writeFiles(t, dir, map[string]string{"modules/values.yaml": "alphaEnabled: true\nglobal:\n  unused: 1\n"})
+	eventually(t, "the deleted ConfigMap put back", func() bool { return cmValue(ns, "001-alpha-cm") == "1" })
+}

@@ -42,7 +42,11 @@ func TestMain(m *testing.M) {
 	binPath = filepath.Join(dir, "addon-operator")
 	build := exec.Command("go", "build", "-o", binPath, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build does
-	if out, err := build.CombinedOutput(); err != nil {
+	if p := os.Getenv("ADDON_OPERATOR_BENCH_BIN"); p != "" {
+		// another build of the binary, to compare two commits with the
+		// same benchmarks (docs/benchmarks.md)
+		binPath = p
+	} else if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}

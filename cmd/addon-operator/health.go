@@ -28,7 +28,8 @@ func (o *healthOptions) bind(fs *pflag.FlagSet, e *env) {
 // Events on the values ConfigMap and its metrics; onTransition (nil: none)
 // is told of every transition after its Event is recorded (the commit
 // status), onEdited (nil: none) of each edit of a release's objects (the
-// drift checks). It returns nil when health is off.
+// drift checks); helm's missing-resources check asks it first. It returns
+// nil when health is off.
 func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events health.Recorder, reg prometheus.Registerer, logger *slog.Logger, onTransition func(health.Transition), onEdited func(string)) *health.Tracker {
 	if !o.Enabled {
 		return nil
@@ -42,5 +43,8 @@ func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events h
 		ProgressTimeout: o.ProgressTimeout, Logger: logger, Objects: watcher, OnTransition: record, OnEdited: onEdited,
 	})
 	reg.MustRegister(t.Collector())
+	// a no-change module run asks the watches, not the API server, whether
+	// its release's objects are there (docs/operator.md, "Helm releases")
+	helm.SetPresence(t)
 	return t
 }

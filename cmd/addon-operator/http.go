@@ -46,6 +46,9 @@ func (s *startup) httpServer(ctx context.Context) (*http.Server, error) {
 	if s.op.Pprof {
 		mux.Handle("/debug/pprof/", lifecycle.LocalOnly(http.HandlerFunc(pprof.Index)))
 		mux.Handle("/debug/pprof/profile", lifecycle.LocalOnly(http.HandlerFunc(pprof.Profile)))
+		// an execution trace: where a module run waits (hooks, API round
+		// trips), which a CPU profile does not show (docs/performance.md)
+		mux.Handle("/debug/pprof/trace", lifecycle.LocalOnly(http.HandlerFunc(pprof.Trace)))
 	}
 	if src != nil && s.gt.WebhookSecret != "" {
 		trigger := src.syncer.Trigger
@@ -66,7 +69,7 @@ func (s *startup) httpServer(ctx context.Context) (*http.Server, error) {
 		}
 		mux.Handle("/hooks/git", hook)
 	}
-	// WriteTimeout leaves room for /debug/pprof/profile's 30 s
+	// WriteTimeout leaves room for /debug/pprof/profile's and trace's 30 s
 	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}, nil
 }

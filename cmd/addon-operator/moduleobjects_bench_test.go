@@ -40,14 +40,18 @@ func BenchmarkModuleObjects(b *testing.B) {
 				var creates, updates [2]float64
 				phase := 0
 				before := moduleWrites(b)
-				r := convergeOnce(b, tree, namespace(b, "bench-objects"), func(string) {
+				floor := hookFloor(b, tree)
+				r := convergeOnce(b, tree, namespace(b, "bench-objects"), n, func(string) {
 					// the writer's last pass trails a converge by up
 					// to a second: the count settles first
 					now := settledModuleWrites(b)
 					creates[phase], updates[phase] = now.creates-before.creates, now.updates-before.updates
 					before, phase = now, phase+1
 				})
+				floor = (floor + hookFloor(b, tree)) / 2
 				b.ReportMetric(r.converge.Seconds(), "converge-s")
+				b.ReportMetric(r.converge.Seconds()/floor.Seconds(), "converge/floor")
+				b.ReportMetric(r.reconverge.Seconds()/floor.Seconds(), "reconverge/floor")
 				b.ReportMetric(r.converge.Seconds()/(float64(n+1)*r.hookMS/1000), "converge/own-hooks")
 				b.ReportMetric(r.reconverge.Seconds(), "reconverge-s")
 				b.ReportMetric(r.reconverge.Seconds()/r.reHooks, "reconverge/in-hooks")

@@ -15,7 +15,15 @@ rendered manifests, so an unused value upgrades nothing). `peak-RSS-MiB`: VmHWM 
 process. `hook-ms/run` and `helm-ms/module`: averages over the whole run from the operator's own
 metrics; `reconverge-in-hooks-s` and `reconverge-in-helm-s`: how much of the re-converge was
 spent inside hook runs (101 of them, one after another) and inside Helm steps (100, none
-upgrading). While it waits for a re-converge the benchmark reads `/metrics` every 50 ms.
+upgrading). The benchmark waits for each converge by reading the operator's log.
+`floor-s`: the tree's hooks run directly, one after another, by the benchmark itself (before the
+operator starts and after the re-converge, averaged): `converge/floor` and `reconverge/floor` are
+the operator's times as ratios to the hooks of the same run, steadier than seconds on a shared
+machine. `N=100,weights=10` has ten modules of each weight (`gen-modules.sh 100 --weights 10`),
+which run at once. Each row also logs each module run step's milliseconds per module
+(`addon_operator_module_run_step_seconds`, docs/performance.md). `reconverge-api-requests`: the
+operator's API requests during the re-converge (client-go's request counter); `first-release-s`:
+process start to the first release applied.
 TXT
 echo
 gobench "One-module commit against a global commit (git mode, N=100)" \
@@ -26,7 +34,8 @@ The real binary in git mode on `gen-modules.sh 100`, served from a local bare re
 the signed webhook. Three rounds, medians, each timed in the operator's own log from the
 revision's `revision published` line: `one-module-s`, a commit that changes one module's
 `values.yaml`, to that module's `helm release applied` (the module-scoped path: discovery, the
-module's hook and Helm step, `afterAll`); `reload-all-s`, a commit that changes the global section
+module's hook and Helm step, `afterAll`); `push-to-upgraded-s`, the same from outside: from just
+before the commit is pushed to the module's upgrade; `reload-all-s`, a commit that changes the global section
 of `modules/values.yaml`, to the reload's `converged` (101 hook runs and 100 Helm steps, every
 release upgraded since the global parameter is rendered).
 TXT

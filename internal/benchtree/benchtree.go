@@ -33,13 +33,14 @@ func Script() (string, error) {
 	}
 }
 
-// Generate writes an n-module tree into dir (modules/ and global-hooks/).
-func Generate(n int, dir string) error {
+// Generate writes an n-module tree into dir (modules/ and global-hooks/);
+// args are gen-modules.sh's options (--weights K).
+func Generate(n int, dir string, args ...string) error {
 	script, err := Script()
 	if err != nil {
 		return err
 	}
-	out, err := exec.Command("bash", script, fmt.Sprint(n), dir).CombinedOutput()
+	out, err := exec.Command("bash", append([]string{script, fmt.Sprint(n), dir}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", script, err, out)
 	}

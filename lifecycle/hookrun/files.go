@@ -1,6 +1,7 @@
 package hookrun
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -13,7 +14,7 @@ import (
 )
 
 // Files are the temporary files of one hook run; Dir holds them all and
-// the caller of PrepareRun removes it.
+// the caller of PrepareRun releases it (Runner.Release).
 type Files struct {
 	Dir                                     string
 	bindingContext, configValues, values    string
@@ -68,19 +69,28 @@ func (r *Runner) hookLogger(hook *loader.Hook, attrs ...any) *slog.Logger {
 // global hook): its binding context, config values and values written,
 // the files it may hand back created empty, and the files named extra in
 // its directory too (more result files, such as a webhook's response).
-// The caller removes files.Dir.
+// The caller hands files back with Release.
 func (r *Runner) PrepareRun(store *values.Store, moduleKey string, bindingContext any, extra ...string) (*Files, error) {
-	files, err := newFiles(r.opts.TempDir)
+	files, err := r.dirs.take()
 	if err != nil {
 		return nil, err
 	}
 	if err := files.write(store, moduleKey, r.opts.Modules.EnabledList(), bindingContext, extra); err != nil {
-		os.RemoveAll(files.Dir)
+		r.Release(files)
 		return nil, err
 	}
 	return files, nil
 }
 
+// Release removes a run's files, after the run while Run runs.
+func (r *Runner) Release(files *Files) { r.dirs.release(files.Dir) }
+
+// Run makes each hook run's directory ahead of it and removes it after
+// the run (tempdirs.go) until ctx ends.
+func (r *Runner) Run(ctx context.Context) { r.dirs.run(ctx) }
+
+// write writes a run's inputs and its extra result files (the others
+// exist: tempDirs.fresh).
 func (f *Files) write(store *values.Store, moduleKey string, enabled []string, bindingContext any, extra []string) error {
 	config, vals, err := hookInputs(store, moduleKey, enabled)
 	if err != nil {
@@ -91,12 +101,8 @@ func (f *Files) write(store *values.Store, moduleKey string, enabled []string, b
 			return err
 		}
 	}
-	results := []string{f.configPatch, f.valuesPatch, f.metrics, f.kubePatch}
 	for _, name := range extra {
-		results = append(results, filepath.Join(f.Dir, name))
-	}
-	for _, p := range results {
-		if err := os.WriteFile(p, nil, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(f.Dir, name), nil, 0o600); err != nil {
 			return err
 		}
 	}

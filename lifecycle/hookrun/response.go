@@ -3,7 +3,6 @@ package hookrun
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -50,7 +49,7 @@ func (r *Runner) RunResponseHook(ctx context.Context, run ResponseRun) (_ []byte
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(files.Dir)
+	defer r.Release(files)
 	response := filepath.Join(files.Dir, "response.json")
 	timeout := r.opts.HookTimeout
 	if d, ok := ctx.Deadline(); ok {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/addonops/addon-operator/internal/executor"
+	"github.com/addonops/addon-operator/internal/steptime"
 	"github.com/addonops/addon-operator/lifecycle/metrics"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
@@ -73,6 +74,7 @@ type Runner struct {
 	opts     Options
 	failures *Failures
 	enabled  *EnabledScripts
+	dirs     *tempDirs
 }
 
 // New makes a Runner.
@@ -82,7 +84,7 @@ func New(opts Options) *Runner {
 	if opts.Metrics != nil { // not a typed nil in the interface
 		eo.Recorder = opts.Metrics
 	}
-	return &Runner{opts: opts, failures: &Failures{}, enabled: NewEnabledScripts(eo)}
+	return &Runner{opts: opts, failures: &Failures{}, enabled: NewEnabledScripts(eo), dirs: newTempDirs(opts.TempDir)}
 }
 
 // Failures are the hooks' last failed runs, for /debug/hooks.
@@ -116,13 +118,19 @@ func (r *Runner) RunHook(ctx context.Context, hook *loader.Hook, binding string,
 	defer func() {
 		r.opts.Metrics.HookRan(metrics.HookRunOf(hook, binding), binding, r.opts.Now().Sub(start), &usage, err, allowFailure)
 		r.observeReadiness(hook, err)
+		steptime.Mark(ctx, steptime.HookMetrics)
 	}()
 
 	files, err := r.PrepareRun(store, moduleKey, bindingContext)
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(files.Dir)
+	// the temp files' removal counts with their writing
+	defer func() {
+		r.Release(files)
+		steptime.Mark(ctx, steptime.HookFiles)
+	}()
+	steptime.Mark(ctx, steptime.HookFiles)
 	logger.Debug("running hook")
 	_, err = executor.Run(ctx, executor.Command{
 		Path: hook.Path,
@@ -135,6 +143,7 @@ func (r *Runner) RunHook(ctx context.Context, hook *loader.Hook, binding string,
 		Logger:  logger,
 		Usage:   &usage,
 	})
+	steptime.Mark(ctx, steptime.HookExec)
 	if err != nil {
 		return res, r.objectPatchesOnFailure(ctx, hook.Name, files.kubePatch, r.failures.Failed(hook.Name, binding, err))
 	}
@@ -161,6 +170,7 @@ func (r *Runner) RunHook(ctx context.Context, hook *loader.Hook, binding string,
 		return res, err
 	}
 	r.failures.succeeded(hook.Name)
+	steptime.Mark(ctx, steptime.HookResults)
 	return res, nil
 }
 

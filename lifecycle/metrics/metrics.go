@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/addonops/addon-operator/hookmetrics"
@@ -43,6 +45,8 @@ type Recorder struct {
 	Maintenance       *prometheus.GaugeVec
 	ConfigDrift       *prometheus.GaugeVec
 	HookDroppedSeries *prometheus.CounterVec
+	moduleRunStep     *prometheus.HistogramVec
+	stepObservers     sync.Map // step → prometheus.Observer of moduleRunStep
 
 	// deprecated: our former names, served for one release
 	old struct {
@@ -163,6 +167,9 @@ func New(reg prometheus.Registerer, revision RevisionFunc) *Recorder {
 	m.ConfigDrift = b.gauge("addon_operator_config_drift", "Values under a ConfigMap key that the config in git replaces (config drift, not applied): one per overridden path; 0 for a key git sets without drift.", "key")
 	m.HookDroppedSeries = b.counter("addon_operator_hook_metrics_dropped_series_total",
 		"New series a hook wrote to METRICS_PATH beyond its limit, dropped (module is empty for a global hook).", "module", "hook")
+	m.moduleRunStep = b.histogram("addon_operator_module_run_step_seconds",
+		"Wall time of each step of module runs (docs/performance.md, \"Where a module run's time goes\"); the steps of one run add up to it.",
+		stepBuckets, "step")
 
 	m.old.moduleRunErrors = b.counter("addon_operator_module_run_errors", deprecated+"addon_operator_module_run_errors_total and addon_operator_module_delete_errors_total.", "module")
 	m.old.hookErrors = b.counter("addon_operator_hook_errors", deprecated+"addon_operator_{global,module}_hook_run_errors_total.", "hook", "binding", "module")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/addonops/addon-operator/hookmetrics"
 	"github.com/addonops/addon-operator/internal/executor"
 	"github.com/addonops/addon-operator/loader"
@@ -251,4 +253,18 @@ func (m *Recorder) retainHookMetrics(model *loader.Model) {
 		}
 	}
 	m.HookStore.Retain(hooks)
+}
+
+// stepBuckets are finer than buckets: most steps of a run take well under
+// a millisecond.
+var stepBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5}
+
+// ObserveStep records one step of a module run
+// (addon_operator_module_run_step_seconds): steptime.Observer.
+func (m *Recorder) ObserveStep(step string, took time.Duration) {
+	o, ok := m.stepObservers.Load(step)
+	if !ok {
+		o, _ = m.stepObservers.LoadOrStore(step, m.moduleRunStep.WithLabelValues(step))
+	}
+	o.(prometheus.Observer).Observe(took.Seconds())
 }

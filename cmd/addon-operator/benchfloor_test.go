@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hookFloor runs the tree's hooks directly, one after another, as a
+// converge of modules of distinct weights runs them: each module's
+// beforeHelm hook and the global hook, with values, binding context and
+// patch files written once beforehand. Its wall time is the floor of a
+// converge or a re-converge in the same run (docs/performance.md): the
+// operator's own work is what the converge takes beyond it.
+func hookFloor(b *testing.B, tree string) time.Duration {
+	hooks, _ := filepath.Glob(filepath.Join(tree, "modules", "*", "hooks", "*.sh"))
+	hooks = append(hooks, filepath.Join(tree, "global-hooks", "startup.sh"))
+	dir := b.TempDir()
+	files := map[string]string{
+		"values.json":  `{"global":{"bench":{"param":"v1","modulesCount":` + strconv.Itoa(len(hooks)-1) + `},"enabledModules":[]}}`,
+		"context.json": `[{"binding":"beforeAll"}]`,
+	}
+	for name, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(c), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "VALUES_PATH="+filepath.Join(dir, "values.json"), "CONFIG_VALUES_PATH="+filepath.Join(dir, "values.json"),
+		"BINDING_CONTEXT_PATH="+filepath.Join(dir, "context.json"), "VALUES_JSON_PATCH_PATH="+filepath.Join(dir, "patch.json"))
+	start := time.Now()
+	for _, h := range hooks {
+		cmd := exec.Command(h)
+		cmd.Dir, cmd.Env = filepath.Dir(h), env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v: %s", h, err, out)
+		}
+	}
+	return time.Since(start)
+}
+
+// stepSums reads addon_operator_module_run_step_seconds_sum by step.
+func stepSums(t testing.TB, addr string) map[string]float64 {
+	resp, err := plain.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	const prefix = `addon_operator_module_run_step_seconds_sum{step="`
+	sums := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok {
+			continue
+		}
+		step, v, _ := strings.Cut(rest, `"} `)
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			sums[step] = f
+		}
+	}
+	return sums
+}
+
+// logSteps logs each step's milliseconds per module run between two
+// readings of stepSums, in the order of the largest first.
+func logSteps(b *testing.B, what string, before, after map[string]float64, runs int) {
+	type row struct {
+		step string
+		ms   float64
+	}
+	var rows []row
+	total := 0.0
+	for step, v := range after {
+		ms := 1000 * (v - before[step]) / float64(runs)
+		total += ms
+		rows = append(rows, row{step, ms})
+	}
+	slices.SortFunc(rows, func(x, y row) int { return cmp.Compare(y.ms, x.ms) })
+	// one line: a benchmark's log is cut after a few lines
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s, ms per module run by step: total=%.2f", what, total)
+	for _, r := range rows {
+		fmt.Fprintf(&sb, " %s=%.3f", r.step, r.ms)
+	}
+	b.Log(sb.String())
+}
+
+// profiler takes a CPU profile and an execution trace of the operator at
+// addr into $ADDON_OPERATOR_BENCH_PROFILE (nothing when it is unset), each
+// $ADDON_OPERATOR_BENCH_PROFILE_SECONDS long (15 by default), at once;
+// wait returns when both are written.
+type profiler struct{ done chan struct{} }
+
+func profileDir() string { return os.Getenv("ADDON_OPERATOR_BENCH_PROFILE") }
+
+func startProfile(b *testing.B, addr, name string) profiler {
+	p := profiler{done: make(chan struct{})}
+	dir := profileDir()
+	if dir == "" {
+		close(p.done)
+		return p
+	}
+	secs := os.Getenv("ADDON_OPERATOR_BENCH_PROFILE_SECONDS")
+	if secs == "" {
+		secs = "15"
+	}
+	// the server answers before start-up is done: wait until it listens
+	poll(b, "the operator's listener", func() bool { code, _ := get(addr, "/debug/pprof/"); return code == http.StatusOK })
+	errs := make(chan error, 2)
+	for path, file := range map[string]string{"/debug/pprof/profile": name + ".cpu.pprof", "/debug/pprof/trace": name + ".trace"} {
+		go func() {
+			resp, err := http.Get("http://" + addr + path + "?seconds=" + secs)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, file))
+			if err == nil {
+				_, err = io.Copy(f, resp.Body)
+				f.Close()
+			}
+			errs <- err
+		}()
+	}
+	go func() {
+		for range 2 {
+			if err := <-errs; err != nil {
+				b.Error(err)
+			}
+		}
+		close(p.done)
+	}()
+	return p
+}
+
+func (p profiler) wait() { <-p.done }
