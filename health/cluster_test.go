@@ -111,7 +111,7 @@ func newOperatorLike(t *testing.T, opts Options) *operatorLike {
 		o.trs <- tr
 	}
 	o.tracker = NewTracker(KubeWatches(watcher), helm, opts)
-	o.reg.MustRegister(o.tracker.Collector())
+	o.reg.MustRegister(NewCollector(o.tracker))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

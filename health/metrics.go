@@ -4,10 +4,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Collector exports the tracker's statuses as kube-state-metrics exports
+// NewCollector exports the tracker's statuses as kube-state-metrics exports
 // a phase: one series per status, 1 for the current one and 0 for the
 // others (docs/operator.md, "Health").
-func (t *Tracker) Collector() prometheus.Collector { return collector{t} }
+func NewCollector(t *Tracker) prometheus.Collector { return collector{t} }
 
 type collector struct{ t *Tracker }
 

@@ -189,7 +189,7 @@ func TestTrackerMetrics(t *testing.T) {
 		t.Fatalf("health %+v, want the Deployment NotFound", mh)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(h.t.Collector())
+	reg.MustRegister(NewCollector(h.t))
 	want := `
 # HELP addon_operator_health Health of the operator's modules: the worst module status (Degraded, Progressing, Unknown, Healthy), 1 for it and 0 for the others.
 # TYPE addon_operator_health gauge

@@ -24,7 +24,7 @@ func (e *env) withHealth(opts health.Options) *health.Tracker {
 		cancel()
 		<-done
 	})
-	e.reg.MustRegister(tr.Collector())
+	e.reg.MustRegister(health.NewCollector(tr))
 	return tr
 }
 

@@ -42,7 +42,7 @@ func newHealth(o healthOptions, watcher *kube.Watcher, helm *kube.Helm, events h
 	t := health.NewTracker(health.KubeWatches(watcher), helm, health.Options{
 		ProgressTimeout: o.ProgressTimeout, Logger: logger, Objects: watcher, OnTransition: record, OnEdited: onEdited,
 	})
-	reg.MustRegister(t.Collector())
+	reg.MustRegister(health.NewCollector(t))
 	// a no-change module run asks the watches, not the API server, whether
 	// its release's objects are there (docs/operator.md, "Helm releases")
 	helm.SetPresence(t)

@@ -69,21 +69,19 @@ func (r *Runner) hookLogger(hook *loader.Hook, attrs ...any) *slog.Logger {
 // global hook): its binding context, config values and values written,
 // the files it may hand back created empty, and the files named extra in
 // its directory too (more result files, such as a webhook's response).
-// The caller hands files back with Release.
+// The caller hands them back with r.dirs.release(files.Dir), which
+// removes them after the run while Run runs.
 func (r *Runner) PrepareRun(store *values.Store, moduleKey string, bindingContext any, extra ...string) (*Files, error) {
 	files, err := r.dirs.take()
 	if err != nil {
 		return nil, err
 	}
 	if err := files.write(store, moduleKey, r.opts.Modules.EnabledList(), bindingContext, extra); err != nil {
-		r.Release(files)
+		r.dirs.release(files.Dir)
 		return nil, err
 	}
 	return files, nil
 }
-
-// Release removes a run's files, after the run while Run runs.
-func (r *Runner) Release(files *Files) { r.dirs.release(files.Dir) }
 
 // Run makes each hook run's directory ahead of it and removes it after
 // the run (tempdirs.go) until ctx ends.

@@ -49,7 +49,7 @@ func (r *Runner) RunResponseHook(ctx context.Context, run ResponseRun) (_ []byte
 	if err != nil {
 		return nil, err
 	}
-	defer r.Release(files)
+	defer r.dirs.release(files.Dir)
 	response := filepath.Join(files.Dir, "response.json")
 	timeout := r.opts.HookTimeout
 	if d, ok := ctx.Deadline(); ok {

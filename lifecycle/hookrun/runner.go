@@ -127,7 +127,7 @@ func (r *Runner) RunHook(ctx context.Context, hook *loader.Hook, binding string,
 	}
 	// the temp files' removal counts with their writing
 	defer func() {
-		r.Release(files)
+		r.dirs.release(files.Dir)
 		steptime.Mark(ctx, steptime.HookFiles)
 	}()
 	steptime.Mark(ctx, steptime.HookFiles)
