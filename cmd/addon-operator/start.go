@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +18,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
 	"github.com/addonops/addon-operator/commithealth"
 	"github.com/addonops/addon-operator/commitstatus"
@@ -416,46 +413,6 @@ func start(o *startOptions) (err error) {
 	logger.Info("addon-operator starting", "modules_dir", op.ModulesDir, "global_hooks_dir", op.GlobalHooksDir,
 		"namespace", op.Namespace, "config_map", op.ConfigMap, "listen", ln.Addr().String(), "web_view", "http://"+ln.Addr().String()+"/ui/")
 	return s.run(ctx, srv, ln)
-}
-
-// setUp applies the process-wide settings: the logger (client-go's too),
-// the temporary directory, the GC target. It returns the logger and the
-// listen address.
-func setUp(o *startOptions, redactor *values.Redactor) (*slog.Logger, string, error) {
-	logger, err := o.lg.logger(os.Stderr)
-	if err != nil {
-		return nil, "", err
-	}
-	logger = slog.New(redactor.LogHandler(logger.Handler()))
-	slog.SetDefault(logger)
-	for _, n := range o.notes {
-		level := slog.LevelInfo
-		if n.warn {
-			level = slog.LevelWarn
-		}
-		logger.Log(context.Background(), level, n.msg, n.args...)
-	}
-	listenAddress, err := o.op.Listen.address()
-	if err != nil {
-		return nil, "", err
-	}
-	if o.op.Listen.Port != "" && !strings.HasSuffix(listenAddress, ":"+o.op.Listen.Port) {
-		logger.Warn("setting ignored: the listen address has a port of its own", "port", o.op.Listen.Port, "listen", listenAddress)
-	}
-	if o.op.TempDir != "" {
-		if err := os.MkdirAll(o.op.TempDir, 0o700); err != nil {
-			return nil, "", fmt.Errorf("ADDON_OPERATOR_TMP_DIR: %w", err)
-		}
-	}
-	// client-go's own messages (watch errors, leader election) in the same format
-	klog.SetSlogLogger(logger.With("component", "client-go"))
-	if os.Getenv("GOGC") == "" {
-		// the live heap is small (~7 MiB after converging 100 modules);
-		// collecting at +50 % instead of +100 % keeps peak RSS ~3 MiB lower
-		// at no measurable cost to converge time (docs/performance.md)
-		debug.SetGCPercent(50)
-	}
-	return logger, listenAddress, nil
 }
 
 // run runs every part in one group and returns once all stopped.
