@@ -54,6 +54,20 @@ func (c *Manual) LongestWait() time.Duration {
 	return d
 }
 
+// ShortestWait is the shortest wait asked for that has not fired (0:
+// none).
+func (c *Manual) ShortestWait() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var d time.Duration
+	for i, w := range c.waiters {
+		if left := w.at.Sub(c.now); i == 0 || left < d {
+			d = left
+		}
+	}
+	return d
+}
+
 // Advance moves the clock and fires the waits that are due.
 func (c *Manual) Advance(d time.Duration) {
 	c.mu.Lock()

@@ -63,6 +63,10 @@ type Options struct {
 	// MinInterval is the least time between two passes (default 1s): a
 	// burst of changes is one pass.
 	MinInterval time.Duration
+	// BusyInterval is the least time between two passes while a converge
+	// is under way, some module waiting or running (default 5s): the
+	// writes then go to the API server the converge itself waits on.
+	BusyInterval time.Duration
 	// Resync re-reads health and drift, which announce nothing (default
 	// 10s); a pass with nothing changed writes nothing.
 	Resync time.Duration
@@ -82,12 +86,17 @@ type Writer struct {
 	// readyOn is, by module, its inputs when a Ready status was last
 	// written (rerun)
 	readyOn map[string]string
+	// busy: the last pass saw a converge under way
+	busy bool
 }
 
 // New prepares a Writer.
 func New(opts Options) *Writer {
 	if opts.MinInterval <= 0 {
 		opts.MinInterval = time.Second
+	}
+	if opts.BusyInterval <= 0 {
+		opts.BusyInterval = max(5*time.Second, opts.MinInterval)
 	}
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Second
@@ -104,9 +113,10 @@ func New(opts Options) *Writer {
 	return &Writer{opts: opts, written: map[string]Status{}, readyOn: map[string]string{}}
 }
 
-// Run writes a pass at each announcement (at most one per MinInterval)
-// and at the latest Resync after the last pass, until ctx ends. A failed
-// pass is retried at the next.
+// Run writes a pass at each announcement (at most one per MinInterval,
+// or BusyInterval while a converge is under way) and at the latest Resync
+// after the last pass, until ctx ends. A failed pass is retried at the
+// next.
 func (w *Writer) Run(ctx context.Context) {
 	for {
 		_, treeCh := w.opts.Trees.Changed()
@@ -122,10 +132,14 @@ func (w *Writer) Run(ctx context.Context) {
 		case <-w.opts.After(w.opts.Resync):
 		}
 		// the changes of a converge come in bursts: one pass for each
+		wait := w.opts.MinInterval
+		if w.busy {
+			wait = w.opts.BusyInterval
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-w.opts.After(w.opts.MinInterval):
+		case <-w.opts.After(wait):
 		}
 	}
 }
@@ -158,6 +172,13 @@ func (w *Writer) Pass(ctx context.Context) error {
 		w.listed = true
 	}
 	states := w.opts.Modules.All()
+	w.busy = false
+	for _, st := range states {
+		if st.Enabled && (st.State == runstate.StatePending || st.State == runstate.StateRunning) {
+			w.busy = true
+			break
+		}
+	}
 	inTree := make(map[string]bool, len(t.Model.Modules))
 	now := metav1.NewTime(w.opts.Now().Truncate(time.Second))
 	for _, m := range t.Model.Modules {
@@ -174,6 +195,11 @@ func (w *Writer) Pass(ctx context.Context) error {
 		}
 		st := build(in)
 		old, had := w.written[m.Name]
+		if !had && w.busy && st.Enabled && st.State == string(runstate.StatePending) {
+			// waiting its turn in a converge: created once it runs
+			// (docs/operator.md, "Module objects")
+			continue
+		}
 		inputs := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[m.Key+"Enabled"]
 		if had && rerun(old, st) && w.readyOn[m.Name] == inputs {
 			// a re-run of what it was Ready on (a reload after a global

@@ -28,7 +28,7 @@ func TestPassWritesOnChangeOnly(t *testing.T) {
 	trees.Start(tree("c1", "alpha", "beta", "gamma"))
 	setState(mods, map[string]runstate.Module{
 		"alpha": {Enabled: true, State: runstate.StateReady},
-		"beta":  {Enabled: true, State: runstate.StateRunning},
+		"beta":  {Enabled: true, State: runstate.StateFailed},
 	})
 	hl, dr := &fakeHealth{}, fakeDrift{}
 	c := newFakeClient()
@@ -127,8 +127,8 @@ func TestRunBatchesBursts(t *testing.T) {
 	setState(mods, map[string]runstate.Module{"alpha": {Enabled: true, State: runstate.StateRunning}})
 	c := newFakeClient()
 	clock := testclock.New()
-	w := New(Options{Trees: trees, Modules: mods, Client: c, MinInterval: time.Second, Resync: 10 * time.Second,
-		Now: clock.Now, After: clock.After})
+	w := New(Options{Trees: trees, Modules: mods, Client: c, MinInterval: time.Second, BusyInterval: time.Second,
+		Resync: 10 * time.Second, Now: clock.Now, After: clock.After})
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
 	testwait.Until(t, "the first write", func() bool { return c.total() == 1 })
@@ -303,4 +303,43 @@ func TestPassRerunOfSameInputsWritesNothing(t *testing.T) {
 	if st, _ := c.get("alpha"); cond(st, CondStalled) != metav1.ConditionTrue {
 		t.Fatalf("alpha failed: %+v", st.Conditions)
 	}
+}
+
+// While a converge is under way the writer keeps off the API server the
+// converge waits on: a module still waiting its turn gets no object yet,
+// and passes are BusyInterval apart (idle, MinInterval: TestRunResyncs).
+func TestRunWritesLessDuringAConverge(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha", "beta", "gamma"))
+	setState(mods, map[string]runstate.Module{
+		"alpha": {Enabled: true, State: runstate.StateReady},
+		"beta":  {Enabled: true, State: runstate.StateRunning},
+		"gamma": {Enabled: true, State: runstate.StatePending},
+	})
+	c := newFakeClient()
+	clock := testclock.New()
+	w := New(Options{Trees: trees, Modules: mods, Client: c, MinInterval: time.Second, BusyInterval: 5 * time.Second,
+		Resync: 10 * time.Second, Now: clock.Now, After: clock.After})
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	testwait.Until(t, "the first pass", func() bool { return c.total() == 2 })
+	if _, ok := c.get("gamma"); ok {
+		t.Fatal("gamma, waiting its turn, was created during the converge")
+	}
+	mods.Update("beta", func(st *runstate.Module) { st.State = runstate.StateReady })
+	mods.Update("gamma", func(st *runstate.Module) { st.State = runstate.StateRunning })
+	testwait.Until(t, "the writer to wait BusyInterval", func() bool {
+		return clock.Waiting() == 2 && clock.LongestWait() == 10*time.Second && clock.ShortestWait() == 5*time.Second
+	})
+	clock.Advance(4 * time.Second)
+	if got := c.total(); got != 2 {
+		t.Fatalf("%d writes within BusyInterval, want 2", got)
+	}
+	clock.Advance(time.Second)
+	testwait.Until(t, "gamma created, running", func() bool { _, ok := c.get("gamma"); return ok && c.total() == 4 })
+	cancel()
+	<-done
 }
