@@ -67,6 +67,10 @@ type Options struct {
 	// is under way, some module waiting or running (default 5s): the
 	// writes then go to the API server the converge itself waits on.
 	BusyInterval time.Duration
+	// PendingGrace is how long a module waiting its turn in a converge
+	// goes without an object (default 1m): one whose converge stalls (a
+	// module ahead of it failing and retried) is then listed, Pending.
+	PendingGrace time.Duration
 	// Resync re-reads health and drift, which announce nothing (default
 	// 10s); a pass with nothing changed writes nothing.
 	Resync time.Duration
@@ -88,6 +92,9 @@ type Writer struct {
 	readyOn map[string]string
 	// busy: the last pass saw a converge under way
 	busy bool
+	// waiting is, by module, when a pass first left it without an object
+	// because it waited its turn (PendingGrace)
+	waiting map[string]time.Time
 }
 
 // New prepares a Writer.
@@ -101,6 +108,9 @@ func New(opts Options) *Writer {
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Second
 	}
+	if opts.PendingGrace <= 0 {
+		opts.PendingGrace = time.Minute
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -110,7 +120,7 @@ func New(opts Options) *Writer {
 	if opts.After == nil {
 		opts.After = time.After
 	}
-	return &Writer{opts: opts, written: map[string]Status{}, readyOn: map[string]string{}}
+	return &Writer{opts: opts, written: map[string]Status{}, readyOn: map[string]string{}, waiting: map[string]time.Time{}}
 }
 
 // Run writes a pass at each announcement (at most one per MinInterval,
@@ -196,10 +206,19 @@ func (w *Writer) Pass(ctx context.Context) error {
 		st := build(in)
 		old, had := w.written[m.Name]
 		if !had && w.busy && st.Enabled && st.State == string(runstate.StatePending) {
-			// waiting its turn in a converge: created once it runs
-			// (docs/operator.md, "Module objects")
-			continue
+			// waiting its turn in a converge: created once it runs, or
+			// once it has waited PendingGrace (docs/operator.md, "Module
+			// objects")
+			since, ok := w.waiting[m.Name]
+			if !ok {
+				since = w.opts.Now()
+				w.waiting[m.Name] = since
+			}
+			if w.opts.Now().Sub(since) < w.opts.PendingGrace {
+				continue
+			}
 		}
+		delete(w.waiting, m.Name)
 		inputs := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[m.Key+"Enabled"]
 		if had && rerun(old, st) && w.readyOn[m.Name] == inputs {
 			// a re-run of what it was Ready on (a reload after a global
@@ -235,6 +254,11 @@ func (w *Writer) Pass(ctx context.Context) error {
 		}
 		delete(w.written, name)
 		delete(w.readyOn, name)
+	}
+	for name := range w.waiting {
+		if !inTree[name] {
+			delete(w.waiting, name)
+		}
 	}
 	return firstErr
 }

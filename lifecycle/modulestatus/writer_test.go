@@ -343,3 +343,40 @@ func TestRunWritesLessDuringAConverge(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A module that keeps waiting because the converge stalls (a module ahead
+// of it failing and retried, a hook that hangs) gets its object, Pending,
+// once it has waited PendingGrace: `kubectl get modules` lists it.
+func TestPassCreatesAModuleLeftWaiting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha", "beta"))
+	setState(mods, map[string]runstate.Module{
+		"alpha": {Enabled: true, State: runstate.StateFailed},
+		"beta":  {Enabled: true, State: runstate.StatePending},
+	})
+	c := newFakeClient()
+	clock := testclock.New()
+	w := New(Options{Trees: trees, Modules: mods, Client: c, PendingGrace: time.Minute, Now: clock.Now, After: clock.After})
+	for _, tc := range []struct {
+		advance time.Duration
+		created bool
+	}{
+		{0, false},                // waiting its turn
+		{59 * time.Second, false}, // still within the grace
+		{time.Second, true},       // waited long enough: shown Pending
+	} {
+		clock.Advance(tc.advance)
+		if err := w.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st, ok := c.get("beta")
+		if ok != tc.created {
+			t.Fatalf("after %s: beta created %v, want %v", tc.advance, ok, tc.created)
+		}
+		if ok && st.State != string(runstate.StatePending) {
+			t.Fatalf("beta: state %q, want Pending", st.State)
+		}
+	}
+}
