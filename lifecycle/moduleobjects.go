@@ -51,6 +51,16 @@ func (c onConfigMap) ModuleWarning(ctx context.Context, _, reason, message strin
 	return c.rec.Warning(ctx, reason, message)
 }
 
+// moduleEventOnObject says whether a module's Event goes to its Module
+// object now (modulestatus.Events.OnObject); true when there is no such
+// routing: every Event then goes to one place.
+func (cfg Config) moduleEventOnObject(module string) bool {
+	if r, ok := cfg.ModuleEvents.(interface{ OnObject(string) bool }); ok {
+		return r.OnObject(module)
+	}
+	return true
+}
+
 // moduleWarning records a Warning Event about module, logging a failure
 // (an Event is best effort: the problem is on /status and in the log).
 func (cfg Config) moduleWarning(ctx context.Context, module, reason, message string) {

@@ -136,10 +136,23 @@ func (r *recorder) record(ctx context.Context, o outcome) error {
 // module runs or is disabled, so retries of the same failure add none
 // (docs/operator.md, "Events"). A run cut short by shutdown records none,
 // nor does a release conflict, which has its own (conflict.go).
+//
+// An Event that went to the values ConfigMap because the module had no
+// Module object yet (a first run failing before the object is written) is
+// recorded again, once, when the object is there: `kubectl describe
+// module/NAME` shows it.
 type runFailures struct {
-	warn func(ctx context.Context, module, reason, message string) // nil: none
-	mu   sync.Mutex
-	last map[string]string // the first line last recorded, by module
+	warn     func(ctx context.Context, module, reason, message string) // nil: none
+	onObject func(module string) bool                                  // nil: always
+	mu       sync.Mutex
+	last     map[string]recordedFailure // by module
+}
+
+// recordedFailure is the first line last recorded and whether it went to
+// the module's object.
+type recordedFailure struct {
+	first    string
+	onObject bool
 }
 
 func (f *runFailures) event(ctx context.Context, module string, err error) {
@@ -148,13 +161,15 @@ func (f *runFailures) event(ctx context.Context, module string, err error) {
 	}
 	msg := err.Error()
 	first, _, _ := strings.Cut(msg, "\n")
+	onObject := f.onObject == nil || f.onObject(module)
 	f.mu.Lock()
-	fresh := f.last[module] != first
+	prev, had := f.last[module]
+	fresh := !had || prev.first != first || (!prev.onObject && onObject)
 	if fresh {
 		if f.last == nil {
-			f.last = map[string]string{}
+			f.last = map[string]recordedFailure{}
 		}
-		f.last[module] = first
+		f.last[module] = recordedFailure{first: first, onObject: onObject}
 	}
 	f.mu.Unlock()
 	if !fresh {

@@ -48,3 +48,24 @@ func TestRunFailureEvents(t *testing.T) {
 		})
 	}
 }
+
+// A failure recorded on the values ConfigMap, the module having no Module
+// object yet, is recorded once more when the object is there, and no more.
+func TestRunFailureEventReachesTheObject(t *testing.T) {
+	t.Parallel()
+	errHook := errors.New("hook 10-a.sh: exited 1")
+	onObject := false
+	var got []bool // where each Event went: on the object
+	f := runFailures{
+		warn:     func(context.Context, string, string, string) { got = append(got, onObject) },
+		onObject: func(string) bool { return onObject },
+	}
+	f.event(t.Context(), "alpha", errHook) // the first run: no object yet
+	f.event(t.Context(), "alpha", errHook) // retried, still none
+	onObject = true                        // a pass wrote the object
+	f.event(t.Context(), "alpha", errHook)
+	f.event(t.Context(), "alpha", errHook)
+	if !slices.Equal(got, []bool{false, true}) {
+		t.Fatalf("Events on the object: %v, want [false true]", got)
+	}
+}
