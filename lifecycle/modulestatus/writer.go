@@ -2,6 +2,7 @@ package modulestatus
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"reflect"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // Trees is the running tree and its announcements (runstate.Trees).
@@ -219,7 +221,7 @@ func (w *Writer) Pass(ctx context.Context) error {
 			}
 		}
 		delete(w.waiting, m.Name)
-		inputs := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[m.Key+"Enabled"]
+		inputs := inputsOf(t, m)
 		if had && rerun(old, st) && w.readyOn[m.Name] == inputs {
 			// a re-run of what it was Ready on (a reload after a global
 			// change, a resync): still Ready, so a no-change re-converge
@@ -261,6 +263,20 @@ func (w *Writer) Pass(ctx context.Context) error {
 		}
 	}
 	return firstErr
+}
+
+// inputsOf is what a module's run depends on of its own: its files, its
+// sections of the ConfigMap (with config in git) and of the common values
+// file ($MODULES_DIR/values.yaml, outside its directory): a re-run on the
+// same inputs stays Ready (rerun).
+func inputsOf(t *runstate.Tree, m *loader.Module) string {
+	in := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[m.Key+"Enabled"]
+	if common := t.Model.Values.Common; common != nil {
+		// encoding/json sorts map keys: equal sections, equal text
+		b, _ := json.Marshal([]any{common[m.Key], common[m.Key+"Enabled"]})
+		in += "\x00" + string(b)
+	}
+	return in
 }
 
 // rerun: the module was written Ready and now waits or runs again, enabled

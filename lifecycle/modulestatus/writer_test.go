@@ -12,6 +12,7 @@ import (
 	"github.com/addonops/addon-operator/internal/testclock"
 	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/values"
 )
 
 func newWriter(trees *runstate.Trees, mods *runstate.Modules, c Client, h Health, d Drift) *Writer {
@@ -377,6 +378,46 @@ func TestPassCreatesAModuleLeftWaiting(t *testing.T) {
 		}
 		if ok && st.State != string(runstate.StatePending) {
 			t.Fatalf("beta: state %q, want Pending", st.State)
+		}
+	}
+}
+
+// A commit that changes only a module's section of the common values file
+// ($MODULES_DIR/values.yaml: neither its files nor the ConfigMap) changes
+// its inputs: its re-run is Reconciling, not Ready on what it ran before.
+func TestPassRerunOnCommonValuesIsReconciling(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	tr := tree("c1", "alpha")
+	tr.Model.Modules[0].Key = "alpha"
+	tr.Model.Values.Common = values.Values{"alpha": map[string]any{"replicas": 1}, "alphaEnabled": true}
+	trees.Start(tr)
+	setState(mods, map[string]runstate.Module{"alpha": {Enabled: true, State: runstate.StateReady}})
+	c := newFakeClient()
+	w := newWriter(trees, mods, c, &fakeHealth{}, fakeDrift{})
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		common      values.Values
+		reconciling metav1.ConditionStatus
+	}{
+		{"the same common values", values.Values{"alphaEnabled": true, "alpha": map[string]any{"replicas": 1}}, metav1.ConditionFalse},
+		{"its section changed", values.Values{"alpha": map[string]any{"replicas": 2}, "alphaEnabled": true}, metav1.ConditionTrue},
+	} {
+		next := *tr
+		model := *tr.Model
+		model.Values.Common = tc.common
+		next.Model, next.Rev.Commit = &model, "c2"
+		trees.Start(&next)
+		mods.Update("alpha", func(st *runstate.Module) { st.State = runstate.StateRunning })
+		if err := w.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := c.get("alpha"); cond(st, CondReconciling) != tc.reconciling {
+			t.Fatalf("%s: Reconciling %s, want %s: %+v", tc.name, cond(st, CondReconciling), tc.reconciling, st.Conditions)
 		}
 	}
 }
