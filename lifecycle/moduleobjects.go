@@ -62,12 +62,16 @@ func (cfg Config) moduleEventOnObject(module string) bool {
 }
 
 // moduleWarning records a Warning Event about module, logging a failure
-// (an Event is best effort: the problem is on /status and in the log).
-func (cfg Config) moduleWarning(ctx context.Context, module, reason, message string) {
+// (an Event is best effort: the problem is on /status and in the log); it
+// returns that failure, for a caller that records an Event once per
+// problem to try again.
+func (cfg Config) moduleWarning(ctx context.Context, module, reason, message string) error {
 	if cfg.ModuleEvents == nil {
-		return
+		return nil
 	}
-	if err := cfg.ModuleEvents.ModuleWarning(ctx, module, reason, message); err != nil {
+	err := cfg.ModuleEvents.ModuleWarning(ctx, module, reason, message)
+	if err != nil {
 		cfg.Logger.Warn("could not record an Event", "module", module, "reason", reason, "err", err)
 	}
+	return err
 }

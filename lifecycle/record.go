@@ -140,10 +140,11 @@ func (r *recorder) record(ctx context.Context, o outcome) error {
 // An Event that went to the values ConfigMap because the module had no
 // Module object yet (a first run failing before the object is written) is
 // recorded again, once, when the object is there: `kubectl describe
-// module/NAME` shows it.
+// module/NAME` shows it. One whose creation failed is tried again at the
+// next failure.
 type runFailures struct {
-	warn     func(ctx context.Context, module, reason, message string) // nil: none
-	onObject func(module string) bool                                  // nil: always
+	warn     func(ctx context.Context, module, reason, message string) error // nil: none
+	onObject func(module string) bool                                        // nil: always
 	mu       sync.Mutex
 	last     map[string]recordedFailure // by module
 }
@@ -179,7 +180,18 @@ func (f *runFailures) event(ctx context.Context, module string, err error) {
 		// a cut rune is dropped, not sent as invalid UTF-8
 		msg = strings.ToValidUTF8(msg[:maxEventMessage], "") + "…"
 	}
-	f.warn(ctx, module, "ModuleRunFailed", "module "+module+": "+msg)
+	if f.warn(ctx, module, "ModuleRunFailed", "module "+module+": "+msg) != nil {
+		// not recorded: the next failure tries again
+		f.mu.Lock()
+		if cur, ok := f.last[module]; ok && cur.first == first {
+			if had {
+				f.last[module] = prev
+			} else {
+				delete(f.last, module)
+			}
+		}
+		f.mu.Unlock()
+	}
 }
 
 func (f *runFailures) clear(module string) {
