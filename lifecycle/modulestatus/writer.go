@@ -73,6 +73,10 @@ type Options struct {
 	// goes without an object (default 1m): one whose converge stalls (a
 	// module ahead of it failing and retried) is then listed, Pending.
 	PendingGrace time.Duration
+	// Relist is how often a pass lists the objects again (default 1m):
+	// one deleted by hand is written again though its status did not
+	// change.
+	Relist time.Duration
 	// Resync re-reads health and drift, which announce nothing (default
 	// 10s); a pass with nothing changed writes nothing.
 	Resync time.Duration
@@ -89,6 +93,8 @@ type Writer struct {
 	opts    Options
 	written map[string]Status // what the API server has, as last written
 	listed  bool              // the namespace's objects were listed once
+	// listedAt: when they were last listed (Relist)
+	listedAt time.Time
 	// readyOn is, by module, its inputs when a Ready status was last
 	// written (rerun)
 	readyOn map[string]string
@@ -109,6 +115,9 @@ func New(opts Options) *Writer {
 	}
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Second
+	}
+	if opts.Relist <= 0 {
+		opts.Relist = time.Minute
 	}
 	if opts.PendingGrace <= 0 {
 		opts.PendingGrace = time.Minute
@@ -170,18 +179,26 @@ func (w *Writer) Pass(ctx context.Context) error {
 			firstErr = err
 		}
 	}
-	if !w.listed {
+	if !w.listed || w.opts.Now().Sub(w.listedAt) >= w.opts.Relist {
 		names, err := w.opts.Client.List(ctx)
 		if err != nil {
 			return err
 		}
+		there := make(map[string]bool, len(names))
 		// objects a previous run left: unknown, so rewritten or deleted
 		for _, n := range names {
+			there[n] = true
 			if _, ok := w.written[n]; !ok {
 				w.written[n] = Status{}
 			}
 		}
-		w.listed = true
+		// objects deleted by hand: written again below
+		for n := range w.written {
+			if !there[n] {
+				delete(w.written, n)
+			}
+		}
+		w.listed, w.listedAt = true, w.opts.Now()
 	}
 	states := w.opts.Modules.All()
 	w.busy = false

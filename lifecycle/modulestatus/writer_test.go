@@ -421,3 +421,41 @@ func TestPassRerunOnCommonValuesIsReconciling(t *testing.T) {
 		}
 	}
 }
+
+// A Module object deleted by hand is written again within Relist, though
+// its module's status did not change (a pass with nothing changed writes
+// nothing, so only a list finds it gone).
+func TestPassRewritesAnObjectDeletedByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha"))
+	setState(mods, map[string]runstate.Module{"alpha": {Enabled: true, State: runstate.StateReady}})
+	c := newFakeClient()
+	clock := testclock.New()
+	w := New(Options{Trees: trees, Modules: mods, Client: c, Relist: time.Minute, Now: clock.Now, After: clock.After})
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	delete(c.objects, "alpha") // kubectl delete module/alpha
+	c.mu.Unlock()
+	for _, tc := range []struct {
+		advance time.Duration
+		there   bool
+	}{
+		{10 * time.Second, false}, // a resync: nothing changed, nothing listed
+		{50 * time.Second, true},  // Relist after the last list: listed, written again
+	} {
+		clock.Advance(tc.advance)
+		if err := w.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.get("alpha"); ok != tc.there {
+			t.Fatalf("after %s: alpha's object there %v, want %v", tc.advance, ok, tc.there)
+		}
+	}
+	if got := c.writes["alpha"]; got != 2 {
+		t.Fatalf("alpha written %d times, want 2", got)
+	}
+}
