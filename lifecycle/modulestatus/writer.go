@@ -180,25 +180,12 @@ func (w *Writer) Pass(ctx context.Context) error {
 		}
 	}
 	if !w.listed || w.opts.Now().Sub(w.listedAt) >= w.opts.Relist {
-		names, err := w.opts.Client.List(ctx)
-		if err != nil {
-			return err
-		}
-		there := make(map[string]bool, len(names))
-		// objects a previous run left: unknown, so rewritten or deleted
-		for _, n := range names {
-			there[n] = true
-			if _, ok := w.written[n]; !ok {
-				w.written[n] = Status{}
+		if err := w.relist(ctx); err != nil {
+			if !w.listed {
+				return err
 			}
+			keep(err) // a relist: this pass writes on what it knows
 		}
-		// objects deleted by hand: written again below
-		for n := range w.written {
-			if !there[n] {
-				delete(w.written, n)
-			}
-		}
-		w.listed, w.listedAt = true, w.opts.Now()
 	}
 	states := w.opts.Modules.All()
 	w.busy = false
@@ -294,6 +281,29 @@ func inputsOf(t *runstate.Tree, m *loader.Module) string {
 		in += "\x00" + string(b)
 	}
 	return in
+}
+
+// relist lists the objects: those a previous run left are unknown, so
+// rewritten or deleted; those deleted by hand are written again.
+func (w *Writer) relist(ctx context.Context) error {
+	names, err := w.opts.Client.List(ctx)
+	if err != nil {
+		return err
+	}
+	there := make(map[string]bool, len(names))
+	for _, n := range names {
+		there[n] = true
+		if _, ok := w.written[n]; !ok {
+			w.written[n] = Status{}
+		}
+	}
+	for n := range w.written {
+		if !there[n] {
+			delete(w.written, n)
+		}
+	}
+	w.listed, w.listedAt = true, w.opts.Now()
+	return nil
 }
 
 // rerun: the module was written Ready and now waits or runs again, enabled
