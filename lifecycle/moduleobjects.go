@@ -51,13 +51,27 @@ func (c onConfigMap) ModuleWarning(ctx context.Context, _, reason, message strin
 	return c.rec.Warning(ctx, reason, message)
 }
 
-// moduleWarning records a Warning Event about module, logging a failure
-// (an Event is best effort: the problem is on /status and in the log).
-func (cfg Config) moduleWarning(ctx context.Context, module, reason, message string) {
-	if cfg.ModuleEvents == nil {
-		return
+// moduleEventOnObject says whether a module's Event goes to its Module
+// object now (modulestatus.Events.OnObject); true when there is no such
+// routing: every Event then goes to one place.
+func (cfg Config) moduleEventOnObject(module string) bool {
+	if r, ok := cfg.ModuleEvents.(interface{ OnObject(string) bool }); ok {
+		return r.OnObject(module)
 	}
-	if err := cfg.ModuleEvents.ModuleWarning(ctx, module, reason, message); err != nil {
+	return true
+}
+
+// moduleWarning records a Warning Event about module, logging a failure
+// (an Event is best effort: the problem is on /status and in the log); it
+// returns that failure, for a caller that records an Event once per
+// problem to try again.
+func (cfg Config) moduleWarning(ctx context.Context, module, reason, message string) error {
+	if cfg.ModuleEvents == nil {
+		return nil
+	}
+	err := cfg.ModuleEvents.ModuleWarning(ctx, module, reason, message)
+	if err != nil {
 		cfg.Logger.Warn("could not record an Event", "module", module, "reason", reason, "err", err)
 	}
+	return err
 }

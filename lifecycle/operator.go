@@ -218,7 +218,7 @@ func New(cfg Config, backend ConfigBackend, helm Helm, ld *loader.Loader) *Opera
 	report := &revisionReporter{on: cfg.OnRevisionState, trees: trees, modules: modules, held: purge.discoveryHeld}
 	drift := newDriftChecker(cfg, driftcheck.Options{Metrics: m, Trees: trees, Modules: modules, Queues: queues})
 	rec := &recorder{metrics: m, modules: modules, report: report, health: cfg.Health, now: cfg.Now,
-		failed: runFailures{warn: cfg.moduleWarning}}
+		failed: runFailures{warn: cfg.moduleWarning, onObject: cfg.moduleEventOnObject}}
 	waits := &healthWaits{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules}
 	mods := &moduleSteps{cfg: cfg, logger: cfg.Logger, metrics: m, trees: trees, modules: modules, queues: queues,
 		run: run, bind: bind, helm: helm, rec: rec, waits: waits}

@@ -136,10 +136,24 @@ func (r *recorder) record(ctx context.Context, o outcome) error {
 // module runs or is disabled, so retries of the same failure add none
 // (docs/operator.md, "Events"). A run cut short by shutdown records none,
 // nor does a release conflict, which has its own (conflict.go).
+//
+// An Event that went to the values ConfigMap because the module had no
+// Module object yet (a first run failing before the object is written) is
+// recorded again, once, when the object is there: `kubectl describe
+// module/NAME` shows it. One whose creation failed is tried again at the
+// next failure.
 type runFailures struct {
-	warn func(ctx context.Context, module, reason, message string) // nil: none
-	mu   sync.Mutex
-	last map[string]string // the first line last recorded, by module
+	warn     func(ctx context.Context, module, reason, message string) error // nil: none
+	onObject func(module string) bool                                        // nil: always
+	mu       sync.Mutex
+	last     map[string]recordedFailure // by module
+}
+
+// recordedFailure is the first line last recorded and whether it went to
+// the module's object.
+type recordedFailure struct {
+	first    string
+	onObject bool
 }
 
 func (f *runFailures) event(ctx context.Context, module string, err error) {
@@ -148,13 +162,15 @@ func (f *runFailures) event(ctx context.Context, module string, err error) {
 	}
 	msg := err.Error()
 	first, _, _ := strings.Cut(msg, "\n")
+	onObject := f.onObject == nil || f.onObject(module)
 	f.mu.Lock()
-	fresh := f.last[module] != first
+	prev, had := f.last[module]
+	fresh := !had || prev.first != first || (!prev.onObject && onObject)
 	if fresh {
 		if f.last == nil {
-			f.last = map[string]string{}
+			f.last = map[string]recordedFailure{}
 		}
-		f.last[module] = first
+		f.last[module] = recordedFailure{first: first, onObject: onObject}
 	}
 	f.mu.Unlock()
 	if !fresh {
@@ -164,7 +180,18 @@ func (f *runFailures) event(ctx context.Context, module string, err error) {
 		// a cut rune is dropped, not sent as invalid UTF-8
 		msg = strings.ToValidUTF8(msg[:maxEventMessage], "") + "…"
 	}
-	f.warn(ctx, module, "ModuleRunFailed", "module "+module+": "+msg)
+	if f.warn(ctx, module, "ModuleRunFailed", "module "+module+": "+msg) != nil {
+		// not recorded: the next failure tries again
+		f.mu.Lock()
+		if cur, ok := f.last[module]; ok && cur.first == first {
+			if had {
+				f.last[module] = prev
+			} else {
+				delete(f.last, module)
+			}
+		}
+		f.mu.Unlock()
+	}
 }
 
 func (f *runFailures) clear(module string) {

@@ -110,3 +110,29 @@ func TestModuleEventsOnModuleObject(t *testing.T) {
 		}
 	}
 }
+
+// A module whose first run fails, before any pass of the Module objects
+// wrote its object, still shows ModuleRunFailed on its object once it has
+// one: the Event that went to the values ConfigMap meanwhile does not keep
+// it off `kubectl describe module/NAME`.
+func TestModuleEventsFirstRunFails(t *testing.T) {
+	crd := filepath.Join("..", "..", "deploy", "chart", "addon-operator", "crds", "modules.addonops.io.yaml")
+	if out, err := kubectlIn(t, "apply", "-f", crd); err != nil {
+		t.Fatalf("kubectl apply the CRD: %v\n%s", err, out)
+	}
+	if out, err := kubectlIn(t, "wait", "--for=condition=Established", "crd/modules.addonops.io", "--timeout=60s"); err != nil {
+		t.Fatalf("the CRD was not established: %v\n%s", err, out)
+	}
+	ns := namespace(t, "modevents1st")
+	dir, marks := t.TempDir(), t.TempDir()
+	writeFiles(t, marks, map[string]string{"fail": ""})
+	writeFiles(t, dir, merged(moduleFiles("001-alpha", "alpha", "1"),
+		alphaHook(`if [ -e "$MARKS/fail" ]; then echo "alpha is broken" >&2; exit 1; fi`),
+		map[string]string{"modules/values.yaml": "alphaEnabled: true\n", "global-hooks/.keep": ""}))
+	startOperator(t, "ADDON_OPERATOR_NAMESPACE="+ns, "MODULES_DIR="+filepath.Join(dir, "modules"),
+		"GLOBAL_HOOKS_DIR="+filepath.Join(dir, "global-hooks"), "MARKS="+marks)
+	eventually(t, "ModuleRunFailed on module/alpha", func() bool {
+		evs, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.kind=Module,involvedObject.name=alpha,reason=ModuleRunFailed"})
+		return err == nil && len(evs.Items) == 1
+	})
+}

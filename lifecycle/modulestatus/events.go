@@ -53,6 +53,18 @@ func (e *Events) ModuleEvent(ctx context.Context, module, eventType, reason, mes
 	return e.rec.Event(ctx, eventType, reason, message)
 }
 
+// OnObject says whether an Event about module goes to its Module object
+// now: a caller that records one Event per problem records it again once
+// the object is there, when it went to the ConfigMap (a first run that
+// fails before the object is written).
+func (e *Events) OnObject(module string) bool {
+	if e.refs == nil {
+		return false
+	}
+	_, ok := e.refs.Ref(module)
+	return ok
+}
+
 // ModuleWarning records a Warning Event about module.
 func (e *Events) ModuleWarning(ctx context.Context, module, reason, message string) error {
 	return e.ModuleEvent(ctx, module, corev1.EventTypeWarning, reason, message)

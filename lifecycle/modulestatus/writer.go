@@ -2,6 +2,7 @@ package modulestatus
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"reflect"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // Trees is the running tree and its announcements (runstate.Trees).
@@ -67,6 +69,14 @@ type Options struct {
 	// is under way, some module waiting or running (default 5s): the
 	// writes then go to the API server the converge itself waits on.
 	BusyInterval time.Duration
+	// PendingGrace is how long a module waiting its turn in a converge
+	// goes without an object (default 1m): one whose converge stalls (a
+	// module ahead of it failing and retried) is then listed, Pending.
+	PendingGrace time.Duration
+	// Relist is how often a pass lists the objects again (default 1m):
+	// one deleted by hand is written again though its status did not
+	// change.
+	Relist time.Duration
 	// Resync re-reads health and drift, which announce nothing (default
 	// 10s); a pass with nothing changed writes nothing.
 	Resync time.Duration
@@ -83,11 +93,16 @@ type Writer struct {
 	opts    Options
 	written map[string]Status // what the API server has, as last written
 	listed  bool              // the namespace's objects were listed once
+	// listedAt: when they were last listed (Relist)
+	listedAt time.Time
 	// readyOn is, by module, its inputs when a Ready status was last
 	// written (rerun)
 	readyOn map[string]string
 	// busy: the last pass saw a converge under way
 	busy bool
+	// waiting is, by module, when a pass first left it without an object
+	// because it waited its turn (PendingGrace)
+	waiting map[string]time.Time
 }
 
 // New prepares a Writer.
@@ -101,6 +116,12 @@ func New(opts Options) *Writer {
 	if opts.Resync <= 0 {
 		opts.Resync = 10 * time.Second
 	}
+	if opts.Relist <= 0 {
+		opts.Relist = time.Minute
+	}
+	if opts.PendingGrace <= 0 {
+		opts.PendingGrace = time.Minute
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -110,7 +131,7 @@ func New(opts Options) *Writer {
 	if opts.After == nil {
 		opts.After = time.After
 	}
-	return &Writer{opts: opts, written: map[string]Status{}, readyOn: map[string]string{}}
+	return &Writer{opts: opts, written: map[string]Status{}, readyOn: map[string]string{}, waiting: map[string]time.Time{}}
 }
 
 // Run writes a pass at each announcement (at most one per MinInterval,
@@ -158,18 +179,13 @@ func (w *Writer) Pass(ctx context.Context) error {
 			firstErr = err
 		}
 	}
-	if !w.listed {
-		names, err := w.opts.Client.List(ctx)
-		if err != nil {
-			return err
-		}
-		// objects a previous run left: unknown, so rewritten or deleted
-		for _, n := range names {
-			if _, ok := w.written[n]; !ok {
-				w.written[n] = Status{}
+	if !w.listed || w.opts.Now().Sub(w.listedAt) >= w.opts.Relist {
+		if err := w.relist(ctx); err != nil {
+			if !w.listed {
+				return err
 			}
+			keep(err) // a relist: this pass writes on what it knows
 		}
-		w.listed = true
 	}
 	states := w.opts.Modules.All()
 	w.busy = false
@@ -196,11 +212,20 @@ func (w *Writer) Pass(ctx context.Context) error {
 		st := build(in)
 		old, had := w.written[m.Name]
 		if !had && w.busy && st.Enabled && st.State == string(runstate.StatePending) {
-			// waiting its turn in a converge: created once it runs
-			// (docs/operator.md, "Module objects")
-			continue
+			// waiting its turn in a converge: created once it runs, or
+			// once it has waited PendingGrace (docs/operator.md, "Module
+			// objects")
+			since, ok := w.waiting[m.Name]
+			if !ok {
+				since = w.opts.Now()
+				w.waiting[m.Name] = since
+			}
+			if w.opts.Now().Sub(since) < w.opts.PendingGrace {
+				continue
+			}
 		}
-		inputs := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[m.Key+"Enabled"]
+		delete(w.waiting, m.Name)
+		inputs := inputsOf(t, m)
 		if had && rerun(old, st) && w.readyOn[m.Name] == inputs {
 			// a re-run of what it was Ready on (a reload after a global
 			// change, a resync): still Ready, so a no-change re-converge
@@ -236,7 +261,49 @@ func (w *Writer) Pass(ctx context.Context) error {
 		delete(w.written, name)
 		delete(w.readyOn, name)
 	}
+	for name := range w.waiting {
+		if !inTree[name] {
+			delete(w.waiting, name)
+		}
+	}
 	return firstErr
+}
+
+// inputsOf is what a module's run depends on of its own: its files, its
+// sections of the ConfigMap (with config in git) and of the common values
+// file ($MODULES_DIR/values.yaml, outside its directory): a re-run on the
+// same inputs stays Ready (rerun).
+func inputsOf(t *runstate.Tree, m *loader.Module) string {
+	in := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[m.Key+"Enabled"]
+	if common := t.Model.Values.Common; common != nil {
+		// encoding/json sorts map keys: equal sections, equal text
+		b, _ := json.Marshal([]any{common[m.Key], common[m.Key+"Enabled"]})
+		in += "\x00" + string(b)
+	}
+	return in
+}
+
+// relist lists the objects: those a previous run left are unknown, so
+// rewritten or deleted; those deleted by hand are written again.
+func (w *Writer) relist(ctx context.Context) error {
+	names, err := w.opts.Client.List(ctx)
+	if err != nil {
+		return err
+	}
+	there := make(map[string]bool, len(names))
+	for _, n := range names {
+		there[n] = true
+		if _, ok := w.written[n]; !ok {
+			w.written[n] = Status{}
+		}
+	}
+	for n := range w.written {
+		if !there[n] {
+			delete(w.written, n)
+		}
+	}
+	w.listed, w.listedAt = true, w.opts.Now()
+	return nil
 }
 
 // rerun: the module was written Ready and now waits or runs again, enabled

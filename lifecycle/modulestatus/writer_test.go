@@ -12,6 +12,7 @@ import (
 	"github.com/addonops/addon-operator/internal/testclock"
 	"github.com/addonops/addon-operator/internal/testwait"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/values"
 )
 
 func newWriter(trees *runstate.Trees, mods *runstate.Modules, c Client, h Health, d Drift) *Writer {
@@ -342,4 +343,119 @@ func TestRunWritesLessDuringAConverge(t *testing.T) {
 	testwait.Until(t, "gamma created, running", func() bool { _, ok := c.get("gamma"); return ok && c.total() == 4 })
 	cancel()
 	<-done
+}
+
+// A module that keeps waiting because the converge stalls (a module ahead
+// of it failing and retried, a hook that hangs) gets its object, Pending,
+// once it has waited PendingGrace: `kubectl get modules` lists it.
+func TestPassCreatesAModuleLeftWaiting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha", "beta"))
+	setState(mods, map[string]runstate.Module{
+		"alpha": {Enabled: true, State: runstate.StateFailed},
+		"beta":  {Enabled: true, State: runstate.StatePending},
+	})
+	c := newFakeClient()
+	clock := testclock.New()
+	w := New(Options{Trees: trees, Modules: mods, Client: c, PendingGrace: time.Minute, Now: clock.Now, After: clock.After})
+	for _, tc := range []struct {
+		advance time.Duration
+		created bool
+	}{
+		{0, false},                // waiting its turn
+		{59 * time.Second, false}, // still within the grace
+		{time.Second, true},       // waited long enough: shown Pending
+	} {
+		clock.Advance(tc.advance)
+		if err := w.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st, ok := c.get("beta")
+		if ok != tc.created {
+			t.Fatalf("after %s: beta created %v, want %v", tc.advance, ok, tc.created)
+		}
+		if ok && st.State != string(runstate.StatePending) {
+			t.Fatalf("beta: state %q, want Pending", st.State)
+		}
+	}
+}
+
+// A commit that changes only a module's section of the common values file
+// ($MODULES_DIR/values.yaml: neither its files nor the ConfigMap) changes
+// its inputs: its re-run is Reconciling, not Ready on what it ran before.
+func TestPassRerunOnCommonValuesIsReconciling(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	tr := tree("c1", "alpha")
+	tr.Model.Modules[0].Key = "alpha"
+	tr.Model.Values.Common = values.Values{"alpha": map[string]any{"replicas": 1}, "alphaEnabled": true}
+	trees.Start(tr)
+	setState(mods, map[string]runstate.Module{"alpha": {Enabled: true, State: runstate.StateReady}})
+	c := newFakeClient()
+	w := newWriter(trees, mods, c, &fakeHealth{}, fakeDrift{})
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		common      values.Values
+		reconciling metav1.ConditionStatus
+	}{
+		{"the same common values", values.Values{"alphaEnabled": true, "alpha": map[string]any{"replicas": 1}}, metav1.ConditionFalse},
+		{"its section changed", values.Values{"alpha": map[string]any{"replicas": 2}, "alphaEnabled": true}, metav1.ConditionTrue},
+	} {
+		next := *tr
+		model := *tr.Model
+		model.Values.Common = tc.common
+		next.Model, next.Rev.Commit = &model, "c2"
+		trees.Start(&next)
+		mods.Update("alpha", func(st *runstate.Module) { st.State = runstate.StateRunning })
+		if err := w.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := c.get("alpha"); cond(st, CondReconciling) != tc.reconciling {
+			t.Fatalf("%s: Reconciling %s, want %s: %+v", tc.name, cond(st, CondReconciling), tc.reconciling, st.Conditions)
+		}
+	}
+}
+
+// A Module object deleted by hand is written again within Relist, though
+// its module's status did not change (a pass with nothing changed writes
+// nothing, so only a list finds it gone).
+func TestPassRewritesAnObjectDeletedByHand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	trees, mods := &runstate.Trees{}, runstate.NewModules()
+	trees.Start(tree("c1", "alpha"))
+	setState(mods, map[string]runstate.Module{"alpha": {Enabled: true, State: runstate.StateReady}})
+	c := newFakeClient()
+	clock := testclock.New()
+	w := New(Options{Trees: trees, Modules: mods, Client: c, Relist: time.Minute, Now: clock.Now, After: clock.After})
+	if err := w.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	delete(c.objects, "alpha") // kubectl delete module/alpha
+	c.mu.Unlock()
+	for _, tc := range []struct {
+		advance time.Duration
+		there   bool
+	}{
+		{10 * time.Second, false}, // a resync: nothing changed, nothing listed
+		{50 * time.Second, true},  // Relist after the last list: listed, written again
+	} {
+		clock.Advance(tc.advance)
+		if err := w.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.get("alpha"); ok != tc.there {
+			t.Fatalf("after %s: alpha's object there %v, want %v", tc.advance, ok, tc.there)
+		}
+	}
+	if got := c.writes["alpha"]; got != 2 {
+		t.Fatalf("alpha written %d times, want 2", got)
+	}
 }
