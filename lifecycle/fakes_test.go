@@ -21,6 +21,8 @@ type fakeConfig struct {
 	data     map[string]string
 	version  int
 	onChange func(map[string]string, string)
+	// delivered: the watch's first call returned
+	delivered bool
 }
 
 func newFakeConfig(data map[string]string) *fakeConfig {
@@ -56,16 +58,20 @@ func (f *fakeConfig) Watch(ctx context.Context, onChange func(map[string]string,
 	data, version := maps.Clone(f.data), strconv.Itoa(f.version)
 	f.mu.Unlock()
 	onChange(data, version)
+	f.mu.Lock()
+	f.delivered = true
+	f.mu.Unlock()
 	<-ctx.Done()
 }
 
 // set is a user's edit of the ConfigMap.
-// watched says whether the operator's watch is registered: an edit set
-// before it is read by the watch's first call, not delivered as an edit.
+// watched says whether the operator's watch has delivered its first
+// data: an edit set before is read by that first call, not delivered as
+// an edit, and a test that changes the model meanwhile races with it.
 func (f *fakeConfig) watched() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.onChange != nil
+	return f.delivered
 }
 
 func (f *fakeConfig) set(data map[string]string) {
