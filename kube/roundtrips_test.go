@@ -37,14 +37,8 @@ func (c countVersion) RoundTrip(r *http.Request) (*http.Response, error) {
 // a module's install and its upgrades, not one each.
 func TestHelmReachableOnce(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
 	var n atomic.Int32
-	cfg := rest.CopyConfig(restCfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countVersion{rt, &n} }
-	h, err := NewHelm(cfg, ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := countingHelm(t, func(rt http.RoundTripper) http.RoundTripper { return countVersion{rt, &n} })
 	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "0"}, "global": map[string]any{}}}
 	for _, v := range []string{"1", "2", "3"} {
 		r.Values["demo"] = map[string]any{"v": v}
@@ -81,14 +75,8 @@ func (c countHistory) RoundTrip(r *http.Request) (*http.Response, error) {
 // not again for Helm's; a name taken meanwhile still fails the install.
 func TestHelmInstallReadsHistoryOnce(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
 	var n atomic.Int32
-	cfg := rest.CopyConfig(restCfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countHistory{rt, &n} }
-	h, err := NewHelm(cfg, ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, ns := countingHelm(t, func(rt http.RoundTripper) http.RoundTripper { return countHistory{rt, &n} })
 	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "1"}, "global": map[string]any{}}}
 	if res, err := h.Upgrade(t.Context(), r); err != nil || res.Reason != "installed" {
 		t.Fatalf("install: %+v, %v", res, err)
@@ -117,14 +105,8 @@ func TestHelmInstallReadsHistoryOnce(t *testing.T) {
 // and a revision written meanwhile by another still fails the upgrade.
 func TestHelmUpgradeReadsHistoryOnce(t *testing.T) {
 	t.Parallel()
-	ns := namespace(t)
 	var n atomic.Int32
-	cfg := rest.CopyConfig(restCfg)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countHistory{rt, &n} }
-	h, err := NewHelm(cfg, ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, ns := countingHelm(t, func(rt http.RoundTripper) http.RoundTripper { return countHistory{rt, &n} })
 	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "0"}, "global": map[string]any{}}}
 	if res, err := h.Upgrade(t.Context(), r); err != nil || res.Reason != "installed" {
 		t.Fatalf("install: %+v, %v", res, err)
@@ -160,4 +142,18 @@ func TestHelmUpgradeReadsHistoryOnce(t *testing.T) {
 	if err != nil || res.Revision != maxHistory+4 {
 		t.Fatalf("an upgrade on a stale snapshot: %+v, %v; want revision %d", res, err, maxHistory+4)
 	}
+}
+
+// countingHelm is a Helm client in a new namespace whose requests go
+// through wrap (a counting RoundTripper).
+func countingHelm(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (*Helm, string) {
+	t.Helper()
+	ns := namespace(t)
+	cfg := rest.CopyConfig(restCfg)
+	cfg.WrapTransport = wrap
+	h, err := NewHelm(cfg, ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, ns
 }
