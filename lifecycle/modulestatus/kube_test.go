@@ -71,9 +71,13 @@ func TestModuleObjectsOnAPIServer(t *testing.T) {
 	go func() { defer close(done); w.Run(ctx) }()
 
 	var table string
-	testwait.Until(t, "kubectl get modules to list the three modules", func() bool {
+	// an object is created, then its status written (a subresource): a
+	// row is whole once its weight is there
+	testwait.Until(t, "kubectl get modules to list the three modules, statuses written", func() bool {
 		table, _ = kubectl(t, cp, "get", "modules", "-n", ns)
-		return strings.Count(table, "\n") == 4
+		lines := strings.Split(strings.TrimSpace(table), "\n")
+		return len(lines) == 4 && strings.Contains(lineOf(lines, "alpha"), "10") &&
+			strings.Contains(lineOf(lines, "beta"), "20") && strings.Contains(lineOf(lines, "gamma"), "30")
 	})
 	t.Logf("kubectl get modules:\n%s", table)
 	lines := strings.Split(strings.TrimSpace(table), "\n")
