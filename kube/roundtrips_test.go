@@ -19,26 +19,29 @@ import (
 	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 )
 
-// countVersion counts the requests for the API server's version.
-type countVersion struct {
-	next http.RoundTripper
-	n    *atomic.Int32
+// counting counts the requests match says yes to.
+type counting struct {
+	next  http.RoundTripper
+	match func(*http.Request) bool
+	n     *atomic.Int32
 }
 
-func (c countVersion) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Path == "/version" {
+func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.match(r) {
 		c.n.Add(1)
 	}
 	return c.next.RoundTrip(r)
 }
+
+// isVersion: a request for the API server's version.
+func isVersion(r *http.Request) bool { return r.URL.Path == "/version" }
 
 // Helm's reachability check before each install and upgrade is answered
 // by the last successful one while it is recent: one version request for
 // a module's install and its upgrades, not one each.
 func TestHelmReachableOnce(t *testing.T) {
 	t.Parallel()
-	var n atomic.Int32
-	h, _ := countingHelm(t, func(rt http.RoundTripper) http.RoundTripper { return countVersion{rt, &n} })
+	h, _, n := countingHelm(t, isVersion)
 	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "0"}, "global": map[string]any{}}}
 	for _, v := range []string{"1", "2", "3"} {
 		r.Values["demo"] = map[string]any{"v": v}
@@ -53,30 +56,20 @@ func TestHelmReachableOnce(t *testing.T) {
 	}
 }
 
-// countHistory counts the lists of a release's whole history (Helm's
-// history query: owner=helm,name=NAME; not its query for the deployed
-// records, which has a status too).
-type countHistory struct {
-	next http.RoundTripper
-	n    *atomic.Int32
-}
-
-func (c countHistory) RoundTrip(r *http.Request) (*http.Response, error) {
-	sel := r.URL.Query().Get("labelSelector")
-	terms := strings.Split(sel, ",")
+// isHistory: a list of the release demo's whole history (Helm's history
+// query: owner=helm,name=NAME; not its query for the deployed records,
+// which has a status too).
+func isHistory(r *http.Request) bool {
+	terms := strings.Split(r.URL.Query().Get("labelSelector"), ",")
 	slices.Sort(terms)
-	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/secrets") && slices.Equal(terms, []string{"name=demo", "owner=helm"}) {
-		c.n.Add(1)
-	}
-	return c.next.RoundTrip(r)
+	return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/secrets") && slices.Equal(terms, []string{"name=demo", "owner=helm"})
 }
 
 // An install reads the release's history once, for Upgrade's own check,
 // not again for Helm's; a name taken meanwhile still fails the install.
 func TestHelmInstallReadsHistoryOnce(t *testing.T) {
 	t.Parallel()
-	var n atomic.Int32
-	h, ns := countingHelm(t, func(rt http.RoundTripper) http.RoundTripper { return countHistory{rt, &n} })
+	h, ns, n := countingHelm(t, isHistory)
 	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "1"}, "global": map[string]any{}}}
 	if res, err := h.Upgrade(t.Context(), r); err != nil || res.Reason != "installed" {
 		t.Fatalf("install: %+v, %v", res, err)
@@ -105,8 +98,7 @@ func TestHelmInstallReadsHistoryOnce(t *testing.T) {
 // and a revision written meanwhile by another still fails the upgrade.
 func TestHelmUpgradeReadsHistoryOnce(t *testing.T) {
 	t.Parallel()
-	var n atomic.Int32
-	h, ns := countingHelm(t, func(rt http.RoundTripper) http.RoundTripper { return countHistory{rt, &n} })
+	h, ns, n := countingHelm(t, isHistory)
 	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "0"}, "global": map[string]any{}}}
 	if res, err := h.Upgrade(t.Context(), r); err != nil || res.Reason != "installed" {
 		t.Fatalf("install: %+v, %v", res, err)
@@ -144,16 +136,17 @@ func TestHelmUpgradeReadsHistoryOnce(t *testing.T) {
 	}
 }
 
-// countingHelm is a Helm client in a new namespace whose requests go
-// through wrap (a counting RoundTripper).
-func countingHelm(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (*Helm, string) {
+// countingHelm is a Helm client in a new namespace, with the count of its
+// requests match says yes to.
+func countingHelm(t *testing.T, match func(*http.Request) bool) (*Helm, string, *atomic.Int32) {
 	t.Helper()
 	ns := namespace(t)
+	n := &atomic.Int32{}
 	cfg := rest.CopyConfig(restCfg)
-	cfg.WrapTransport = wrap
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counting{rt, match, n} }
 	h, err := NewHelm(cfg, ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h, ns
+	return h, ns, n
 }

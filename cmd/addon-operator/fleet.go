@@ -40,15 +40,6 @@ func applyNowIn(data map[string]string) rollout.ApplyNow {
 	return a
 }
 
-// heldAtRevisionIn is the commit to start on with an empty checkout while
-// a newer one is held ("": none recorded).
-func heldAtRevisionIn(data map[string]string) string {
-	if rev := data[sourceHeldAtRevKey]; shaRe.MatchString(rev) {
-		return rev
-	}
-	return ""
-}
-
 // fleet is the operator's side of the rollout gate: it asks the gate of
 // each revision suspend lets by, posts a held commit's reason, records
 // the ApplyNow Event, and keeps heldAtRevision.
@@ -405,7 +396,7 @@ func (s *startup) stillPinned(ctx context.Context, err error) bool {
 		}
 	}
 	data, err := s.sourceCM.Get(ctx)
-	return err != nil || heldAtRevisionIn(data) != ""
+	return err != nil || pinIn(data, sourceHeldAtRevKey) != ""
 }
 
 // showRollout prints `source status`'s rollout and windows.

@@ -123,11 +123,11 @@ func TestSourceKeysOfTheFleet(t *testing.T) {
 	if a.Commit != "abcdef0" || a.By != "bob" || a.At.IsZero() {
 		t.Fatalf("applyNowIn: %+v", a)
 	}
-	if got := heldAtRevisionIn(map[string]string{sourceHeldAtRevKey: fleetRunning}); got != fleetRunning {
-		t.Fatalf("heldAtRevisionIn = %q", got)
+	if got := pinIn(map[string]string{sourceHeldAtRevKey: fleetRunning}, sourceHeldAtRevKey); got != fleetRunning {
+		t.Fatalf("pinIn(heldAtRevision) = %q", got)
 	}
-	if got := heldAtRevisionIn(map[string]string{sourceHeldAtRevKey: "main"}); got != "" {
-		t.Fatalf("heldAtRevisionIn(main) = %q, want none", got)
+	if got := pinIn(map[string]string{sourceHeldAtRevKey: "main"}, sourceHeldAtRevKey); got != "" {
+		t.Fatalf("pinIn(heldAtRevision: main) = %q, want none", got)
 	}
 }
 

@@ -197,9 +197,9 @@ func start(o *startOptions) (err error) {
 		}
 		if _, sus := s.control.update(data); sus != nil {
 			logger.Warn("the source is suspended: new revisions are held until `addon-operator source resume`", "reason", sus.Reason, "since", sus.Since)
-			s.startPin = suspendedRevisionIn(data)
+			s.startPin = pinIn(data, sourceSuspendedRevKey)
 		}
-		if pin := heldAtRevisionIn(data); s.startPin == "" && pin != "" {
+		if pin := pinIn(data, sourceHeldAtRevKey); s.startPin == "" && pin != "" {
 			logger.Info("a newer revision was held by the rollout: an empty checkout starts on the one that ran", "commit", pin)
 			s.startPin, s.heldAtPin = pin, true
 		}

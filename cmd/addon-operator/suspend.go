@@ -182,10 +182,12 @@ func (c *sourceControl) done(token string) {
 	c.mu.Unlock()
 }
 
-// suspendedRevisionIn is the commit a suspended operator starts on when
-// its checkout is empty ("": none recorded, or not a full SHA).
-func suspendedRevisionIn(data map[string]string) string {
-	if rev := data[sourceSuspendedRevKey]; shaRe.MatchString(rev) {
+// pinIn is the commit recorded under key that a pod with an empty
+// checkout starts on: suspendedRevision while suspended, heldAtRevision
+// while the rollout holds a newer one ("": none recorded, or not a full
+// SHA).
+func pinIn(data map[string]string, key string) string {
+	if rev := data[key]; shaRe.MatchString(rev) {
 		return rev
 	}
 	return ""

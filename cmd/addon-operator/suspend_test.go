@@ -225,8 +225,8 @@ func TestSuspendedIn(t *testing.T) {
 			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
 				t.Fatalf("suspendedIn = %+v, want %+v", got, tt.want)
 			}
-			if pin := suspendedRevisionIn(tt.data); pin != tt.pin {
-				t.Fatalf("suspendedRevisionIn = %q, want %q", pin, tt.pin)
+			if pin := pinIn(tt.data, sourceSuspendedRevKey); pin != tt.pin {
+				t.Fatalf("pinIn(suspendedRevision) = %q, want %q", pin, tt.pin)
 			}
 		})
 	}
