@@ -19,6 +19,9 @@ const configHeldRecheck = time.Second
 // go on meanwhile.
 type ConfigHold struct {
 	held func() (reason string, held bool)
+	// holding is signalled when an edit starts being held: releaseConfig
+	// rechecks the window only while one is
+	holding chan struct{}
 
 	mu      sync.Mutex
 	data    map[string]string // nil: none held
@@ -29,7 +32,7 @@ type ConfigHold struct {
 
 // NewConfigHold holds edits while held says so.
 func NewConfigHold(held func() (reason string, held bool)) *ConfigHold {
-	return &ConfigHold{held: held}
+	return &ConfigHold{held: held, holding: make(chan struct{}, 1)}
 }
 
 // Held is the edit held: why and since when (ok false: none).
@@ -62,6 +65,10 @@ func (s *steps) holdConfig(data map[string]string, version string) bool {
 		return false
 	}
 	if h.data == nil {
+		select {
+		case h.holding <- struct{}{}:
+		default:
+		}
 		h.since = s.cfg.Now().UTC()
 		s.logger.Info("ConfigMap change held by a change window; applied when it opens", "reason", reason)
 	}
@@ -76,6 +83,17 @@ func (s *steps) releaseConfig(ctx context.Context) {
 		return
 	}
 	for {
+		h.mu.Lock()
+		idle := h.data == nil
+		h.mu.Unlock()
+		if idle {
+			// nothing held: no wake-up until an edit is
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.holding:
+			}
+		}
 		// lifecycle's clock (Config.After), which tests drive
 		select {
 		case <-ctx.Done():
