@@ -24,7 +24,6 @@ func TestConfigHoldAppliesTheNewestEditWhenItOpens(t *testing.T) {
 		newFakeHelm(nil), func(c *Config) { c.ConfigHold = hold })
 	running := func() map[string]string { return u.op.trees.Load().ClusterData }
 
-	u.until("the ConfigMap watch", u.config.watched)
 	closed.Store(true)
 	u.config.set(map[string]string{"alpha": "x: 2\n"})
 	second := map[string]string{"alpha": "x: 3\n"}

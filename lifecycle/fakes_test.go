@@ -218,6 +218,10 @@ func startUnitIn(t *testing.T, dir string, config map[string]string, helm *fakeH
 	go func() { _ = u.op.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	u.until("the first convergence", u.op.Ready)
+	// the ConfigMap watch's first call: an edit a test sets before it is
+	// read by that call, not delivered as an edit, and a test that changes
+	// the model would race with it
+	u.until("the ConfigMap watch", u.config.watched)
 	u.idle()
 	return u
 }

@@ -202,8 +202,6 @@ func mustJSON(t *testing.T, v any) string {
 // disabled one's, and one the ConfigMap's own flag enables.
 func TestSettingsChecksFollowValidatedSections(t *testing.T) {
 	u := startUnit(t, merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\n"}, chartOnly("001-alpha"), chartOnly("002-beta")), nil, newFakeHelm(nil))
-	// the model is changed below: not while the watch's first call reads it
-	u.until("the ConfigMap watch", u.config.watched)
 	for _, m := range u.op.trees.Load().Model.Modules {
 		m.SettingsCheck = m.Dir + "/hooks/check"
 	}
