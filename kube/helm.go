@@ -14,6 +14,8 @@ import (
 	helmkube "helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -60,16 +62,30 @@ type Helm struct {
 	charts   *chartCache
 	snapshot *releaseSnapshot
 	presence presence // SetPresence
+	// secrets reads the release records for the snapshot (listHeads)
+	secrets corev1client.SecretInterface
 }
 
 // releaseSnapshot is the newest record of every release in the namespace,
-// read in one list by Releases and kept current by the client's own
-// writes; valid until freshUntil (another tool may change releases
-// meanwhile, and ownership is decided on it). Any failed write drops it.
+// as a head (headOf: no chart files, no values), read in one list by
+// Releases and kept current by the client's own writes. A listed record,
+// and the absence of a release the list did not have, is valid until the
+// list's TTL ends; a record the client wrote, or a release it removed,
+// for a TTL from that write: another tool may change releases meanwhile,
+// and ownership is decided on it. A converge of 1,000 modules outlasts
+// one TTL, and its module runs still read their own installs from here
+// (docs/performance.md). Any failed write drops it.
 type releaseSnapshot struct {
-	mu         sync.Mutex
-	latest     map[string]*release.Release
-	freshUntil time.Time
+	mu          sync.Mutex
+	latest      map[string]snapshotEntry
+	listedUntil time.Time
+}
+
+// snapshotEntry is one release's record (nil: removed by the client) and
+// until when it answers.
+type snapshotEntry struct {
+	rel   *release.Release
+	until time.Time
 }
 
 // get is the snapshot's record of name at now: cached says the snapshot
@@ -77,33 +93,40 @@ type releaseSnapshot struct {
 func (s *releaseSnapshot) get(name string, now time.Time) (rel *release.Release, cached, fresh bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rel, cached = s.latest[name]
-	return rel, cached, now.Before(s.freshUntil)
+	if e, ok := s.latest[name]; ok {
+		return e.rel, e.rel != nil, now.Before(e.until)
+	}
+	return nil, false, now.Before(s.listedUntil)
 }
 
 // replace makes latest the snapshot, valid until until.
 func (s *releaseSnapshot) replace(latest map[string]*release.Release, until time.Time) {
+	entries := make(map[string]snapshotEntry, len(latest))
+	for name, rel := range latest {
+		entries[name] = snapshotEntry{rel: headOf(rel), until: until}
+	}
 	s.mu.Lock()
-	s.latest, s.freshUntil = latest, until
+	s.latest, s.listedUntil = entries, until
 	s.mu.Unlock()
 }
 
-// record notes the client's own write in the snapshot (nil: removed).
-func (s *releaseSnapshot) record(name string, rel *release.Release) {
+// record notes the client's own write at now in the snapshot (nil:
+// removed).
+func (s *releaseSnapshot) record(name string, rel *release.Release, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rel == nil {
-		delete(s.latest, name)
-	} else {
-		s.latest[name] = rel
-	}
+	s.latest[name] = snapshotEntry{rel: headOf(rel), until: now.Add(snapshotTTL)}
 }
 
 // invalidate drops the snapshot: the next read asks the API server.
 func (s *releaseSnapshot) invalidate() {
 	s.mu.Lock()
-	s.freshUntil = time.Time{}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.listedUntil = time.Time{}
+	for name, e := range s.latest {
+		e.until = time.Time{}
+		s.latest[name] = e
+	}
 }
 
 // snapshotTTL is how long a Releases list answers for single releases: a
@@ -130,11 +153,16 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 		kc.Namespace = namespace
 		cfg.KubeClient = &reachableClient{Client: kc, now: time.Now}
 	}
+	cs, err := kubernetes.NewForConfig(getter.config)
+	if err != nil {
+		return nil, fmt.Errorf("init helm: %w", err)
+	}
 	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, now: time.Now,
+		secrets:  cs.CoreV1().Secrets(namespace),
 		instance: o.instance, pending: o.pendingGrace,
 		setup:    &actionSetup{cfg: cfg, getter: getter},
 		charts:   &chartCache{charts: map[string]*chart.Chart{}},
-		snapshot: &releaseSnapshot{latest: map[string]*release.Release{}},
+		snapshot: &releaseSnapshot{latest: map[string]snapshotEntry{}},
 	}, nil
 }
 
@@ -208,7 +236,7 @@ func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
 func (h *Helm) uninstall(_ context.Context, name string) (bool, error) {
 	un := action.NewUninstall(h.cfg)
 	_, err := un.Run(name)
-	h.snapshot.record(name, nil)
+	h.snapshot.record(name, nil, h.now())
 	if err != nil {
 		if errors.Is(err, driver.ErrReleaseNotFound) {
 			return false, nil
@@ -242,7 +270,7 @@ func (h *Helm) Releases(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	all, err := h.cfg.Releases.ListReleases()
+	all, err := listHeads(ctx, h.secrets)
 	if err != nil {
 		h.snapshot.invalidate()
 		return nil, fmt.Errorf("list releases: %w", err)

@@ -141,7 +141,7 @@ func TestConfigMapWatch(t *testing.T) {
 	}
 }
 
-func testChart(t *testing.T, manifest string) string {
+func testChart(t testing.TB, manifest string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {

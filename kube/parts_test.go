@@ -36,12 +36,32 @@ func TestReleaseSnapshot(t *testing.T) {
 		}, at: t0.Add(snapshotTTL), want: a, cached: true},
 		{name: "a write is recorded", do: func(s *releaseSnapshot) {
 			s.replace(map[string]*release.Release{"a": a}, t0.Add(snapshotTTL))
-			s.record("a", a2)
+			s.record("a", a2, t0)
 		}, at: t0, want: a2, cached: true, fresh: true},
+		{name: "a write answers for a TTL from it, past the list's", do: func(s *releaseSnapshot) {
+			s.replace(map[string]*release.Release{"a": a}, t0.Add(snapshotTTL))
+			s.record("a", a2, t0.Add(snapshotTTL-time.Second))
+		}, at: t0.Add(2*snapshotTTL - 2*time.Second), want: a2, cached: true, fresh: true},
+		{name: "a write is stale a TTL after it", do: func(s *releaseSnapshot) {
+			s.replace(map[string]*release.Release{"a": a}, t0.Add(snapshotTTL))
+			s.record("a", a2, t0)
+		}, at: t0.Add(snapshotTTL), want: a2, cached: true},
+		{name: "not listed: absent while the list is fresh", do: func(s *releaseSnapshot) {
+			s.replace(map[string]*release.Release{"b": a}, t0.Add(snapshotTTL))
+		}, at: t0, fresh: true},
+		{name: "not listed: unknown after it", do: func(s *releaseSnapshot) {
+			s.replace(map[string]*release.Release{"b": a}, t0.Add(snapshotTTL))
+			s.record("b", a2, t0.Add(snapshotTTL))
+		}, at: t0.Add(snapshotTTL)},
 		{name: "a removal is recorded: fresh, not cached", do: func(s *releaseSnapshot) {
 			s.replace(map[string]*release.Release{"a": a}, t0.Add(snapshotTTL))
-			s.record("a", nil)
+			s.record("a", nil, t0)
 		}, at: t0, fresh: true},
+		{name: "a record keeps the head only", do: func(s *releaseSnapshot) {
+			s.replace(nil, t0.Add(snapshotTTL))
+			s.record("a", &release.Release{Name: "a", Version: 2, Config: map[string]any{"global": map[string]any{}},
+				Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "a"}, Values: map[string]any{"x": 1}}}, t0)
+		}, at: t0, want: &release.Release{Name: "a", Version: 2, Chart: &chart.Chart{Metadata: &chart.Metadata{Name: "a"}}}, cached: true, fresh: true},
 		{name: "invalidated: stale", do: func(s *releaseSnapshot) {
 			s.replace(map[string]*release.Release{"a": a}, t0.Add(snapshotTTL))
 			s.invalidate()
@@ -50,10 +70,10 @@ func TestReleaseSnapshot(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := &releaseSnapshot{latest: map[string]*release.Release{}}
+			s := &releaseSnapshot{latest: map[string]snapshotEntry{}}
 			tt.do(s)
 			rel, cached, fresh := s.get("a", tt.at)
-			if rel != tt.want || cached != tt.cached || fresh != tt.fresh {
+			if !reflect.DeepEqual(rel, tt.want) || cached != tt.cached || fresh != tt.fresh {
 				t.Fatalf("get = %v, cached %v, fresh %v; want %v, %v, %v", rel, cached, fresh, tt.want, tt.cached, tt.fresh)
 			}
 		})

@@ -87,7 +87,7 @@ func TestHelmInstallReadsHistoryOnce(t *testing.T) {
 		}
 	}
 	other := newHelm(t, ns)
-	other.snapshot.latest, other.snapshot.freshUntil = map[string]*release.Release{}, time.Now().Add(time.Minute)
+	other.snapshot.replace(nil, time.Now().Add(time.Minute))
 	if _, err := other.Upgrade(t.Context(), r); err == nil {
 		t.Fatal("an install over an existing release succeeded")
 	}
@@ -128,7 +128,7 @@ func TestHelmUpgradeReadsHistoryOnce(t *testing.T) {
 	// a stale snapshot (revision 1 as the last, whose successor the
 	// history bound removed): Helm reads the last revision for itself
 	other := newHelm(t, ns)
-	other.snapshot.latest, other.snapshot.freshUntil = map[string]*release.Release{"demo": first}, time.Now().Add(time.Minute)
+	other.snapshot.replace(map[string]*release.Release{"demo": first}, time.Now().Add(time.Minute))
 	r.Values["demo"] = map[string]any{"v": "stale"}
 	res, err := other.Upgrade(t.Context(), r)
 	if err != nil || res.Revision != maxHistory+4 {

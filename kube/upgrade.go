@@ -193,7 +193,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		h.setup.rediscover()
 		return Result{}, fmt.Errorf("helm %s %s: %w", map[bool]string{true: "upgrade", false: "install"}[exists], r.Name, err)
 	}
-	h.snapshot.record(rel.Name, rel)
+	h.snapshot.record(rel.Name, rel, h.now())
 	steptime.Mark(ctx, steptime.HelmApply)
 	return Result{Upgraded: true, Reason: reason, Revision: rel.Version}, nil
 }
@@ -201,7 +201,13 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 // label sets labels on a release's stored record, without a new revision,
 // and this instance's label with them.
 func (h *Helm) label(rel *release.Release, set map[string]string) error {
-	next := *rel
+	// rel may be a head of the snapshot: the write is of the whole record
+	full, err := h.cfg.Releases.Get(rel.Name, rel.Version)
+	if err != nil {
+		h.snapshot.invalidate()
+		return fmt.Errorf("label release %s: %w", rel.Name, err)
+	}
+	next := *full
 	next.Labels = maps.Clone(rel.Labels)
 	if next.Labels == nil {
 		next.Labels = map[string]string{}
@@ -212,7 +218,7 @@ func (h *Helm) label(rel *release.Release, set map[string]string) error {
 		h.snapshot.invalidate()
 		return fmt.Errorf("label release %s: %w", rel.Name, err)
 	}
-	h.snapshot.record(next.Name, &next)
+	h.snapshot.record(next.Name, &next, h.now())
 	return nil
 }
 

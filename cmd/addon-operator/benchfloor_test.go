@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,3 +146,105 @@ func startProfile(b *testing.B, addr, name string) profiler {
 }
 
 func (p profiler) wait() { <-p.done }
+
+// requestsByResource reads the operator's API requests from /metrics
+// (client-go's latency histogram, labelled by verb and URL) and counts them
+// by verb and resource: "POST secrets", "PATCH modules/status"; the key
+// with "ms:" before it sums their milliseconds.
+func requestsByResource(t testing.TB, addr string) map[string]float64 {
+	resp, err := plain.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	const prefix = "addon_operator_kubernetes_client_request_latency_seconds_"
+	counts := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok {
+			continue
+		}
+		kind, rest, _ := strings.Cut(rest, "{")
+		if kind != "count" && kind != "sum" {
+			continue
+		}
+		labels, v, _ := strings.Cut(rest, "} ")
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			continue
+		}
+		var verb, path string
+		for _, kv := range strings.Split(labels, `",`) {
+			k, val, _ := strings.Cut(kv, `="`)
+			val = strings.TrimSuffix(val, `"`)
+			switch k {
+			case "verb":
+				verb = val
+			case "url":
+				if u, err := url.Parse(val); err == nil {
+					path = u.Path
+				}
+			}
+		}
+		if kind == "sum" {
+			counts["ms:"+verb+" "+resourceOf(path)] += 1000 * f
+		} else {
+			counts[verb+" "+resourceOf(path)] += f
+		}
+	}
+	return counts
+}
+
+// resourceOf is the resource (and subresource) a request path names.
+func resourceOf(path string) string {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	// /api/v1/... or /apis/GROUP/VERSION/...
+	switch {
+	case len(segs) >= 2 && segs[0] == "api":
+		segs = segs[2:]
+	case len(segs) >= 3 && segs[0] == "apis":
+		segs = segs[3:]
+	default:
+		return path
+	}
+	if len(segs) >= 2 && segs[0] == "namespaces" {
+		if len(segs) == 2 {
+			return "namespaces"
+		}
+		segs = segs[2:]
+	}
+	if len(segs) >= 3 {
+		return segs[0] + "/" + segs[2]
+	}
+	if len(segs) >= 1 {
+		return segs[0]
+	}
+	return path
+}
+
+// logRequests logs the requests between two readings of
+// requestsByResource, per module run, the most first.
+func logRequests(b *testing.B, what string, before, after map[string]float64, runs int) {
+	type row struct {
+		key string
+		n   float64
+	}
+	var rows []row
+	total := 0.0
+	for k, v := range after {
+		if d := v - before[k]; d > 0 && !strings.HasPrefix(k, "ms:") {
+			rows = append(rows, row{k, d})
+			total += d
+		}
+	}
+	slices.SortFunc(rows, func(x, y row) int { return cmp.Compare(y.n, x.n) })
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s, API requests: total=%.0f (%.2f per module); count, mean ms:", what, total, total/float64(runs))
+	for _, r := range rows {
+		ms := (after["ms:"+r.key] - before["ms:"+r.key]) / r.n
+		fmt.Fprintf(&sb, " [%s]=%.0f,%.2f", r.key, r.n, ms)
+	}
+	b.Log(sb.String())
+}

@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +39,7 @@ import (
 func BenchmarkConverge(b *testing.B) {
 	for _, c := range []struct {
 		n, perWeight int
-	}{{10, 1}, {50, 1}, {100, 1}, {100, 10}} {
+	}{{10, 1}, {50, 1}, {100, 1}, {100, 10}, {1000, 1}, {1000, 10}} {
 		name := fmt.Sprintf("N=%d", c.n)
 		if c.perWeight > 1 {
 			name += fmt.Sprintf(",weights=%d", c.perWeight)
@@ -62,11 +65,13 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(r.reupgrades, "reconverge-upgrades")
 				b.ReportMetric(r.upgrades, "upgrades")
 				b.ReportMetric(float64(r.peakRSS)/(1<<20), "peak-RSS-MiB")
+				b.ReportMetric(float64(r.peakAnon)/(1<<20), "peak-anon-MiB")
 				b.ReportMetric(r.hookMS, "hook-ms/run")
 				b.ReportMetric(r.reHooks, "reconverge-in-hooks-s")
 				b.ReportMetric(r.reHelm, "reconverge-in-helm-s")
 				b.ReportMetric(r.helmMS, "helm-ms/module")
 				b.ReportMetric(r.reRequests, "reconverge-api-requests")
+				b.ReportMetric(r.requests, "converge-api-requests")
 				b.ReportMetric(r.firstRelease.Seconds(), "first-release-s")
 			}
 		})
@@ -82,7 +87,12 @@ type convergeResult struct {
 	// API requests the operator made during the re-converge (its Helm
 	// client's and its own; the benchmark's scrapes are not requests)
 	reRequests float64
-	peakRSS    int64
+	// API requests from the start to the end of the first converge
+	requests float64
+	peakRSS  int64
+	// peakAnon is the most RssAnon seen, sampled every 50 ms: the
+	// process's own memory, without the binary's pages in peakRSS
+	peakAnon int64
 	// firstRelease: from the process's start to its first release applied
 	// (start-up, the global hooks and one module run)
 	firstRelease time.Duration
@@ -105,6 +115,8 @@ func convergeOnce(b *testing.B, tree, ns string, modules int, onPhase ...func(ph
 		fmt.Sprintf("ADDON_OPERATOR_PPROF=%t", profileDir() != ""))
 	defer op.stop(10 * time.Second)
 	var res convergeResult
+	anon := sampleAnon(op.cmd.Process.Pid)
+	defer anon() // stops the sampler on every way out
 	prof := startProfile(b, op.addr, fmt.Sprintf("converge-%d", modules))
 	poll(b, "the first converge", func() bool { return convergedCount(b, op.log) > 0 })
 	res.converge = time.Since(start)
@@ -122,6 +134,9 @@ func convergeOnce(b *testing.B, tree, ns string, modules int, onPhase ...func(ph
 	res.upgrades = before[helmUpgrades]
 	steps := stepSums(b, op.addr)
 	logSteps(b, "converge", nil, steps, modules)
+	reqs := requestsByResource(b, op.addr)
+	logRequests(b, "converge", nil, reqs, modules)
+	res.requests = before[apiRequests]
 
 	prof = startProfile(b, op.addr, fmt.Sprintf("reconverge-%d", modules))
 	t0 := time.Now()
@@ -140,11 +155,26 @@ func convergeOnce(b *testing.B, tree, ns string, modules int, onPhase ...func(ph
 	}
 	after := scrape(b, op.addr)
 	logSteps(b, "re-converge", steps, stepSums(b, op.addr), modules)
+	logRequests(b, "re-converge", reqs, requestsByResource(b, op.addr), modules)
 	res.reupgrades = after[helmUpgrades] - before[helmUpgrades]
 	res.reHooks = after[hookSum] - before[hookSum]
 	res.reHelm = after[helmSum] - before[helmSum]
 	res.reRequests = after[apiRequests] - before[apiRequests]
 	res.peakRSS = peakRSS(op.cmd.Process.Pid)
+	res.peakAnon = anon()
+	if dir := profileDir(); dir != "" {
+		// the live heap after both, for what a module costs in memory
+		if resp, err := http.Get("http://" + op.addr + "/debug/pprof/heap?gc=1"); err == nil {
+			if data, err := io.ReadAll(resp.Body); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("reconverged-%d.heap.pprof", modules)), data, 0o644)
+			}
+			resp.Body.Close()
+		}
+		// the operator's log beside its profiles: start-up's steps by time
+		if data, err := os.ReadFile(op.log); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("converge-%d.log", modules)), data, 0o644)
+		}
+	}
 	return res
 }
 
@@ -200,19 +230,53 @@ func scrape(t testing.TB, addr string) map[string]float64 {
 }
 
 // peakRSS is VmHWM of a process, in bytes.
-func peakRSS(pid int) int64 {
+func peakRSS(pid int) int64 { return procStatus(pid, "VmHWM:") }
+
+// procStatus is one kB figure of /proc/PID/status, in bytes.
+func procStatus(pid int, key string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, key) {
 			f := strings.Fields(line)
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb * 1024
 		}
 	}
 	return 0
+}
+
+// sampleAnon reads the process's RssAnon every 50 ms until the returned
+// func is called, which returns the most seen. The kernel keeps a peak of
+// the whole RSS only (VmHWM), which counts the pages of the executable a
+// run touched: two thirds of it for this binary (docs/performance.md).
+func sampleAnon(pid int) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	var once sync.Once
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := procStatus(pid, "RssAnon:"); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		once.Do(func() { close(done) })
+		<-stopped
+		return peak.Load()
+	}
 }
 
 // firstRelease is the time of the first "helm release applied" line of

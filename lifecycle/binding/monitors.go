@@ -37,6 +37,11 @@ func (k *kubeMonitors) list() []*hookMonitors {
 func (k *kubeMonitors) retain(want func() map[string]bool) []*hookMonitors {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if len(k.hooks) == 0 {
+		// nothing to stop: want walks every hook of the tree, on every
+		// change of a module's state (docs/performance.md)
+		return nil
+	}
 	keep := want()
 	var out []*hookMonitors
 	for key, hm := range k.hooks {

@@ -41,13 +41,21 @@ func candidates(model *loader.Model, known bool, enabled []string) []candidate {
 	for _, h := range model.Global.Hooks {
 		out = append(out, candidate{hook: h})
 	}
+	// it runs on every change of a module's state: the few modules with
+	// webhooks are looked up in the enabled list, not every module
+	// (docs/performance.md)
 	for _, m := range model.Modules {
-		why := moduleWaiting(m.Name, known, slices.Contains(enabled, m.Name))
 		for _, h := range m.Hooks {
-			out = append(out, candidate{hook: h, waiting: why})
+			if bindsWebhooks(h) {
+				out = append(out, candidate{hook: h, waiting: moduleWaiting(m.Name, known, slices.Contains(enabled, m.Name))})
+			}
 		}
 	}
-	return slices.DeleteFunc(out, func(c candidate) bool { return c.hook.Config == nil || !c.hook.Config.HasWebhooks() })
+	return slices.DeleteFunc(out, func(c candidate) bool { return !bindsWebhooks(c.hook) })
+}
+
+func bindsWebhooks(h *loader.Hook) bool {
+	return h.Config != nil && h.Config.HasWebhooks()
 }
 
 // moduleWaiting says why a module does not answer its webhooks ("" when
