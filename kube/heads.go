@@ -95,8 +95,16 @@ func decodeHead(data []byte) (*release.Release, error) {
 		defer zr.Close()
 		r = zr
 	}
+	// read whole, as Helm does: a truncated or corrupt gzip stream, or
+	// data after the JSON, is an error (the record is skipped, as Helm's
+	// list skips it). A field of the wrong type among those not decoded
+	// here is not seen; Helm's own read of that record fails later.
+	b, err = io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("decode release record: %w", err)
+	}
 	var h recordHead
-	if err := json.NewDecoder(r).Decode(&h); err != nil {
+	if err := json.Unmarshal(b, &h); err != nil {
 		return nil, fmt.Errorf("decode release record: %w", err)
 	}
 	rel := &release.Release{Name: h.Name, Info: h.Info, Manifest: h.Manifest, Version: h.Version, Namespace: h.Namespace}

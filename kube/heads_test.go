@@ -1,7 +1,14 @@
 package kube
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/addonops/addon-operator/internal/testwait"
 )
 
 // The snapshot keeps heads of release records (heads.go); a write that
@@ -36,5 +43,93 @@ func TestLabelFromHeadKeepsTheWholeRecord(t *testing.T) {
 	}
 	if full.Config["demo"] == nil || len(full.Chart.Templates) == 0 || full.Chart.Metadata == nil {
 		t.Fatalf("the record lost its values or chart: config %v, %d templates", full.Config, len(full.Chart.Templates))
+	}
+}
+
+// With the watch of release records, an install decided on the reload's
+// list makes no LIST of its name's history (Helm's look is answered by the
+// watch); a release that another client made after that list, its first
+// revision removed by the history bound, is seen by the watch, and the
+// install over it is refused as without the watch.
+func TestReleaseRecordsAnswerAnInstallsLook(t *testing.T) {
+	t.Parallel()
+	h, ns, n := countingHelm(t, isHistory)
+	records, err := NewReleaseRecords(restCfg, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go records.Run(t.Context())
+	h.records = records
+	testwait.Until(t, "the watch's first list", func() bool { return records.informer.HasSynced() })
+	if _, err := h.Releases(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "1"}, "global": map[string]any{}}}
+	if res, err := h.Upgrade(t.Context(), r); err != nil || res.Reason != "installed" {
+		t.Fatalf("install: %+v, %v", res, err)
+	}
+	if got := n.Load(); got != 0 {
+		t.Fatalf("%d lists of the release's records for an install decided on the reload's list, want 0", got)
+	}
+	// another client makes the release, past its history bound, after a
+	// list that did not have it
+	other := newHelm(t, ns)
+	other.records = records
+	other.snapshot.replace(nil, time.Now().Add(time.Minute))
+	for i := range maxHistory + 1 {
+		r.Values["demo"] = map[string]any{"v": fmt.Sprint(i + 2)}
+		if _, err := h.Upgrade(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.Until(t, "the watch to see the records", func() bool { return !records.absent("demo") })
+	if _, err := other.Upgrade(t.Context(), r); err == nil {
+		t.Fatal("an install over an existing release succeeded")
+	}
+}
+
+// decodeHead reads Helm's storage format as Helm's list does: gzipped or
+// plain JSON, and a record Helm would not decode is an error (skipped).
+func TestDecodeHead(t *testing.T) {
+	t.Parallel()
+	const record = `{"name":"demo","info":{"status":"deployed"},"chart":{"metadata":{"name":"demo","annotations":{"a":"b"}},"values":{"x":1}},"config":{"global":{"enabledModules":["demo"]}},"manifest":"kind: ConfigMap","version":3,"namespace":"ns"}`
+	gz := func(s string) []byte {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		_, _ = w.Write([]byte(s))
+		_ = w.Close()
+		return b.Bytes()
+	}
+	b64 := func(b []byte) []byte { return []byte(base64.StdEncoding.EncodeToString(b)) }
+	whole := gz(record)
+	tests := []struct {
+		name string
+		data []byte
+		ok   bool
+	}{
+		{"gzipped, as Helm writes", b64(whole), true},
+		{"plain JSON, from before Helm compressed", b64([]byte(record)), true},
+		{"data after the JSON", b64(gz(record + " trailing")), false},
+		{"a truncated gzip stream", b64(whole[:len(whole)-6]), false},
+		{"not base64", []byte("%%%"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rel, err := decodeHead(tt.data)
+			if !tt.ok {
+				if err == nil {
+					t.Fatalf("decoded %+v, want an error", rel)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel.Name != "demo" || rel.Version != 3 || rel.Namespace != "ns" || rel.Info.Status != "deployed" ||
+				rel.Manifest != "kind: ConfigMap" || rel.Chart.Metadata.Annotations["a"] != "b" || rel.Config != nil || rel.Chart.Values != nil {
+				t.Fatalf("head %+v (chart %+v)", rel, rel.Chart)
+			}
+		})
 	}
 }

@@ -30,7 +30,7 @@ func (h *Helm) repair(ctx context.Context, last *release.Release) (*release.Rele
 		if _, err := h.cfg.Releases.Delete(name, last.Version); err != nil {
 			return nil, false, fmt.Errorf("clear pending revision %d of %s: %w", last.Version, name, err)
 		}
-		next, exists, err := h.last(name)
+		next, exists, _, err := h.last(name)
 		if err != nil || !exists {
 			return nil, false, err
 		}
@@ -77,7 +77,7 @@ func (h *Helm) AbsentResources(ctx context.Context, name string) ([]string, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	rel, exists, err := h.last(name)
+	rel, exists, _, err := h.last(name)
 	if err != nil || !exists || rel.Info.Status != release.StatusDeployed || rel.Labels[LabelMaintenance] == "true" {
 		return nil, err
 	}

@@ -64,6 +64,7 @@ type Helm struct {
 	presence presence // SetPresence
 	// secrets reads the release records for the snapshot (listHeads)
 	secrets corev1client.SecretInterface
+	records *ReleaseRecords // nil: none
 }
 
 // releaseSnapshot is the newest record of every release in the namespace,
@@ -158,7 +159,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 		return nil, fmt.Errorf("init helm: %w", err)
 	}
 	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, now: time.Now,
-		secrets:  cs.CoreV1().Secrets(namespace),
+		secrets: cs.CoreV1().Secrets(namespace), records: o.records,
 		instance: o.instance, pending: o.pendingGrace,
 		setup:    &actionSetup{cfg: cfg, getter: getter},
 		charts:   &chartCache{charts: map[string]*chart.Chart{}},
@@ -166,43 +167,43 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 	}, nil
 }
 
-// last returns the release's latest record, whether it exists, and
+// last returns the release's latest record, whether it exists, whether
+// the snapshot answered (its record is then a head: headOf), and
 // ErrNotOurs when it exists and this instance may not touch it: another
 // tool's, or another instance's.
-func (h *Helm) last(name string) (*release.Release, bool, error) {
+func (h *Helm) last(name string) (rel *release.Release, exists, fromSnapshot bool, err error) {
 	rel, cached, fresh := h.snapshot.get(name, h.now())
 	if !fresh {
-		var err error
 		rel, err = h.cfg.Releases.Last(name)
 		if errors.Is(err, driver.ErrReleaseNotFound) {
-			return nil, false, nil
+			return nil, false, false, nil
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("read release %s: %w", name, err)
+			return nil, false, false, fmt.Errorf("read release %s: %w", name, err)
 		}
 	} else if !cached {
-		return nil, false, nil
+		return nil, false, true, nil
 	}
 	if o := ownerOf(rel, h.instance); o == ownedByOther || o == ownedByInstance {
-		return rel, true, notOurs(rel, h.namespace, h.instance)
+		return rel, true, fresh, notOurs(rel, h.namespace, h.instance)
 	}
-	return rel, true, nil
+	return rel, true, fresh, nil
 }
 
 // claimable is last for a write that may take a release over: one that
 // the snapshot shows unlabelled for an instance (ours of an earlier
 // version, or the original's) is read again, since another instance may
 // have claimed it since the list.
-func (h *Helm) claimable(name string) (*release.Release, bool, error) {
-	rel, exists, err := h.last(name)
+func (h *Helm) claimable(name string) (rel *release.Release, exists, fromSnapshot bool, err error) {
+	rel, exists, fromSnapshot, err = h.last(name)
 	if err != nil || !exists {
-		return rel, exists, err
+		return rel, exists, fromSnapshot, err
 	}
 	if o := ownerOf(rel, h.instance); o == ownedLegacy || o == ownedByOriginal {
 		h.snapshot.invalidate()
 		return h.last(name)
 	}
-	return rel, exists, nil
+	return rel, exists, fromSnapshot, nil
 }
 
 // Purge removes a release whose module is gone, only when it carries our
@@ -210,7 +211,7 @@ func (h *Helm) claimable(name string) (*release.Release, bool, error) {
 // unlabelled ones of an earlier version, other instances' and other
 // tools' are left alone. It reports whether it removed one.
 func (h *Helm) Purge(ctx context.Context, name string) (bool, error) {
-	rel, exists, err := h.last(name)
+	rel, exists, _, err := h.last(name)
 	if errors.Is(err, ErrNotOurs) || (exists && ownerOf(rel, h.instance) != ownedByUs) {
 		h.logger.Info("release of a removed module left alone: not labelled as this instance's", "module", name, "instance", h.instance)
 		return false, nil
@@ -226,7 +227,7 @@ func (h *Helm) Purge(ctx context.Context, name string) (bool, error) {
 // whether there was one; a release of that name that another tool or
 // instance owns is an error and is left alone.
 func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
-	_, exists, err := h.claimable(name)
+	_, exists, _, err := h.claimable(name)
 	if err != nil || !exists {
 		return false, err
 	}
@@ -253,7 +254,7 @@ func (h *Helm) Has(ctx context.Context, name string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	_, exists, err := h.last(name)
+	_, exists, _, err := h.last(name)
 	if errors.Is(err, ErrNotOurs) {
 		return false, nil
 	}

@@ -14,7 +14,7 @@ func (h *Helm) Manifest(ctx context.Context, name string) (string, bool, error) 
 	if err := ctx.Err(); err != nil {
 		return "", false, err
 	}
-	rel, exists, err := h.last(name)
+	rel, exists, _, err := h.last(name)
 	if err != nil || !exists || rel.Info == nil || rel.Info.Status != release.StatusDeployed {
 		return "", false, err
 	}

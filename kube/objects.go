@@ -49,7 +49,7 @@ func (h *Helm) ReleaseObjects(ctx context.Context, name string) (ReleaseObjects,
 	if err := ctx.Err(); err != nil {
 		return ReleaseObjects{}, err
 	}
-	rel, exists, err := h.last(name)
+	rel, exists, _, err := h.last(name)
 	if err != nil || !exists {
 		return ReleaseObjects{}, err
 	}

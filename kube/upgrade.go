@@ -73,8 +73,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	// Helm's own read of the release's history, a moment later, can be
 	// answered from it (roundtrips.go); a snapshot's answer may be up to
 	// its TTL old, and Helm reads for itself
-	_, _, fromSnapshot := h.snapshot.get(r.Name, h.now())
-	last, exists, err := h.claimable(r.Name)
+	last, exists, fromSnapshot, err := h.claimable(r.Name)
 	if err != nil {
 		return Result{}, err
 	}
@@ -153,7 +152,8 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
 	defer cancel()
 	if !exists {
-		if !fromSnapshot {
+		// known from a read just now, or from the watch of release records
+		if !fromSnapshot || h.records.absent(r.Name) {
 			cfg.Releases.Driver = knownAbsent{Driver: cfg.Releases.Driver, name: r.Name}
 		}
 		inst := action.NewInstall(cfg)
@@ -208,7 +208,7 @@ func (h *Helm) label(rel *release.Release, set map[string]string) error {
 		return fmt.Errorf("label release %s: %w", rel.Name, err)
 	}
 	next := *full
-	next.Labels = maps.Clone(rel.Labels)
+	next.Labels = maps.Clone(full.Labels)
 	if next.Labels == nil {
 		next.Labels = map[string]string{}
 	}

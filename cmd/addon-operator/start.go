@@ -157,6 +157,8 @@ type startup struct {
 	// configHold, the ConfigMap edits its windows hold
 	fleet      *fleet
 	configHold *lifecycle.ConfigHold
+	// records is the watch of release records installs ask (kube)
+	records *kube.ReleaseRecords
 }
 
 func start(o *startOptions) (err error) {
@@ -219,7 +221,10 @@ func start(o *startOptions) (err error) {
 	if o.le.Enabled {
 		fencing = kube.WithLeaseDuration(o.le.LeaseDuration)
 	}
-	helm, err := kube.NewHelm(restConfig, op.Namespace, logger, kube.WithInstance(instance), fencing)
+	if s.records, err = kube.NewReleaseRecords(restConfig, op.Namespace); err != nil {
+		return err
+	}
+	helm, err := kube.NewHelm(restConfig, op.Namespace, logger, kube.WithInstance(instance), fencing, kube.WithReleaseRecords(s.records))
 	if err != nil {
 		return err
 	}
@@ -423,6 +428,7 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 		g.Go(func() error { executor.ReapOrphans(ctx, s.logger); return nil })
 	}
 	serveHTTP(ctx, g, srv, ln)
+	g.Go(func() error { s.records.Run(ctx); return nil })
 	if s.notifier != nil {
 		g.Go(func() error { s.notifier.Run(ctx); return nil })
 	}
