@@ -6,8 +6,10 @@
 //
 // Where things are:
 //   - configmap.go, event.go: the values ConfigMap and Events on it.
-//   - helm.go: the Helm client, release ownership and the releases snapshot;
-//     upgrade.go installs and upgrades, heal.go repairs stuck releases and
+//   - helm.go: the Helm client, release ownership and the releases snapshot
+//     (heads.go: the records as heads, listed and decoded; roundtrips.go:
+//     Helm's reads answered from what the client knows); upgrade.go installs
+//     and upgrades, heal.go repairs stuck releases and
 //     finds missing resources, manifest.go gives drift checks a release's
 //     manifest and Helm's field manager, chart.go loads, caches and renders charts,
 //     restgetter.go hands Helm its clients.

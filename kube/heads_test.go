@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
-	"fmt"
 	"testing"
-	"time"
-
-	"github.com/addonops/addon-operator/internal/testwait"
 )
 
 // The snapshot keeps heads of release records (heads.go); a write that
@@ -43,48 +39,6 @@ func TestLabelFromHeadKeepsTheWholeRecord(t *testing.T) {
 	}
 	if full.Config["demo"] == nil || len(full.Chart.Templates) == 0 || full.Chart.Metadata == nil {
 		t.Fatalf("the record lost its values or chart: config %v, %d templates", full.Config, len(full.Chart.Templates))
-	}
-}
-
-// With the watch of release records, an install decided on the reload's
-// list makes no LIST of its name's history (Helm's look is answered by the
-// watch); a release that another client made after that list, its first
-// revision removed by the history bound, is seen by the watch, and the
-// install over it is refused as without the watch.
-func TestReleaseRecordsAnswerAnInstallsLook(t *testing.T) {
-	t.Parallel()
-	h, ns, n := countingHelm(t, isHistory)
-	records, err := NewReleaseRecords(restCfg, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go records.Run(t.Context())
-	h.records = records
-	testwait.Until(t, "the watch's first list", func() bool { return records.informer.HasSynced() })
-	if _, err := h.Releases(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	r := Release{Name: "demo", ChartDir: testChart(t, goodManifest), Values: map[string]any{"demo": map[string]any{"v": "1"}, "global": map[string]any{}}}
-	if res, err := h.Upgrade(t.Context(), r); err != nil || res.Reason != "installed" {
-		t.Fatalf("install: %+v, %v", res, err)
-	}
-	if got := n.Load(); got != 0 {
-		t.Fatalf("%d lists of the release's records for an install decided on the reload's list, want 0", got)
-	}
-	// another client makes the release, past its history bound, after a
-	// list that did not have it
-	other := newHelm(t, ns)
-	other.records = records
-	other.snapshot.replace(nil, time.Now().Add(time.Minute))
-	for i := range maxHistory + 1 {
-		r.Values["demo"] = map[string]any{"v": fmt.Sprint(i + 2)}
-		if _, err := h.Upgrade(t.Context(), r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	testwait.Until(t, "the watch to see the records", func() bool { return !records.absent("demo") })
-	if _, err := other.Upgrade(t.Context(), r); err == nil {
-		t.Fatal("an install over an existing release succeeded")
 	}
 }
 

@@ -64,7 +64,6 @@ type Helm struct {
 	presence presence // SetPresence
 	// secrets reads the release records for the snapshot (listHeads)
 	secrets corev1client.SecretInterface
-	records *ReleaseRecords // nil: none
 }
 
 // releaseSnapshot is the newest record of every release in the namespace,
@@ -159,7 +158,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 		return nil, fmt.Errorf("init helm: %w", err)
 	}
 	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, now: time.Now,
-		secrets: cs.CoreV1().Secrets(namespace), records: o.records,
+		secrets:  cs.CoreV1().Secrets(namespace),
 		instance: o.instance, pending: o.pendingGrace,
 		setup:    &actionSetup{cfg: cfg, getter: getter},
 		charts:   &chartCache{charts: map[string]*chart.Chart{}},

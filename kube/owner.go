@@ -50,7 +50,6 @@ type options struct {
 	// successor may clear it: a leader that lost its Lease may still be
 	// writing it until then.
 	pendingGrace time.Duration
-	records      *ReleaseRecords // nil: none (WithReleaseRecords)
 }
 
 // WithInstance sets the instance ID (InstanceID) whose releases and CRDs

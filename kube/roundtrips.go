@@ -55,11 +55,10 @@ func (c *reachableClient) check() error {
 }
 
 // knownAbsent is the release storage driver of an install whose release
-// Upgrade has just read from the cluster and found absent, or the watch
-// of release records knows to have none (not from the snapshot of release
-// records alone, which may be its TTL old): Helm's own look for the
-// name's history before it installs, one more list of release Secrets a
-// moment later, is answered from that.
+// Upgrade has just read from the cluster and found absent (not from the
+// snapshot of release records, which may be its TTL old): Helm's own look
+// for the name's history before it installs, one more list of release
+// Secrets a moment later, is answered from that read.
 type knownAbsent struct {
 	driver.Driver
 	name string

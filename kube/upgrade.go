@@ -152,8 +152,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helmTimeout)
 	defer cancel()
 	if !exists {
-		// known from a read just now, or from the watch of release records
-		if !fromSnapshot || h.records.absent(r.Name) {
+		if !fromSnapshot {
 			cfg.Releases.Driver = knownAbsent{Driver: cfg.Releases.Driver, name: r.Name}
 		}
 		inst := action.NewInstall(cfg)

@@ -157,8 +157,6 @@ type startup struct {
 	// configHold, the ConfigMap edits its windows hold
 	fleet      *fleet
 	configHold *lifecycle.ConfigHold
-	// records is the watch of release records installs ask (kube)
-	records *kube.ReleaseRecords
 }
 
 func start(o *startOptions) (err error) {
@@ -221,10 +219,7 @@ func start(o *startOptions) (err error) {
 	if o.le.Enabled {
 		fencing = kube.WithLeaseDuration(o.le.LeaseDuration)
 	}
-	if s.records, err = kube.NewReleaseRecords(restConfig, op.Namespace); err != nil {
-		return err
-	}
-	helm, err := kube.NewHelm(restConfig, op.Namespace, logger, kube.WithInstance(instance), fencing, kube.WithReleaseRecords(s.records))
+	helm, err := kube.NewHelm(restConfig, op.Namespace, logger, kube.WithInstance(instance), fencing)
 	if err != nil {
 		return err
 	}
@@ -428,7 +423,6 @@ func (s *startup) run(ctx context.Context, srv *http.Server, ln net.Listener) er
 		g.Go(func() error { executor.ReapOrphans(ctx, s.logger); return nil })
 	}
 	serveHTTP(ctx, g, srv, ln)
-	g.Go(func() error { s.records.Run(ctx); return nil })
 	if s.notifier != nil {
 		g.Go(func() error { s.notifier.Run(ctx); return nil })
 	}
