@@ -75,25 +75,35 @@ func stepSums(t testing.TB, addr string) map[string]float64 {
 // logSteps logs each step's milliseconds per module run between two
 // readings of stepSums, in the order of the largest first.
 func logSteps(b *testing.B, what string, before, after map[string]float64, runs int) {
-	type row struct {
-		step string
-		ms   float64
-	}
-	var rows []row
-	total := 0.0
-	for step, v := range after {
-		ms := 1000 * (v - before[step]) / float64(runs)
-		total += ms
-		rows = append(rows, row{step, ms})
-	}
-	slices.SortFunc(rows, func(x, y row) int { return cmp.Compare(y.ms, x.ms) })
+	rows, total := deltas(before, after, func(string) bool { return true })
 	// one line: a benchmark's log is cut after a few lines
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s, ms per module run by step: total=%.2f", what, total)
+	fmt.Fprintf(&sb, "%s, ms per module run by step: total=%.2f", what, 1000*total/float64(runs))
 	for _, r := range rows {
-		fmt.Fprintf(&sb, " %s=%.3f", r.step, r.ms)
+		fmt.Fprintf(&sb, " %s=%.3f", r.key, 1000*r.d/float64(runs))
 	}
 	b.Log(sb.String())
+}
+
+// delta is one key's change between two readings.
+type delta struct {
+	key string
+	d   float64
+}
+
+// deltas are the changes of the keys keep says yes to, the largest first,
+// and their sum.
+func deltas(before, after map[string]float64, keep func(string) bool) ([]delta, float64) {
+	var rows []delta
+	total := 0.0
+	for k, v := range after {
+		if keep(k) {
+			rows = append(rows, delta{k, v - before[k]})
+			total += v - before[k]
+		}
+	}
+	slices.SortFunc(rows, func(x, y delta) int { return cmp.Compare(y.d, x.d) })
+	return rows, total
 }
 
 // profiler takes a CPU profile and an execution trace of the operator at
@@ -227,24 +237,12 @@ func resourceOf(path string) string {
 // logRequests logs the requests between two readings of
 // requestsByResource, per module run, the most first.
 func logRequests(b *testing.B, what string, before, after map[string]float64, runs int) {
-	type row struct {
-		key string
-		n   float64
-	}
-	var rows []row
-	total := 0.0
-	for k, v := range after {
-		if d := v - before[k]; d > 0 && !strings.HasPrefix(k, "ms:") {
-			rows = append(rows, row{k, d})
-			total += d
-		}
-	}
-	slices.SortFunc(rows, func(x, y row) int { return cmp.Compare(y.n, x.n) })
+	rows, total := deltas(before, after, func(k string) bool { return !strings.HasPrefix(k, "ms:") && after[k] > before[k] })
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s, API requests: total=%.0f (%.2f per module); count, mean ms:", what, total, total/float64(runs))
 	for _, r := range rows {
-		ms := (after["ms:"+r.key] - before["ms:"+r.key]) / r.n
-		fmt.Fprintf(&sb, " [%s]=%.0f,%.2f", r.key, r.n, ms)
+		ms := (after["ms:"+r.key] - before["ms:"+r.key]) / r.d
+		fmt.Fprintf(&sb, " [%s]=%.0f,%.2f", r.key, r.d, ms)
 	}
 	b.Log(sb.String())
 }
