@@ -65,7 +65,7 @@ type knownAbsent struct {
 }
 
 func (k knownAbsent) Query(labels map[string]string) ([]*release.Release, error) {
-	if len(labels) == 2 && labels["name"] == k.name && labels["owner"] == "helm" {
+	if isHistoryOf(labels, k.name) {
 		return nil, driver.ErrReleaseNotFound
 	}
 	return k.Driver.Query(labels)
@@ -97,8 +97,15 @@ func newKnownLast(d driver.Driver, last *release.Release) *knownLast {
 }
 
 func (k *knownLast) Query(labels map[string]string) ([]*release.Release, error) {
-	if len(labels) == 2 && labels["name"] == k.name && labels["owner"] == "helm" && k.used.CompareAndSwap(false, true) {
+	if isHistoryOf(labels, k.name) && k.used.CompareAndSwap(false, true) {
 		return []*release.Release{k.last}, nil
 	}
 	return k.Driver.Query(labels)
+}
+
+// isHistoryOf: a storage query is Helm's look for every record of release
+// name (owner=helm, name=NAME; not its query for the deployed ones, which
+// has a status too).
+func isHistoryOf(labels map[string]string, name string) bool {
+	return len(labels) == 2 && labels["name"] == name && labels["owner"] == "helm"
 }

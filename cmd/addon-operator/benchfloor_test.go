@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
 	"io"
@@ -15,6 +14,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // hookFloor runs the tree's hooks directly, one after another, as a
@@ -49,25 +52,31 @@ func hookFloor(b *testing.B, tree string) time.Duration {
 	return time.Since(start)
 }
 
-// stepSums reads addon_operator_module_run_step_seconds_sum by step.
-func stepSums(t testing.TB, addr string) map[string]float64 {
-	resp, err := plain.Get("http://" + addr + "/metrics")
+// families parses a reading of /metrics.
+func families(t testing.TB, text string) map[string]*dto.MetricFamily {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("/metrics: %v", err)
 	}
-	defer resp.Body.Close()
-	const prefix = `addon_operator_module_run_step_seconds_sum{step="`
+	return mfs
+}
+
+// label is a series' value of label name.
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// stepSums are addon_operator_module_run_step_seconds' sums by step.
+func stepSums(mfs map[string]*dto.MetricFamily) map[string]float64 {
 	sums := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), prefix)
-		if !ok {
-			continue
-		}
-		step, v, _ := strings.Cut(rest, `"} `)
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			sums[step] = f
-		}
+	for _, m := range mfs["addon_operator_module_run_step_seconds"].GetMetric() {
+		sums[label(m, "step")] = m.GetHistogram().GetSampleSum()
 	}
 	return sums
 }
@@ -157,52 +166,20 @@ func startProfile(b *testing.B, addr, name string) profiler {
 
 func (p profiler) wait() { <-p.done }
 
-// requestsByResource reads the operator's API requests from /metrics
-// (client-go's latency histogram, labelled by verb and URL) and counts them
-// by verb and resource: "POST secrets", "PATCH modules/status"; the key
-// with "ms:" before it sums their milliseconds.
-func requestsByResource(t testing.TB, addr string) map[string]float64 {
-	resp, err := plain.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	const prefix = "addon_operator_kubernetes_client_request_latency_seconds_"
+// requestsByResource counts the operator's API requests (client-go's
+// latency histogram, labelled by verb and URL) by verb and resource:
+// "POST secrets", "PATCH modules/status"; the key with "ms:" before it
+// sums their milliseconds.
+func requestsByResource(mfs map[string]*dto.MetricFamily) map[string]float64 {
 	counts := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), prefix)
-		if !ok {
-			continue
+	for _, m := range mfs["addon_operator_kubernetes_client_request_latency_seconds"].GetMetric() {
+		path := ""
+		if u, err := url.Parse(label(m, "url")); err == nil {
+			path = u.Path
 		}
-		kind, rest, _ := strings.Cut(rest, "{")
-		if kind != "count" && kind != "sum" {
-			continue
-		}
-		labels, v, _ := strings.Cut(rest, "} ")
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			continue
-		}
-		var verb, path string
-		for _, kv := range strings.Split(labels, `",`) {
-			k, val, _ := strings.Cut(kv, `="`)
-			val = strings.TrimSuffix(val, `"`)
-			switch k {
-			case "verb":
-				verb = val
-			case "url":
-				if u, err := url.Parse(val); err == nil {
-					path = u.Path
-				}
-			}
-		}
-		if kind == "sum" {
-			counts["ms:"+verb+" "+resourceOf(path)] += 1000 * f
-		} else {
-			counts[verb+" "+resourceOf(path)] += f
-		}
+		key := label(m, "verb") + " " + resourceOf(path)
+		counts[key] += float64(m.GetHistogram().GetSampleCount())
+		counts["ms:"+key] += 1000 * m.GetHistogram().GetSampleSum()
 	}
 	return counts
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -128,13 +127,13 @@ func convergeOnce(b *testing.B, tree, ns string, modules int, onPhase ...func(ph
 	if code, _ := get(op.addr, "/readyz"); code != http.StatusOK {
 		b.Fatalf("/readyz after the first converge: %d", code)
 	}
-	before := scrape(b, op.addr)
+	text := metricsText(b, op.addr)
+	before, mfs := sumsByName(text), families(b, text)
 	res.hookMS = 1000 * before[hookSum] / before[hookCount]
 	res.helmMS = 1000 * before[helmSum] / before[helmCount]
 	res.upgrades = before[helmUpgrades]
-	steps := stepSums(b, op.addr)
+	steps, reqs := stepSums(mfs), requestsByResource(mfs)
 	logSteps(b, "converge", nil, steps, modules)
-	reqs := requestsByResource(b, op.addr)
 	logRequests(b, "converge", nil, reqs, modules)
 	res.requests = before[apiRequests]
 
@@ -153,9 +152,10 @@ func convergeOnce(b *testing.B, tree, ns string, modules int, onPhase ...func(ph
 	for _, f := range onPhase {
 		f("reconverged")
 	}
-	after := scrape(b, op.addr)
-	logSteps(b, "re-converge", steps, stepSums(b, op.addr), modules)
-	logRequests(b, "re-converge", reqs, requestsByResource(b, op.addr), modules)
+	text = metricsText(b, op.addr)
+	after, mfs := sumsByName(text), families(b, text)
+	logSteps(b, "re-converge", steps, stepSums(mfs), modules)
+	logRequests(b, "re-converge", reqs, requestsByResource(mfs), modules)
 	res.reupgrades = after[helmUpgrades] - before[helmUpgrades]
 	res.reHooks = after[hookSum] - before[hookSum]
 	res.reHelm = after[helmSum] - before[helmSum]
@@ -207,16 +207,29 @@ var plain = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
 // scrape reads /metrics once and sums every series of each metric by name.
 func scrape(t testing.TB, addr string) map[string]float64 {
+	return sumsByName(metricsText(t, addr))
+}
+
+// metricsText is one reading of /metrics.
+func metricsText(t testing.TB, addr string) string {
 	resp, err := plain.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
+// sumsByName sums every series of each metric in a reading of /metrics by
+// its name as served (a histogram's _sum and _count apart).
+func sumsByName(text string) map[string]float64 {
 	sums := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		name, _, _ := strings.Cut(line, " ")

@@ -39,7 +39,9 @@ type candidate struct {
 func candidates(model *loader.Model, known bool, enabled []string) []candidate {
 	var out []candidate
 	for _, h := range model.Global.Hooks {
-		out = append(out, candidate{hook: h})
+		if bindsWebhooks(h) {
+			out = append(out, candidate{hook: h})
+		}
 	}
 	// it runs on every change of a module's state: the few modules with
 	// webhooks are looked up in the enabled list, not every module
@@ -51,7 +53,7 @@ func candidates(model *loader.Model, known bool, enabled []string) []candidate {
 			}
 		}
 	}
-	return slices.DeleteFunc(out, func(c candidate) bool { return !bindsWebhooks(c.hook) })
+	return out
 }
 
 func bindsWebhooks(h *loader.Hook) bool {
