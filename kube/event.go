@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,12 @@ func (c *ConfigMap) record(ctx context.Context, ref corev1.ObjectReference, even
 	if c.redact != nil {
 		message = c.redact(message)
 	}
+	// cut after the redaction: a secret cut first would no longer be the
+	// text the redactor knows, and its start would be sent
+	if len(message) > maxEventMessage {
+		// a cut rune is dropped, not sent as invalid UTF-8
+		message = strings.ToValidUTF8(message[:maxEventMessage], "") + "…"
+	}
 	now := metav1.NewTime(time.Now())
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: ref.Name + ".", Namespace: c.namespace},
@@ -57,6 +64,9 @@ func (c *ConfigMap) record(ctx context.Context, ref corev1.ObjectReference, even
 	_, err := c.client.CoreV1().Events(c.namespace).Create(ctx, ev, metav1.CreateOptions{FieldManager: FieldManagerEvents})
 	return err
 }
+
+// maxEventMessage bounds an Event's message (a hook's output can be long).
+const maxEventMessage = 1000
 
 // RedactEvents makes every Event message go through fn first: secret
 // config values shown as <redacted> (docs/operator.md, "Secrets"). Call it

@@ -178,6 +178,19 @@ func TestRedactEvents(t *testing.T) {
 	if err != nil || len(list.Items) != 1 || list.Items[0].Message != "refused <redacted>" {
 		t.Fatalf("events: %v, %v", list, err)
 	}
+	// a long message is cut after the redaction: a secret across the cut
+	// is still replaced whole, and none of it is sent
+	long := strings.Repeat("x", maxEventMessage-4) + "hunter2-db"
+	if err := cm.Warning(t.Context(), "Long", long); err != nil {
+		t.Fatal(err)
+	}
+	list, err = client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=Long"})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("events: %v, %v", list, err)
+	}
+	if msg := list.Items[0].Message; strings.Contains(msg, "hunt") || len(msg) > maxEventMessage+len("…") {
+		t.Fatalf("a long message with a secret across the cut: %d bytes, ends %q", len(msg), msg[len(msg)-20:])
+	}
 }
 
 // Without a values ConfigMap the watch has no first event of it: the

@@ -176,10 +176,6 @@ func (f *runFailures) event(ctx context.Context, module string, err error) {
 	if !fresh {
 		return
 	}
-	if len(msg) > maxEventMessage {
-		// a cut rune is dropped, not sent as invalid UTF-8
-		msg = strings.ToValidUTF8(msg[:maxEventMessage], "") + "…"
-	}
 	if f.warn(ctx, module, "ModuleRunFailed", "module "+module+": "+msg) != nil {
 		// not recorded: the next failure tries again
 		f.mu.Lock()
@@ -199,6 +195,3 @@ func (f *runFailures) clear(module string) {
 	defer f.mu.Unlock()
 	delete(f.last, module)
 }
-
-// maxEventMessage bounds an Event's message (a hook's output can be long).
-const maxEventMessage = 1000
