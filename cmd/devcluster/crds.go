@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -67,6 +66,3 @@ func applyCRDs(ctx context.Context, cfg *rest.Config, dir string) ([]string, err
 	}
 	return names, nil
 }
-
-// joined is names for a message.
-func joined(names []string) string { return strings.Join(names, ", ") }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/addonops/addon-operator/internal/testenv"
@@ -51,7 +52,7 @@ func main() {
 		nodes = fmt.Sprintf(" with simulated node %s", testenv.NodeName)
 	}
 	if len(crds) > 0 {
-		nodes += "; CRDs " + joined(crds)
+		nodes += "; CRDs " + strings.Join(crds, ", ")
 	}
 	fmt.Printf("control plane ready at %s%s; kubeconfig: %s\n", cp.Config.Host, nodes, *kubeconfig)
 	<-ctx.Done()

@@ -12,6 +12,7 @@ import (
 	"github.com/addonops/addon-operator/health"
 	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/loader"
+	"github.com/addonops/addon-operator/values"
 )
 
 // Trees is the running tree and its announcements (runstate.Trees).
@@ -92,8 +93,8 @@ type Options struct {
 type Writer struct {
 	opts    Options
 	written map[string]Status // what the API server has, as last written
-	listed  bool              // the namespace's objects were listed once
-	// listedAt: when they were last listed (Relist)
+	// listedAt: when the namespace's objects were last listed (Relist;
+	// zero: never)
 	listedAt time.Time
 	// readyOn is, by module, its inputs when a Ready status was last
 	// written (rerun)
@@ -179,9 +180,9 @@ func (w *Writer) Pass(ctx context.Context) error {
 			firstErr = err
 		}
 	}
-	if !w.listed || w.opts.Now().Sub(w.listedAt) >= w.opts.Relist {
+	if w.listedAt.IsZero() || w.opts.Now().Sub(w.listedAt) >= w.opts.Relist {
 		if err := w.relist(ctx); err != nil {
-			if !w.listed {
+			if w.listedAt.IsZero() {
 				return err
 			}
 			keep(err) // a relist: this pass writes on what it knows
@@ -225,8 +226,9 @@ func (w *Writer) Pass(ctx context.Context) error {
 			}
 		}
 		delete(w.waiting, m.Name)
-		inputs := inputsOf(t, m)
-		if had && rerun(old, st) && w.readyOn[m.Name] == inputs {
+		// inputs are read only where they decide: a pass over unchanged
+		// modules (the resync) marshals no values
+		if had && rerun(old, st) && w.readyOn[m.Name] == inputsOf(t, m) {
 			// a re-run of what it was Ready on (a reload after a global
 			// change, a resync): still Ready, so a no-change re-converge
 			// writes nothing (docs/operator.md, "Module objects")
@@ -247,7 +249,7 @@ func (w *Writer) Pass(ctx context.Context) error {
 		}
 		w.written[m.Name] = st
 		if st.State == string(runstate.StateReady) {
-			w.readyOn[m.Name] = inputs
+			w.readyOn[m.Name] = inputsOf(t, m)
 		}
 	}
 	for name := range w.written {
@@ -274,10 +276,10 @@ func (w *Writer) Pass(ctx context.Context) error {
 // file ($MODULES_DIR/values.yaml, outside its directory): a re-run on the
 // same inputs stays Ready (rerun).
 func inputsOf(t *runstate.Tree, m *loader.Module) string {
-	in := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[m.Key+"Enabled"]
+	in := m.Hash + "\x00" + t.ConfigData[m.Key] + "\x00" + t.ConfigData[values.EnabledKey(m.Key)]
 	if common := t.Model.Values.Common; common != nil {
 		// encoding/json sorts map keys: equal sections, equal text
-		b, _ := json.Marshal([]any{common[m.Key], common[m.Key+"Enabled"]})
+		b, _ := json.Marshal([]any{common[m.Key], common[values.EnabledKey(m.Key)]})
 		in += "\x00" + string(b)
 	}
 	return in
@@ -302,7 +304,7 @@ func (w *Writer) relist(ctx context.Context) error {
 			delete(w.written, n)
 		}
 	}
-	w.listed, w.listedAt = true, w.opts.Now()
+	w.listedAt = w.opts.Now()
 	return nil
 }
 
