@@ -157,6 +157,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 	if err != nil {
 		return nil, fmt.Errorf("init helm: %w", err)
 	}
+	cfg.Releases.Driver = &recordWriter{Driver: cfg.Releases.Driver, secrets: cs.CoreV1().Secrets(namespace), now: time.Now}
 	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, now: time.Now,
 		secrets:  cs.CoreV1().Secrets(namespace),
 		instance: o.instance, pending: o.pendingGrace,

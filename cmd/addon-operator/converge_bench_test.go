@@ -170,6 +170,11 @@ func convergeOnce(b *testing.B, tree, ns string, modules int, onPhase ...func(ph
 			}
 			resp.Body.Close()
 		}
+		// its mappings' resident pages: the executable's text, read-only
+		// data and tables apart from its own memory
+		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", op.cmd.Process.Pid)); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("reconverged-%d.smaps", modules)), data, 0o644)
+		}
 		// the operator's log beside its profiles: start-up's steps by time
 		if data, err := os.ReadFile(op.log); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("converge-%d.log", modules)), data, 0o644)

@@ -44,10 +44,19 @@ func wantedMonitors(trees *runstate.Trees, modules *runstate.Modules) map[string
 	for _, h := range model.Global.Hooks {
 		want[h.Key()] = true
 	}
-	states := modules.All()
+	// only hooks that bind kubernetes events have monitors: the state of
+	// a module without them is not looked up (this runs at every change
+	// of a module's state)
 	for _, m := range model.Modules {
-		if monitorsWanted(states[m.Name]) {
-			for _, h := range m.Hooks {
+		wanted, looked := false, false
+		for _, h := range m.Hooks {
+			if len(h.Config.Kubernetes) == 0 {
+				continue
+			}
+			if !looked {
+				wanted, looked = monitorsWanted(modules.Get(m.Name)), true
+			}
+			if wanted {
 				want[h.Key()] = true
 			}
 		}

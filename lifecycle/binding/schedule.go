@@ -119,10 +119,20 @@ func (bs *Bindings) syncSchedules() {
 			add(h)
 		}
 	}
-	states := bs.modules.All()
+	// it runs at every change of a module's state: only the modules with
+	// schedules are looked up, not a copy of every state (O(N²) garbage
+	// per converge; docs/performance.md)
 	for _, m := range model.Modules {
-		if st := states[m.Name]; st.Enabled && st.StartupDone {
-			for _, h := range m.Hooks {
+		runs, looked := false, false
+		for _, h := range m.Hooks {
+			if len(h.Config.Schedules) == 0 {
+				continue
+			}
+			if !looked {
+				st := bs.modules.Get(m.Name)
+				runs, looked = st.Enabled && st.StartupDone, true
+			}
+			if runs {
 				add(h)
 			}
 		}

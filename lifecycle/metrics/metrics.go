@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -15,43 +16,43 @@ import (
 // METRICS_PATH, served apart on /metrics/hooks.
 type Recorder struct {
 	// the original's names
-	bindingCount       *prometheus.GaugeVec
+	bindingCount       *GaugeVec
 	ConfigValuesErrors prometheus.Counter
 	globalHook, module hookRunMetrics
 	moduleDiscoverErrs prometheus.Counter
-	ModuleRunErrs      *prometheus.CounterVec
-	moduleDeleteErrs   *prometheus.CounterVec
-	moduleRunSeconds   *prometheus.HistogramVec
-	moduleHelmSeconds  *prometheus.HistogramVec
-	helmOpSeconds      *prometheus.HistogramVec
-	convergenceSeconds *prometheus.CounterVec
-	convergenceTotal   *prometheus.CounterVec
-	QueueLength        *prometheus.GaugeVec
-	TaskWait           *prometheus.CounterVec
+	ModuleRunErrs      *CounterVec
+	moduleDeleteErrs   *CounterVec
+	moduleRunSeconds   *HistogramVec
+	moduleHelmSeconds  *HistogramVec
+	helmOpSeconds      *HistogramVec
+	convergenceSeconds *CounterVec
+	convergenceTotal   *CounterVec
+	QueueLength        *GaugeVec
+	TaskWait           *CounterVec
 	liveTicks          prometheus.Counter
-	KubeJqSeconds      *prometheus.HistogramVec
-	KubeEventSeconds   *prometheus.HistogramVec
-	QueueActionSeconds *prometheus.HistogramVec
+	KubeJqSeconds      *HistogramVec
+	KubeEventSeconds   *HistogramVec
+	QueueActionSeconds *HistogramVec
 
 	// ours
 	convergence       prometheus.Histogram
-	HelmUpgrades      *prometheus.CounterVec
+	HelmUpgrades      *CounterVec
 	treeErrors        prometheus.Counter
-	KubeEvents        *prometheus.CounterVec
-	AbsentResources   *prometheus.GaugeVec
-	DriftedObjects    *prometheus.GaugeVec
-	HealthWaits       *prometheus.CounterVec
-	ReleaseConflicts  *prometheus.GaugeVec
-	Maintenance       *prometheus.GaugeVec
-	ConfigDrift       *prometheus.GaugeVec
-	HookDroppedSeries *prometheus.CounterVec
-	moduleRunStep     *prometheus.HistogramVec
+	KubeEvents        *CounterVec
+	AbsentResources   *GaugeVec
+	DriftedObjects    *GaugeVec
+	HealthWaits       *CounterVec
+	ReleaseConflicts  *GaugeVec
+	Maintenance       *GaugeVec
+	ConfigDrift       *GaugeVec
+	HookDroppedSeries *CounterVec
+	moduleRunStep     *HistogramVec
 	stepObservers     sync.Map // step → prometheus.Observer of moduleRunStep
 
 	// deprecated: our former names, served for one release
 	old struct {
-		moduleRunErrors, hookErrors, hookAllowedErrors, helmUpgrades, kubeEvents *prometheus.CounterVec
-		hookSeconds, helmSeconds                                                 *prometheus.HistogramVec
+		moduleRunErrors, hookErrors, hookAllowedErrors, helmUpgrades, kubeEvents *CounterVec
+		hookSeconds, helmSeconds                                                 *HistogramVec
 		configErrors, treeErrors                                                 prometheus.Counter
 	}
 
@@ -62,9 +63,9 @@ type Recorder struct {
 // hookRunMetrics are one family of the original's hook run metrics
 // (global_hook_run_* or module_hook_run_*).
 type hookRunMetrics struct {
-	seconds, sysCPU, userCPU         *prometheus.HistogramVec
-	errors, allowedErrors, successes *prometheus.CounterVec
-	maxRSS                           *prometheus.GaugeVec
+	seconds, sysCPU, userCPU         *HistogramVec
+	errors, allowedErrors, successes *CounterVec
+	maxRSS                           *GaugeVec
 }
 
 var revisionInfo = prometheus.NewDesc("addon_operator_git_revision_info",
@@ -91,20 +92,20 @@ type builder struct{ all []prometheus.Collector }
 
 func (b *builder) add(c prometheus.Collector) { b.all = append(b.all, c) }
 
-func (b *builder) counter(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+func (b *builder) counter(name, help string, labels ...string) *CounterVec {
+	c := newCounterVec(name, help, labels, time.Now)
 	b.add(c)
 	return c
 }
 
-func (b *builder) gauge(name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+func (b *builder) gauge(name, help string, labels ...string) *GaugeVec {
+	g := newGaugeVec(name, help, labels)
 	b.add(g)
 	return g
 }
 
-func (b *builder) histogram(name, help string, bk []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: bk}, labels)
+func (b *builder) histogram(name, help string, bk []float64, labels ...string) *HistogramVec {
+	h := newHistogramVec(name, help, bk, labels, time.Now)
 	b.add(h)
 	return h
 }

@@ -93,10 +93,13 @@ func (r *Modules) All() map[string]Module {
 }
 
 // EnabledList is the modules the last discovery enabled, in run order.
+// It is shared, not copied (every hook run reads it: a copy each was
+// O(N²) garbage per converge), so callers must not change it: the list is
+// replaced whole (Edit), never changed in place.
 func (r *Modules) EnabledList() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.enabled)
+	return r.enabled
 }
 
 // InEnabledList: the module is in EnabledList, read without a copy.
@@ -137,7 +140,10 @@ func (r *Modules) Edit(fn func(modules map[string]*Module, enabled *[]string)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer r.notify.bump()
-	fn(r.modules, &r.enabled)
+	// fn edits a copy: the list readers hold (EnabledList) stays as it was
+	list := slices.Clone(r.enabled)
+	fn(r.modules, &list)
+	r.enabled = slices.Clip(slices.Clone(list))
 }
 
 // Reset starts over with every module of a tree Disabled (start-up).

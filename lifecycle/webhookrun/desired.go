@@ -36,7 +36,7 @@ type candidate struct {
 
 // candidates are the tree's hooks that bind webhooks: global hooks, then
 // each module's, with why the module does not answer (yet).
-func candidates(model *loader.Model, known bool, enabled []string) []candidate {
+func candidates(model *loader.Model, known bool, enabled func(module string) bool) []candidate {
 	var out []candidate
 	for _, h := range model.Global.Hooks {
 		if bindsWebhooks(h) {
@@ -44,12 +44,12 @@ func candidates(model *loader.Model, known bool, enabled []string) []candidate {
 		}
 	}
 	// it runs on every change of a module's state: the few modules with
-	// webhooks are looked up in the enabled list, not every module
+	// webhooks are looked up in the enabled list, which is not copied
 	// (docs/performance.md)
 	for _, m := range model.Modules {
 		for _, h := range m.Hooks {
 			if bindsWebhooks(h) {
-				out = append(out, candidate{hook: h, waiting: moduleWaiting(m.Name, known, slices.Contains(enabled, m.Name))})
+				out = append(out, candidate{hook: h, waiting: moduleWaiting(m.Name, known, enabled(m.Name))})
 			}
 		}
 	}
@@ -103,7 +103,7 @@ func (w *Webhooks) desired(known bool, inherited map[string]bool) (webhook.Bindi
 	// routes of hooks not registered (a disabled module's): a call the API
 	// server still sends is answered by the failurePolicy
 	fallback := map[string]admissionRoute{}
-	for _, c := range candidates(model, known, w.modules.EnabledList()) {
+	for _, c := range candidates(model, known, w.modules.InEnabledList) {
 		h := c.hook
 		// a module's webhook while it does not run: registered only when
 		// the last run registered it and its enabled state is not known
