@@ -15,6 +15,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
@@ -54,30 +55,46 @@ type recordHead struct {
 var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 
 // listHeads reads every release record of the namespace (Helm's Secrets,
-// labelled owner=helm) in one list, as heads: Helm's own list decodes
-// each whole, which at 1,000 modules held ~40 MB for a moment at every
-// reload. The format is Helm's storage format: base64 of gzipped JSON, or
-// of plain JSON for records from before Helm compressed them; the labels
-// are the Secret's, as Helm's list sets them.
-func listHeads(ctx context.Context, secrets corev1client.SecretInterface) ([]*release.Release, error) {
-	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*release.Release, 0, len(list.Items))
-	for i := range list.Items {
-		item := &list.Items[i]
-		rel, err := decodeHead(item.Data["release"])
-		if err != nil {
-			// as Helm's list: a record that does not decode is skipped
+// labelled owner=helm) as heads: Helm's own list decodes each whole,
+// which at 1,000 modules held ~40 MB for a moment at every reload. It
+// reads them a page at a time (page records; Helm uses headsPage): one list of all was
+// the operator's peak of memory at 1,000 modules (docs/performance.md).
+// The format is Helm's storage format: base64 of gzipped JSON, or of plain
+// JSON for records from before Helm compressed them; the labels are the
+// Secret's, as Helm's list sets them.
+func listHeads(ctx context.Context, secrets corev1client.SecretInterface, page int64) ([]*release.Release, error) {
+	var out []*release.Release
+	opts := metav1.ListOptions{LabelSelector: "owner=helm", Limit: page}
+	for {
+		list, err := secrets.List(ctx, opts)
+		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+			// the list's snapshot is gone (etcd compacted it): start over,
+			// in one list, as client-go's pager does
+			out, opts = nil, metav1.ListOptions{LabelSelector: opts.LabelSelector}
 			continue
 		}
-		rel.Labels = item.Labels
-		out = append(out, rel)
-		item.Data = nil // the encoded record is not needed any more
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			rel, err := decodeHead(item.Data["release"])
+			if err != nil {
+				// as Helm's list: a record that does not decode is skipped
+				continue
+			}
+			rel.Labels = item.Labels
+			out = append(out, rel)
+		}
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
 	}
-	return out, nil
 }
+
+// headsPage is how many release records one list of listHeads reads.
+const headsPage = 100
 
 func decodeHead(data []byte) (*release.Release, error) {
 	b := make([]byte, base64.StdEncoding.DecodedLen(len(data)))

@@ -3,8 +3,17 @@ package kube
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // The snapshot keeps heads of release records (heads.go); a write that
@@ -85,5 +94,55 @@ func TestDecodeHead(t *testing.T) {
 				t.Fatalf("head %+v (chart %+v)", rel, rel.Chart)
 			}
 		})
+	}
+}
+
+// countingSecrets counts the lists made through it.
+type countingSecrets struct {
+	corev1client.SecretInterface
+	lists atomic.Int32
+}
+
+func (c *countingSecrets) List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
+	c.lists.Add(1)
+	return c.SecretInterface.List(ctx, opts)
+}
+
+// The reload's list of release records reads them a page at a time and
+// finds every release, a corrupt record skipped, as in one list.
+func TestListHeadsInPages(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	h := newHelm(t, ns)
+	var want []string
+	for i := range 5 {
+		name := fmt.Sprintf("paged-%d", i)
+		want = append(want, name)
+		r := Release{Name: name, ChartDir: testChart(t, strings.ReplaceAll(goodManifest, "name: demo", "name: "+name)), Values: map[string]any{"demo": map[string]any{"v": "1"}}}
+		if _, err := h.Upgrade(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.secrets.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.broken.v1",
+		Labels: map[string]string{"owner": "helm", "name": "broken"}}, Data: map[string][]byte{"release": []byte("%%%")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []int64{2, headsPage} {
+		cs := &countingSecrets{SecretInterface: h.secrets}
+		heads, err := listHeads(t.Context(), cs, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range heads {
+			got = append(got, r.Name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("page %d: heads of %v, want %v", page, got, want)
+		}
+		if wantLists := (6 + page - 1) / page; int64(cs.lists.Load()) != wantLists {
+			t.Fatalf("page %d: %d lists, want %d", page, cs.lists.Load(), wantLists)
+		}
 	}
 }

@@ -271,7 +271,7 @@ func (h *Helm) Releases(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	all, err := listHeads(ctx, h.secrets)
+	all, err := listHeads(ctx, h.secrets, headsPage)
 	if err != nil {
 		h.snapshot.invalidate()
 		return nil, fmt.Errorf("list releases: %w", err)

@@ -96,7 +96,7 @@ func TestConfigInGit(t *testing.T) {
 // moduleRuns is how many runs of the module ended.
 func (e *env) moduleRuns(module string) uint64 {
 	e.t.Helper()
-	mfs, err := e.reg.Gather()
+	mfs, err := e.op.metrics.Compact.Gatherer(e.reg).Gather()
 	if err != nil {
 		e.t.Fatal(err)
 	}

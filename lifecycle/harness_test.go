@@ -445,7 +445,7 @@ func assertJSON(t *testing.T, got any, want string) {
 
 // testutilCounter sums every series of a metric.
 func testutilCounter(e *env, name string) float64 {
-	mfs, err := e.reg.Gather()
+	mfs, err := e.op.metrics.Compact.Gatherer(e.reg).Gather()
 	if err != nil {
 		e.t.Fatal(err)
 	}

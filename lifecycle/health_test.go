@@ -94,7 +94,7 @@ func TestStatusShowsHealth(t *testing.T) {
 
 // testutilGauge is a gauge's value by labels (-1: no such series).
 func testutilGauge(e *env, name string, labels map[string]string) float64 {
-	mfs, err := e.reg.Gather()
+	mfs, err := e.op.metrics.Compact.Gatherer(e.reg).Gather()
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (o *Operator) statusAPI(opts HTTPOptions) *statusapi.API {
 		Tree: o.trees, Modules: o.modules, Queues: o.queues, Revisions: revisionsView{o},
 		Failures: failuresView{o.run.Failures()}, Health: o.cfg.Health, Drift: o.drift,
 		Bindings: bindingsView{o}, Webhooks: webhooksView{o.hooks},
-		Registry: o.cfg.Registry, HookRegistry: o.metrics.HookRegistry,
+		Metrics: o.metrics.Compact.Handler(o.cfg.Registry), HookRegistry: o.metrics.HookRegistry,
 		Extra: opts.Extra, Namespace: opts.Namespace, Redactor: o.cfg.Redactor,
 	})
 }

@@ -94,7 +94,8 @@ func TestRecorder(t *testing.T) {
 			var told []RevisionState
 			h := &fakeHealth{}
 			reg := prometheus.NewRegistry()
-			r := &recorder{metrics: metrics.New(reg, trees.RevisionInfo), modules: modules, health: h, now: time.Now,
+			m := metrics.New(reg, trees.RevisionInfo)
+			r := &recorder{metrics: m, modules: modules, health: h, now: time.Now,
 				report: &revisionReporter{on: func(s RevisionState) { told = append(told, s) }, trees: trees, modules: modules}}
 			if err := r.record(context.Background(), c.o); !errors.Is(err, c.o.Err) {
 				t.Errorf("record returned %v, want the outcome's error %v", err, c.o.Err)
@@ -109,7 +110,7 @@ func TestRecorder(t *testing.T) {
 			if !slices.Equal(h.calls, c.health) {
 				t.Errorf("health told %q, want %q", h.calls, c.health)
 			}
-			if got := counter(t, reg, "addon_operator_module_run_errors_total"); got != c.failed {
+			if got := counter(t, m.Compact.Gatherer(reg), "addon_operator_module_run_errors_total"); got != c.failed {
 				t.Errorf("module_run_errors_total = %v, want %v", got, c.failed)
 			}
 		})
@@ -117,7 +118,7 @@ func TestRecorder(t *testing.T) {
 }
 
 // counter sums a counter family's samples (0 when it has none).
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+func counter(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {

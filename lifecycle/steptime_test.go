@@ -23,7 +23,7 @@ func TestModuleRunSteps(t *testing.T) {
 	e.waitReady()
 
 	got := map[string]uint64{}
-	mfs, err := e.reg.Gather()
+	mfs, err := e.op.metrics.Compact.Gatherer(e.reg).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,23 @@ type Recorder struct {
 
 	HookStore    *hookmetrics.Store
 	HookRegistry *prometheus.Registry
+
+	// Compact are the compact families (series.go), apart from the
+	// registry New is given
+	Compact Compact
+}
+
+// Compact are the compact families of a Recorder: /metrics writes them
+// to a text scrape itself (Handler).
+type Compact struct {
+	registry *prometheus.Registry
+	text     []textFamily
+}
+
+// Gatherer is reg, given to New, with the compact families: every metric
+// of the operator, as /metrics serves them.
+func (c Compact) Gatherer(reg prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.Gatherers{reg, c.registry}
 }
 
 // hookRunMetrics are one family of the original's hook run metrics
@@ -87,26 +104,38 @@ var buckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 
 const deprecated = "DEPRECATED, removed in the next release: use "
 
-// builder makes metrics and remembers them for registration.
-type builder struct{ all []prometheus.Collector }
+// builder makes metrics and remembers them for registration: the
+// compact families apart.
+type builder struct {
+	all, compact []prometheus.Collector
+	text         []textFamily
+}
 
 func (b *builder) add(c prometheus.Collector) { b.all = append(b.all, c) }
 
+func (b *builder) addCompact(c interface {
+	prometheus.Collector
+	textFamily
+}) {
+	b.compact = append(b.compact, c)
+	b.text = append(b.text, c)
+}
+
 func (b *builder) counter(name, help string, labels ...string) *CounterVec {
 	c := newCounterVec(name, help, labels, time.Now)
-	b.add(c)
+	b.addCompact(c)
 	return c
 }
 
 func (b *builder) gauge(name, help string, labels ...string) *GaugeVec {
 	g := newGaugeVec(name, help, labels)
-	b.add(g)
+	b.addCompact(g)
 	return g
 }
 
 func (b *builder) histogram(name, help string, bk []float64, labels ...string) *HistogramVec {
 	h := newHistogramVec(name, help, bk, labels, time.Now)
-	b.add(h)
+	b.addCompact(h)
 	return h
 }
 
@@ -183,6 +212,8 @@ func New(reg prometheus.Registerer, revision RevisionFunc) *Recorder {
 	m.old.treeErrors = b.counter0("addon_operator_tree_errors", deprecated+"addon_operator_tree_errors_total.")
 
 	reg.MustRegister(append(b.all, revision)...)
+	m.Compact = Compact{registry: prometheus.NewRegistry(), text: b.text}
+	m.Compact.registry.MustRegister(b.compact...)
 	m.HookStore = hookmetrics.New(hookmetrics.Limits{})
 	m.HookRegistry = prometheus.NewRegistry()
 	m.HookRegistry.MustRegister(m.HookStore)

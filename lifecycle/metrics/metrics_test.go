@@ -57,7 +57,7 @@ func TestRecorderOriginalNames(t *testing.T) {
 	if got := testutil.ToFloat64(m.module.allowedErrors.WithLabelValues(labels...)); got != 1 {
 		t.Errorf("allowed errors %v", got)
 	}
-	n, err := testutil.GatherAndCount(reg, "addon_operator_git_revision_info", "addon_operator_module_hook_run_seconds", "addon_operator_tasks_queue_length")
+	n, err := testutil.GatherAndCount(m.Compact.Gatherer(reg), "addon_operator_git_revision_info", "addon_operator_module_hook_run_seconds", "addon_operator_tasks_queue_length")
 	if err != nil || n < 2 {
 		t.Errorf("gathered %d series (%v)", n, err)
 	}

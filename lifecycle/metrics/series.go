@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bufio"
 	"fmt"
 	"math"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -26,15 +28,32 @@ import (
 // memory). The exposition is the same: names, help, types, buckets and
 // created timestamps.
 
-// labelSep joins label values into a key; it is not valid UTF-8, so no
-// label value holds it.
+// labelSep joins label values into a key; it is not valid UTF-8, and a
+// value that is not is made valid (validUTF8), so no value holds it.
 const labelSep = "\xff"
+
+// validUTF8 is v, its invalid bytes replaced: a label value comes from a
+// tree (a hook's file name), and client_golang panicked on one that is
+// not UTF-8.
+func validUTF8(values []string) []string {
+	for i, v := range values {
+		if !utf8.ValidString(v) {
+			values = slices.Clone(values)
+			values[i] = strings.ToValidUTF8(v, "\uFFFD")
+		}
+	}
+	return values
+}
 
 // family is one metric's series by their label values.
 type family[S any] struct {
-	desc   *prometheus.Desc
-	labels int
-	fresh  func() *S
+	desc         *prometheus.Desc
+	fqName, help string
+	kind         string // the text format's TYPE
+	labels       int
+	fresh        func() *S
+	// text writes a series' samples to a text scrape
+	text func(w *bufio.Writer, f *family[S], key string, s *S)
 	// write sets a series' value in the exposition's message
 	write func(s *S, out *dto.Metric)
 	// names are the label names; sorted, their indexes in order (the
@@ -52,7 +71,7 @@ func (f *family[S]) with(values []string) (string, *S) {
 	if len(values) != f.labels {
 		panic(fmt.Sprintf("%s: %d label values, want %d", f.desc, len(values), f.labels))
 	}
-	key := strings.Join(values, labelSep)
+	key := strings.Join(validUTF8(values), labelSep)
 	f.mu.RLock()
 	s := f.series[key]
 	f.mu.RUnlock()
@@ -77,14 +96,15 @@ func (f *family[S]) collectOne(key string, s *S, ch chan<- prometheus.Metric) {
 }
 
 // newFamily describes a metric and orders its label names.
-func newFamily[S any](name, help string, labels []string, fresh func() *S, write func(*S, *dto.Metric)) family[S] {
+func newFamily[S any](name, help, kind string, labels []string, fresh func() *S, write func(*S, *dto.Metric),
+	text func(*bufio.Writer, *family[S], string, *S)) family[S] {
 	sorted := make([]int, len(labels))
 	for i := range sorted {
 		sorted[i] = i
 	}
 	slices.SortFunc(sorted, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
-	return family[S]{desc: prometheus.NewDesc(name, help, labels, nil), labels: len(labels),
-		fresh: fresh, write: write, names: slices.Clone(labels), sorted: sorted}
+	return family[S]{desc: prometheus.NewDesc(name, help, labels, nil), fqName: name, help: help, kind: kind,
+		labels: len(labels), fresh: fresh, write: write, text: text, names: slices.Clone(labels), sorted: sorted}
 }
 
 // seriesMetric is one series as read by the registry.
@@ -112,7 +132,7 @@ func (m *seriesMetric[S]) Write(out *dto.Metric) error {
 
 // DeleteLabelValues drops the series of values; false if there was none.
 func (f *family[S]) DeleteLabelValues(values ...string) bool {
-	key := strings.Join(values, labelSep)
+	key := strings.Join(validUTF8(values), labelSep)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, ok := f.series[key]
@@ -162,12 +182,12 @@ type counter struct {
 }
 
 func newCounterVec(name, help string, labels []string, now func() time.Time) *CounterVec {
-	return &CounterVec{newFamily(name, help, labels,
+	return &CounterVec{newFamily(name, help, "counter", labels,
 		func() *counter { return &counter{created: now().UnixNano()} },
 		func(c *counter, out *dto.Metric) {
 			v := c.v.load()
 			out.Counter = &dto.Counter{Value: &v, CreatedTimestamp: timestamppb.New(time.Unix(0, c.created))}
-		})}
+		}, counterText)}
 }
 
 // Counter is one series of a CounterVec, and a collector of it alone.
@@ -199,12 +219,12 @@ func (c Counter) Add(v float64) {
 type GaugeVec struct{ family[atomicFloat] }
 
 func newGaugeVec(name, help string, labels []string) *GaugeVec {
-	return &GaugeVec{newFamily(name, help, labels,
+	return &GaugeVec{newFamily(name, help, "gauge", labels,
 		func() *atomicFloat { return &atomicFloat{} },
 		func(g *atomicFloat, out *dto.Metric) {
 			v := g.load()
 			out.Gauge = &dto.Gauge{Value: &v}
-		})}
+		}, gaugeText)}
 }
 
 // Gauge is one series of a GaugeVec, and a collector of it alone.
@@ -241,7 +261,11 @@ func newHistogramVec(name, help string, bounds []float64, labels []string, now f
 		panic(name + ": buckets not in increasing order")
 	}
 	bounds = slices.Clone(bounds)
-	return &HistogramVec{newFamily(name, help, labels,
+	les := make([]string, len(bounds))
+	for i, b := range bounds {
+		les[i] = formatFloat(b)
+	}
+	return &HistogramVec{newFamily(name, help, "histogram", labels,
 		func() *histogram {
 			return &histogram{counts: make([]atomic.Uint64, len(bounds)+1), created: now().UnixNano()}
 		},
@@ -261,7 +285,7 @@ func newHistogramVec(name, help string, bounds []float64, labels []string, now f
 			cum[len(bounds)] = n + h.counts[len(bounds)].Load()
 			sum := h.sum.load()
 			out.Histogram.SampleCount, out.Histogram.SampleSum = &cum[len(bounds)], &sum
-		}), bounds}
+		}, histogramText(les)), bounds}
 }
 
 // Histogram is one series of a HistogramVec, and a collector of it alone.

@@ -216,3 +216,17 @@ func BenchmarkSeriesGather(b *testing.B) {
 		})
 	}
 }
+
+// A label value that is not UTF-8 (a hook file's name from a tree) is
+// served with its invalid bytes replaced: no panic, and no series split
+// on the key's separator.
+func TestSeriesInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	v := newCounterVec("c_total", "Counted.", []string{"module", "hook"}, time.Now)
+	v.WithLabelValues("a\xffb", "hooks/\xff.sh").Inc()
+	v.WithLabelValues("a\xffb", "hooks/\xff.sh").Inc()
+	want := "# HELP c_total Counted.\n# TYPE c_total counter\nc_total{hook=\"hooks/\uFFFD.sh\",module=\"a\uFFFDb\"} 2\n"
+	if got, _ := exposition(t, v); got != want {
+		t.Fatalf("exposition:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -25,7 +25,10 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/debug/", redacted)
 	mux.Handle("/status", redacted)
 	mux.Handle("/queue", redacted)
-	if a.opts.Registry != nil {
+	switch {
+	case a.opts.Metrics != nil:
+		mux.Handle("/metrics", a.opts.Metrics)
+	case a.opts.Registry != nil:
 		mux.Handle("/metrics", promhttp.HandlerFor(a.opts.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	}
 	if a.opts.HookRegistry != nil {

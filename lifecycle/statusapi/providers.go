@@ -2,6 +2,7 @@ package statusapi
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -96,8 +97,10 @@ type Options struct {
 	Bindings  Bindings
 	Webhooks  Webhooks
 	// Registry is /metrics, HookRegistry /metrics/hooks (what hooks wrote
-	// to METRICS_PATH).
+	// to METRICS_PATH); Metrics, if set, serves /metrics instead of
+	// Registry (the operator's own writer, metrics.Recorder.Handler).
 	Registry, HookRegistry prometheus.Gatherer
+	Metrics                http.Handler
 	// Extra, if set, adds fields to /status (the git source); the status's
 	// own fields win over its.
 	Extra func() map[string]any

@@ -1,0 +1,239 @@
+package metrics
+
+import (
+	"bufio"
+	"compress/gzip"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+)
+
+// The compact families' series are written to a text scrape one by one:
+// the registry's way (every series of every family made a message first,
+// then written) held ~2 KB a histogram series for the whole scrape, so a
+// scrape of 1,000 modules was the operator's peak of memory
+// (docs/performance.md). A client that asks for protobuf gets the
+// registry's way, created timestamps included.
+
+// textFamily is a compact family as the text exposition writes it.
+type textFamily interface {
+	name() string
+	writeText(w *bufio.Writer)
+}
+
+// Handler serves /metrics: what reg gathers and the compact families, in
+// name order, as promhttp would serve them together.
+func (c Compact) Handler(reg prometheus.Gatherer) http.Handler {
+	all := promhttp.HandlerFor(c.Gatherer(reg), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	families := slices.Clone(c.text)
+	slices.SortFunc(families, func(a, b textFamily) int { return strings.Compare(a.name(), b.name()) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		format := expfmt.Negotiate(r.Header)
+		if format.FormatType() != expfmt.TypeTextPlain {
+			all.ServeHTTP(w, r)
+			return
+		}
+		mfs, err := reg.Gather()
+		if err != nil && len(mfs) == 0 {
+			http.Error(w, "gathering metrics: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", string(format))
+		var out io.Writer = w
+		if acceptsGzip(r) {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzipPool.Get().(*gzip.Writer)
+			zw.Reset(w)
+			defer func() { _ = zw.Close(); gzipPool.Put(zw) }()
+			out = zw
+		}
+		bw := bufio.NewWriterSize(out, 32<<10)
+		defer bw.Flush()
+		enc := expfmt.NewEncoder(bw, format)
+		i := 0
+		for _, mf := range mfs {
+			for ; i < len(families) && families[i].name() < mf.GetName(); i++ {
+				families[i].writeText(bw)
+			}
+			_ = enc.Encode(mf) // a write error is the client gone
+		}
+		for ; i < len(families); i++ {
+			families[i].writeText(bw)
+		}
+	})
+}
+
+var gzipPool = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.TrimSpace(enc) == "gzip" && strings.ReplaceAll(q, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *family[S]) name() string { return f.fqName }
+
+// writeText writes the family's HELP, TYPE and series, in the order of
+// their label values as the registry sorts them.
+func (f *family[S]) writeText(w *bufio.Writer) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if len(f.series) == 0 {
+		return // as the registry: a family without series is not written
+	}
+	keys := make([]string, 0, len(f.series))
+	for key := range f.series {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, f.compareKeys)
+	w.WriteString("# HELP ")
+	w.WriteString(f.fqName)
+	w.WriteByte(' ')
+	helpEscaper.WriteString(w, f.help)
+	w.WriteString("\n# TYPE ")
+	w.WriteString(f.fqName)
+	w.WriteByte(' ')
+	w.WriteString(f.kind)
+	w.WriteByte('\n')
+	for _, key := range keys {
+		f.text(w, f, key, f.series[key])
+	}
+}
+
+// compareKeys orders two series by their label values in the order of the
+// label names, as the registry orders them.
+func (f *family[S]) compareKeys(a, b string) int {
+	for _, i := range f.sorted {
+		if c := strings.Compare(field(a, i), field(b, i)); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// field is the i-th label value of a series' key.
+func field(key string, i int) string {
+	for ; i > 0; i-- {
+		_, key, _ = strings.Cut(key, labelSep)
+	}
+	v, _, _ := strings.Cut(key, labelSep)
+	return v
+}
+
+// writeName writes the start of a sample, name{labels} and a space; le
+// is a bucket's upper bound, written last, or "".
+func (f *family[S]) writeName(w *bufio.Writer, suffix, key, le string) {
+	w.WriteString(f.fqName)
+	w.WriteString(suffix)
+	if f.labels > 0 || le != "" {
+		w.WriteByte('{')
+		for j, i := range f.sorted {
+			if j > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(f.names[i])
+			w.WriteString(`="`)
+			writeLabelValue(w, field(key, i))
+			w.WriteByte('"')
+		}
+		if le != "" {
+			if f.labels > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(`le="`)
+			w.WriteString(le)
+			w.WriteByte('"')
+		}
+		w.WriteString("} ")
+		return
+	}
+	w.WriteByte(' ')
+}
+
+var (
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	valueEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+)
+
+// writeLabelValue writes a label value escaped; most need no escaping,
+// and the replacer allocates for each.
+func writeLabelValue(w *bufio.Writer, v string) {
+	if strings.ContainsAny(v, "\\\n\"") {
+		valueEscaper.WriteString(w, v)
+		return
+	}
+	w.WriteString(v)
+}
+
+// formatFloat is a sample value as the text format writes it.
+func formatFloat(v float64) string {
+	switch {
+	case v == 1:
+		return "1"
+	case v == 0:
+		return "0"
+	case v == -1:
+		return "-1"
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, +1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func writeFloat(w *bufio.Writer, v float64) {
+	w.WriteString(formatFloat(v))
+	w.WriteByte('\n')
+}
+
+func writeUint(w *bufio.Writer, n uint64) {
+	var b [21]byte
+	w.Write(append(strconv.AppendUint(b[:0], n, 10), '\n'))
+}
+
+// the text of each kind's series
+
+func counterText(w *bufio.Writer, f *family[counter], key string, c *counter) {
+	f.writeName(w, "", key, "")
+	writeFloat(w, c.v.load())
+}
+
+func gaugeText(w *bufio.Writer, f *family[atomicFloat], key string, g *atomicFloat) {
+	f.writeName(w, "", key, "")
+	writeFloat(w, g.load())
+}
+
+// histogramText writes a histogram's buckets (les are its bounds as
+// written), sum and count.
+func histogramText(les []string) func(w *bufio.Writer, f *family[histogram], key string, h *histogram) {
+	return func(w *bufio.Writer, f *family[histogram], key string, h *histogram) {
+		var n uint64
+		for i, le := range les {
+			n += h.counts[i].Load()
+			f.writeName(w, "_bucket", key, le)
+			writeUint(w, n)
+		}
+		n += h.counts[len(les)].Load()
+		f.writeName(w, "_bucket", key, "+Inf")
+		writeUint(w, n)
+		f.writeName(w, "_sum", key, "")
+		writeFloat(w, h.sum.load())
+		f.writeName(w, "_count", key, "")
+		writeUint(w, n)
+	}
+}
