@@ -50,7 +50,7 @@ func wantedMonitors(trees *runstate.Trees, modules *runstate.Modules) map[string
 	for _, m := range model.Modules {
 		wanted, looked := false, false
 		for _, h := range m.Hooks {
-			if len(h.Config.Kubernetes) == 0 {
+			if h.Config == nil || len(h.Config.Kubernetes) == 0 {
 				continue
 			}
 			if !looked {

@@ -125,7 +125,7 @@ func (bs *Bindings) syncSchedules() {
 	for _, m := range model.Modules {
 		runs, looked := false, false
 		for _, h := range m.Hooks {
-			if len(h.Config.Schedules) == 0 {
+			if h.Config == nil || len(h.Config.Schedules) == 0 {
 				continue
 			}
 			if !looked {
