@@ -57,8 +57,9 @@ var gzipMagic = []byte{0x1f, 0x8b, 0x08}
 // listHeads reads every release record of the namespace (Helm's Secrets,
 // labelled owner=helm) as heads: Helm's own list decodes each whole,
 // which at 1,000 modules held ~40 MB for a moment at every reload. It
-// reads them a page at a time (page records; Helm uses headsPage): one list of all was
-// the operator's peak of memory at 1,000 modules (docs/performance.md).
+// reads page records a request (Releases: headsPage), since one list of
+// all was the operator's peak of memory at 1,000 modules
+// (docs/performance.md).
 // The format is Helm's storage format: base64 of gzipped JSON, or of plain
 // JSON for records from before Helm compressed them; the labels are the
 // Secret's, as Helm's list sets them.

@@ -262,7 +262,7 @@ func (h *Helm) Has(ctx context.Context, name string) (bool, error) {
 }
 
 // Releases lists the names of this instance's releases in the namespace.
-// It reads every release record in one list and keeps the newest of each
+// It reads every release record (a page at a time) and keeps the newest of each
 // as the snapshot later calls use, so a module run costs no further reads.
 // Releases of the original addon-operator, of an earlier version without
 // the instance label, and of other instances are not listed: they are

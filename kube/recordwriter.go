@@ -77,8 +77,8 @@ func (w *recordWriter) Update(key string, rls *release.Release) error {
 }
 
 // recordSecret is the Secret that holds rls under key, labelled as Helm
-// labels it: the release's own labels, the time of this write under
-// stamp, then name, owner, status and version over them.
+// labels it: the time of this write under stamp, the release's own labels
+// over it, then name, owner, status and version over them.
 func recordSecret(key string, rls *release.Release, stamp string, now time.Time) (*corev1.Secret, error) {
 	if rls.Info == nil {
 		return nil, errors.New("the release has no info")
@@ -88,10 +88,12 @@ func recordSecret(key string, rls *release.Release, stamp string, now time.Time)
 		return nil, err
 	}
 	labels := make(map[string]string, len(rls.Labels)+5)
+	labels[stamp] = strconv.FormatInt(now.Unix(), 10)
+	// over the stamp, as Helm's driver: a record read back carries the
+	// stamp of its last write, which an upgrade's records keep
 	for k, v := range rls.Labels {
 		labels[k] = v
 	}
-	labels[stamp] = strconv.FormatInt(now.Unix(), 10)
 	labels["name"] = rls.Name
 	labels["owner"] = "helm"
 	labels["status"] = rls.Info.Status.String()

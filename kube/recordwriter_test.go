@@ -35,7 +35,8 @@ func TestRecordWriterAsHelm(t *testing.T) {
 	theirsCS, oursCS := fake.NewClientset(), fake.NewClientset()
 	theirs := driver.NewSecrets(theirsCS.CoreV1().Secrets("ns"))
 	ours := &recordWriter{Driver: driver.NewSecrets(oursCS.CoreV1().Secrets("ns")), secrets: oursCS.CoreV1().Secrets("ns"), now: time.Now}
-	same := func(key, stamp string) {
+	// fixed: the release's labels hold the stamp, which both must keep
+	same := func(key, stamp string, fixed bool) {
 		t.Helper()
 		a, err := theirsCS.CoreV1().Secrets("ns").Get(context.Background(), key, metav1.GetOptions{})
 		if err != nil {
@@ -48,13 +49,19 @@ func TestRecordWriterAsHelm(t *testing.T) {
 		if a.Labels[stamp] == "" || b.Labels[stamp] == "" {
 			t.Fatalf("%s: %s labels %v and %v", key, stamp, a.Labels, b.Labels)
 		}
-		b.Labels[stamp] = a.Labels[stamp] // each driver's own clock
+		if !fixed {
+			b.Labels[stamp] = a.Labels[stamp] // each driver's own clock
+		}
 		if !maps.Equal(a.Labels, b.Labels) || a.Type != b.Type || len(a.Data) != 1 || !bytes.Equal(a.Data["release"], b.Data["release"]) {
 			t.Fatalf("%s: Helm's driver stored labels %v, type %q, %d bytes; ours %v, %q, %d bytes", key,
 				a.Labels, a.Type, len(a.Data["release"]), b.Labels, b.Type, len(b.Data["release"]))
 		}
 	}
-	for i, r := range []*release.Release{rel(1, release.StatusPendingInstall, "a: 1\n"), rel(2, release.StatusPendingUpgrade, "b: 2\n")} {
+	// an upgrade's records: the labels read back from the last record,
+	// its write's stamps among them
+	upgraded := rel(3, release.StatusSuperseded, "c: 3\n")
+	upgraded.Labels["modifiedAt"], upgraded.Labels["createdAt"] = "1700000000", "1600000000"
+	for i, r := range []*release.Release{rel(1, release.StatusPendingInstall, "a: 1\n"), rel(2, release.StatusPendingUpgrade, "b: 2\n"), upgraded} {
 		key := makeRecordKey(r)
 		if err := theirs.Create(key, r); err != nil {
 			t.Fatal(err)
@@ -62,7 +69,7 @@ func TestRecordWriterAsHelm(t *testing.T) {
 		if err := ours.Create(key, r); err != nil {
 			t.Fatal(err)
 		}
-		same(key, "createdAt")
+		same(key, "createdAt", r.Labels["createdAt"] != "")
 		r.Info.Status = release.StatusDeployed
 		if err := theirs.Update(key, r); err != nil {
 			t.Fatal(err)
@@ -70,7 +77,7 @@ func TestRecordWriterAsHelm(t *testing.T) {
 		if err := ours.Update(key, r); err != nil {
 			t.Fatal(err)
 		}
-		same(key, "modifiedAt")
+		same(key, "modifiedAt", r.Labels["modifiedAt"] != "")
 		got, err := ours.Get(key)
 		if err != nil || got.Version != i+1 || got.Info.Status != release.StatusDeployed || len(got.Chart.Templates) != 1 || got.Config["global"] == nil {
 			t.Fatalf("Helm's read of our record %s: %+v, %v", key, got, err)

@@ -110,6 +110,9 @@ func (bs *Bindings) syncSchedules() {
 	model, _ := bs.trees.Current()
 	want := map[string]scheduled{}
 	add := func(h *loader.Hook) {
+		if h.Config == nil {
+			return
+		}
 		for i, b := range h.Config.Schedules {
 			want[scheduleKey(h, i, b)] = scheduled{b.Schedule, func() { bs.queueScheduled(h, b) }}
 		}

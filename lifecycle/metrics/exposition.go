@@ -37,18 +37,21 @@ func (c Compact) Handler(reg prometheus.Gatherer) http.Handler {
 	slices.SortFunc(families, func(a, b textFamily) int { return strings.Compare(a.name(), b.name()) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		format := expfmt.Negotiate(r.Header)
-		if format.FormatType() != expfmt.TypeTextPlain {
+		encoding := negotiateEncoding(r)
+		// protobuf, a filter by name[] (promhttp's), an encoding it would
+		// refuse: promhttp's way
+		if format.FormatType() != expfmt.TypeTextPlain || r.URL.Query().Has("name[]") || encoding == "" {
 			all.ServeHTTP(w, r)
 			return
 		}
 		mfs, err := reg.Gather()
 		if err != nil && len(mfs) == 0 {
-			http.Error(w, "gathering metrics: "+err.Error(), http.StatusInternalServerError)
+			all.ServeHTTP(w, r) // promhttp's answer to a failed gathering
 			return
 		}
 		w.Header().Set("Content-Type", string(format))
 		var out io.Writer = w
-		if acceptsGzip(r) {
+		if encoding == "gzip" {
 			w.Header().Set("Content-Encoding", "gzip")
 			zw := gzipPool.Get().(*gzip.Writer)
 			zw.Reset(w)
@@ -73,14 +76,47 @@ func (c Compact) Handler(reg prometheus.Gatherer) http.Handler {
 
 var gzipPool = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
-func acceptsGzip(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.TrimSpace(enc) == "gzip" && strings.ReplaceAll(q, " ", "") != "q=0" {
-			return true
+// negotiateEncoding is the response's encoding as promhttp negotiates it
+// between identity and gzip: the offer with the highest q in
+// Accept-Encoding (identity on a tie, and when none is named), "" when the
+// best has q=0. Codings match exactly, and a line's parsing stops at a
+// parameter other than q, as promhttp's parser does.
+func negotiateEncoding(r *http.Request) string {
+	type spec struct {
+		value string
+		q     float64
+	}
+	var specs []spec
+	for _, line := range r.Header.Values("Accept-Encoding") {
+		for _, part := range strings.Split(line, ",") {
+			value, params, hasParams := strings.Cut(part, ";")
+			sp := spec{strings.TrimSpace(value), 1}
+			if sp.value == "" {
+				break
+			}
+			if hasParams {
+				p, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
+				q, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+				if !ok || err != nil || q < 0 {
+					break
+				}
+				sp.q = q
+			}
+			specs = append(specs, sp)
 		}
 	}
-	return false
+	best, bestQ := "identity", -1.0
+	for _, offer := range []string{"identity", "gzip"} {
+		for _, sp := range specs {
+			if sp.q > bestQ && (sp.value == "*" || sp.value == offer) {
+				best, bestQ = offer, sp.q
+			}
+		}
+	}
+	if bestQ == 0 {
+		return ""
+	}
+	return best
 }
 
 func (f *family[S]) name() string { return f.fqName }
@@ -88,16 +124,23 @@ func (f *family[S]) name() string { return f.fqName }
 // writeText writes the family's HELP, TYPE and series, in the order of
 // their label values as the registry sorts them.
 func (f *family[S]) writeText(w *bufio.Writer) {
+	// the series are taken under the lock and written without it: a slow
+	// client must not hold up a new series (WithLabelValues waits for
+	// the write lock); their numbers are atomics
+	type entry struct {
+		key string
+		s   *S
+	}
 	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if len(f.series) == 0 {
+	series := make([]entry, 0, len(f.series))
+	for key, s := range f.series {
+		series = append(series, entry{key, s})
+	}
+	f.mu.RUnlock()
+	if len(series) == 0 {
 		return // as the registry: a family without series is not written
 	}
-	keys := make([]string, 0, len(f.series))
-	for key := range f.series {
-		keys = append(keys, key)
-	}
-	slices.SortFunc(keys, f.compareKeys)
+	slices.SortFunc(series, func(a, b entry) int { return f.compareKeys(a.key, b.key) })
 	w.WriteString("# HELP ")
 	w.WriteString(f.fqName)
 	w.WriteByte(' ')
@@ -107,8 +150,9 @@ func (f *family[S]) writeText(w *bufio.Writer) {
 	w.WriteByte(' ')
 	w.WriteString(f.kind)
 	w.WriteByte('\n')
-	for _, key := range keys {
-		f.text(w, f, key, f.series[key])
+	var buf [8]string
+	for _, e := range series {
+		f.text(w, f, splitKey(e.key, buf[:0]), e.s)
 	}
 }
 
@@ -123,6 +167,18 @@ func (f *family[S]) compareKeys(a, b string) int {
 	return 0
 }
 
+// splitKey appends a series' label values to vals.
+func splitKey(key string, vals []string) []string {
+	for {
+		v, rest, more := strings.Cut(key, labelSep)
+		vals = append(vals, v)
+		if !more {
+			return vals
+		}
+		key = rest
+	}
+}
+
 // field is the i-th label value of a series' key.
 func field(key string, i int) string {
 	for ; i > 0; i-- {
@@ -132,9 +188,10 @@ func field(key string, i int) string {
 	return v
 }
 
-// writeName writes the start of a sample, name{labels} and a space; le
-// is a bucket's upper bound, written last, or "".
-func (f *family[S]) writeName(w *bufio.Writer, suffix, key, le string) {
+// writeName writes the start of a sample, name{labels} and a space
+// (values are the series' label values); le is a bucket's upper bound,
+// written last, or "".
+func (f *family[S]) writeName(w *bufio.Writer, suffix string, values []string, le string) {
 	w.WriteString(f.fqName)
 	w.WriteString(suffix)
 	if f.labels > 0 || le != "" {
@@ -145,7 +202,7 @@ func (f *family[S]) writeName(w *bufio.Writer, suffix, key, le string) {
 			}
 			w.WriteString(f.names[i])
 			w.WriteString(`="`)
-			writeLabelValue(w, field(key, i))
+			writeLabelValue(w, values[i])
 			w.WriteByte('"')
 		}
 		if le != "" {
@@ -201,39 +258,38 @@ func writeFloat(w *bufio.Writer, v float64) {
 	w.WriteByte('\n')
 }
 
-func writeUint(w *bufio.Writer, n uint64) {
-	var b [21]byte
-	w.Write(append(strconv.AppendUint(b[:0], n, 10), '\n'))
-}
+// writeCount writes a bucket's or a histogram's count as expfmt does: as
+// a float (1e+06 from a million on).
+func writeCount(w *bufio.Writer, n uint64) { writeFloat(w, float64(n)) }
 
 // the text of each kind's series
 
-func counterText(w *bufio.Writer, f *family[counter], key string, c *counter) {
-	f.writeName(w, "", key, "")
+func counterText(w *bufio.Writer, f *family[counter], values []string, c *counter) {
+	f.writeName(w, "", values, "")
 	writeFloat(w, c.v.load())
 }
 
-func gaugeText(w *bufio.Writer, f *family[atomicFloat], key string, g *atomicFloat) {
-	f.writeName(w, "", key, "")
+func gaugeText(w *bufio.Writer, f *family[atomicFloat], values []string, g *atomicFloat) {
+	f.writeName(w, "", values, "")
 	writeFloat(w, g.load())
 }
 
 // histogramText writes a histogram's buckets (les are its bounds as
 // written), sum and count.
-func histogramText(les []string) func(w *bufio.Writer, f *family[histogram], key string, h *histogram) {
-	return func(w *bufio.Writer, f *family[histogram], key string, h *histogram) {
+func histogramText(les []string) func(w *bufio.Writer, f *family[histogram], values []string, h *histogram) {
+	return func(w *bufio.Writer, f *family[histogram], values []string, h *histogram) {
 		var n uint64
 		for i, le := range les {
 			n += h.counts[i].Load()
-			f.writeName(w, "_bucket", key, le)
-			writeUint(w, n)
+			f.writeName(w, "_bucket", values, le)
+			writeCount(w, n)
 		}
 		n += h.counts[len(les)].Load()
-		f.writeName(w, "_bucket", key, "+Inf")
-		writeUint(w, n)
-		f.writeName(w, "_sum", key, "")
+		f.writeName(w, "_bucket", values, "+Inf")
+		writeCount(w, n)
+		f.writeName(w, "_sum", values, "")
 		writeFloat(w, h.sum.load())
-		f.writeName(w, "_count", key, "")
-		writeUint(w, n)
+		f.writeName(w, "_count", values, "")
+		writeCount(w, n)
 	}
 }

@@ -3,10 +3,12 @@ package metrics
 import (
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,11 +40,14 @@ func TestHandlerAsPromhttp(t *testing.T) {
 	}
 	m.module.seconds.WithLabelValues("gamma", "a\nb", "x", "ModuleRun", "main").Observe(0.01)
 	m.ObserveStep("hook_exec", 25*time.Millisecond)
+	// counts from a million on are written as floats (1e+06)
+	m.module.seconds.WithLabelValues("gamma", "a\nb", "x", "ModuleRun", "main").h.counts[0].Add(1_000_000)
 	m.ConfigDrift.WithLabelValues("global").Set(2)
 
+	target := "/metrics"
 	scrape := func(h http.Handler, header http.Header) (string, http.Header) {
 		t.Helper()
-		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req := httptest.NewRequest(http.MethodGet, target, nil)
 		req.Header = header
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -65,7 +70,9 @@ func TestHandlerAsPromhttp(t *testing.T) {
 	}
 	theirs := promhttp.HandlerFor(m.Compact.Gatherer(reg), promhttp.HandlerOpts{})
 	ours := m.Compact.Handler(reg)
-	for _, header := range []http.Header{{}, {"Accept-Encoding": {"gzip"}}, {"Accept": {"text/plain;version=0.0.4;q=0.9,*/*;q=0.1"}}} {
+	for _, header := range []http.Header{{}, {"Accept-Encoding": {"gzip"}}, {"Accept": {"text/plain;version=0.0.4;q=0.9,*/*;q=0.1"}},
+		{"Accept-Encoding": {"gzip;q=0.5, identity"}}, {"Accept-Encoding": {"identity;q=0.2", "GZIP; q=0.8"}}, {"Accept-Encoding": {"br"}},
+		{"Accept": {"application/openmetrics-text;version=1.0.0"}}} {
 		want, wantHeader := scrape(theirs, header)
 		got, gotHeader := scrape(ours, header)
 		if got != want {
@@ -76,12 +83,19 @@ func TestHandlerAsPromhttp(t *testing.T) {
 				t.Errorf("with %v: %s %q, promhttp's %q", header, k, gotHeader.Get(k), wantHeader.Get(k))
 			}
 		}
-		for _, s := range []string{`addon_operator_module_hook_run_seconds_bucket{activation="ModuleRun",binding="x",hook="a\nb",module="gamma"`, `module="we\"ird\\mod"`, "addon_operator_git_syncs_total"} {
+		for _, s := range []string{`addon_operator_module_hook_run_seconds_bucket{activation="ModuleRun",binding="x",hook="a\nb",module="gamma",queue="main",le="0.005"} 1e+06`,
+			`module="we\"ird\\mod"`, "addon_operator_git_syncs_total"} {
 			if !strings.Contains(got, s) {
 				t.Fatalf("with %v: no %s in\n%s", header, s, got)
 			}
 		}
 	}
+	// promhttp's filter by name
+	target = "/metrics?name[]=addon_operator_module_run_seconds"
+	if got, _ := scrape(ours, http.Header{}); !strings.HasPrefix(got, "# HELP addon_operator_module_run_seconds ") || strings.Contains(got, "addon_operator_git_syncs_total") {
+		t.Fatalf("name[] filter: %s", got)
+	}
+	target = "/metrics"
 	proto := http.Header{"Accept": {"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"}}
 	gotProto, h := scrape(ours, proto)
 	wantProto, _ := scrape(theirs, proto)
@@ -122,5 +136,61 @@ func BenchmarkScrape(b *testing.B) {
 				c.h.ServeHTTP(discard{http.Header{}}, req)
 			}
 		})
+	}
+}
+
+// A scrape writing to a slow client holds no lock: a new series (a hook's
+// first run) is made meanwhile, not after the client has read.
+func TestHandlerSlowClient(t *testing.T) {
+	t.Parallel()
+	v := newCounterVec("c_total", "Counted.", []string{"module"}, time.Now)
+	for i := range 2000 { // well over the writer's buffer
+		v.WithLabelValues(fmt.Sprintf("module-%04d", i)).Inc()
+	}
+	c := Compact{registry: prometheus.NewRegistry(), text: []textFamily{v}}
+	w := &blockedWriter{h: http.Header{}, writing: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Handler(prometheus.NewRegistry()).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	}()
+	<-w.writing // the scrape is blocked in a write
+	made := make(chan struct{})
+	go func() {
+		v.WithLabelValues("new-module").Inc()
+		close(made)
+	}()
+	select {
+	case <-made:
+	case <-time.After(5 * time.Second):
+		t.Error("a new series waited for the slow client")
+	}
+	close(w.release)
+	<-done
+}
+
+// blockedWriter blocks its first Write until released.
+type blockedWriter struct {
+	h                http.Header
+	once             sync.Once
+	writing, release chan struct{}
+}
+
+func (b *blockedWriter) Header() http.Header { return b.h }
+func (b *blockedWriter) WriteHeader(int)     {}
+func (b *blockedWriter) Write(p []byte) (int, error) {
+	b.once.Do(func() { close(b.writing); <-b.release })
+	return len(p), nil
+}
+
+// A collector registered under a compact family's name is refused, as it
+// was when the family was in the registry.
+func TestCompactNamesTaken(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	New(reg, func() (string, string) { return "", "" })
+	err := reg.Register(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "addon_operator_module_run_errors_total", Help: "x"}, []string{"module"}))
+	if err == nil {
+		t.Fatal("a second addon_operator_module_run_errors_total was registered")
 	}
 }

@@ -71,6 +71,20 @@ type Compact struct {
 	text     []textFamily
 }
 
+// describeOnly describes the compact families in the registry New is
+// given, and collects nothing there: a collector of that registry under
+// one of their names is refused when it registers, as it was when they
+// were registered there.
+type describeOnly []prometheus.Collector
+
+func (d describeOnly) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range d {
+		c.Describe(ch)
+	}
+}
+
+func (describeOnly) Collect(chan<- prometheus.Metric) {}
+
 // Gatherer is reg, given to New, with the compact families: every metric
 // of the operator, as /metrics serves them.
 func (c Compact) Gatherer(reg prometheus.Gatherer) prometheus.Gatherer {
@@ -211,7 +225,7 @@ func New(reg prometheus.Registerer, revision RevisionFunc) *Recorder {
 	m.old.configErrors = b.counter0("addon_operator_config_errors", deprecated+"addon_operator_config_values_errors_total.")
 	m.old.treeErrors = b.counter0("addon_operator_tree_errors", deprecated+"addon_operator_tree_errors_total.")
 
-	reg.MustRegister(append(b.all, revision)...)
+	reg.MustRegister(append(b.all, revision, describeOnly(b.compact))...)
 	m.Compact = Compact{registry: prometheus.NewRegistry(), text: b.text}
 	m.Compact.registry.MustRegister(b.compact...)
 	m.HookStore = hookmetrics.New(hookmetrics.Limits{})

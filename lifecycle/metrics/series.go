@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,7 +54,7 @@ type family[S any] struct {
 	labels       int
 	fresh        func() *S
 	// text writes a series' samples to a text scrape
-	text func(w *bufio.Writer, f *family[S], key string, s *S)
+	text func(w *bufio.Writer, f *family[S], values []string, s *S)
 	// write sets a series' value in the exposition's message
 	write func(s *S, out *dto.Metric)
 	// names are the label names; sorted, their indexes in order (the
@@ -97,7 +98,7 @@ func (f *family[S]) collectOne(key string, s *S, ch chan<- prometheus.Metric) {
 
 // newFamily describes a metric and orders its label names.
 func newFamily[S any](name, help, kind string, labels []string, fresh func() *S, write func(*S, *dto.Metric),
-	text func(*bufio.Writer, *family[S], string, *S)) family[S] {
+	text func(*bufio.Writer, *family[S], []string, *S)) family[S] {
 	sorted := make([]int, len(labels))
 	for i := range sorted {
 		sorted[i] = i
@@ -257,8 +258,18 @@ type histogram struct {
 }
 
 func newHistogramVec(name, help string, bounds []float64, labels []string, now func() time.Time) *HistogramVec {
-	if !slices.IsSorted(bounds) {
-		panic(name + ": buckets not in increasing order")
+	// as client_golang: the default buckets for none, a last +Inf dropped
+	// (it is the count), bounds strictly increasing
+	if len(bounds) == 0 {
+		bounds = prometheus.DefBuckets
+	}
+	if math.IsInf(bounds[len(bounds)-1], +1) {
+		bounds = bounds[:len(bounds)-1]
+	}
+	for i := 1; i < len(bounds); i++ {
+		if bounds[i] <= bounds[i-1] {
+			panic(name + ": histogram buckets must be in increasing order")
+		}
 	}
 	bounds = slices.Clone(bounds)
 	les := make([]string, len(bounds))
@@ -306,7 +317,7 @@ func (h Histogram) Collect(ch chan<- prometheus.Metric) { h.vec.collectOne(h.key
 // Observe counts v in the first bucket whose upper bound is at least v,
 // as client_golang does.
 func (h Histogram) Observe(v float64) {
-	i, _ := slices.BinarySearch(h.vec.bounds, v)
+	i := sort.SearchFloat64s(h.vec.bounds, v) // NaN: past the last bound, as client_golang
 	h.h.counts[i].Add(1)
 	h.h.sum.add(v)
 }
