@@ -41,7 +41,7 @@ func TestHandlerAsPromhttp(t *testing.T) {
 	m.module.seconds.WithLabelValues("gamma", "a\nb", "x", "ModuleRun", "main").Observe(0.01)
 	m.ObserveStep("hook_exec", 25*time.Millisecond)
 	// counts from a million on are written as floats (1e+06)
-	m.module.seconds.WithLabelValues("gamma", "a\nb", "x", "ModuleRun", "main").h.counts[0].Add(1_000_000)
+	m.module.seconds.WithLabelValues("gamma", "a\nb", "x", "ModuleRun", "main").s.counts[0].Add(1_000_000)
 	m.ConfigDrift.WithLabelValues("global").Set(2)
 
 	target := "/metrics"

@@ -91,10 +91,22 @@ func (f *family[S]) with(values []string) (string, *S) {
 	return key, s
 }
 
-// collectOne sends the series of key alone (what testutil reads).
-func (f *family[S]) collectOne(key string, s *S, ch chan<- prometheus.Metric) {
-	ch <- &seriesMetric[S]{f, key, s}
+// handle is one series of a family, and a collector of it alone (what
+// testutil reads).
+type handle[S any] struct {
+	f   *family[S]
+	key string
+	s   *S
 }
+
+// handle is the series of values (with).
+func (f *family[S]) handle(values []string) handle[S] {
+	key, s := f.with(values)
+	return handle[S]{f, key, s}
+}
+
+func (h handle[S]) Describe(ch chan<- *prometheus.Desc) { ch <- h.f.desc }
+func (h handle[S]) Collect(ch chan<- prometheus.Metric) { ch <- &seriesMetric[S]{h.f, h.key, h.s} }
 
 // newFamily describes a metric and orders its label names.
 func newFamily[S any](name, help, kind string, labels []string, fresh func() *S, write func(*S, *dto.Metric),
@@ -192,28 +204,18 @@ func newCounterVec(name, help string, labels []string, now func() time.Time) *Co
 }
 
 // Counter is one series of a CounterVec, and a collector of it alone.
-type Counter struct {
-	vec *CounterVec
-	key string
-	c   *counter
-}
+type Counter struct{ handle[counter] }
 
-func (v *CounterVec) WithLabelValues(values ...string) Counter {
-	key, c := v.with(values)
-	return Counter{v, key, c}
-}
+func (v *CounterVec) WithLabelValues(values ...string) Counter { return Counter{v.handle(values)} }
 
-func (c Counter) Describe(ch chan<- *prometheus.Desc) { ch <- c.vec.desc }
-func (c Counter) Collect(ch chan<- prometheus.Metric) { c.vec.collectOne(c.key, c.c, ch) }
-
-func (c Counter) Inc() { c.c.v.add(1) }
+func (c Counter) Inc() { c.s.v.add(1) }
 
 // Add adds v, which must not be negative (as client_golang's, which panics).
 func (c Counter) Add(v float64) {
 	if v < 0 {
 		panic("counter cannot decrease in value")
 	}
-	c.c.v.add(v)
+	c.s.v.add(v)
 }
 
 // GaugeVec is a compact prometheus.GaugeVec.
@@ -229,21 +231,11 @@ func newGaugeVec(name, help string, labels []string) *GaugeVec {
 }
 
 // Gauge is one series of a GaugeVec, and a collector of it alone.
-type Gauge struct {
-	vec *GaugeVec
-	key string
-	g   *atomicFloat
-}
+type Gauge struct{ handle[atomicFloat] }
 
-func (v *GaugeVec) WithLabelValues(values ...string) Gauge {
-	key, g := v.with(values)
-	return Gauge{v, key, g}
-}
+func (v *GaugeVec) WithLabelValues(values ...string) Gauge { return Gauge{v.handle(values)} }
 
-func (g Gauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.vec.desc }
-func (g Gauge) Collect(ch chan<- prometheus.Metric) { g.vec.collectOne(g.key, g.g, ch) }
-
-func (g Gauge) Set(v float64) { g.g.store(v) }
+func (g Gauge) Set(v float64) { g.s.store(v) }
 
 // HistogramVec is a compact prometheus.HistogramVec of classic buckets.
 type HistogramVec struct {
@@ -301,23 +293,18 @@ func newHistogramVec(name, help string, bounds []float64, labels []string, now f
 
 // Histogram is one series of a HistogramVec, and a collector of it alone.
 type Histogram struct {
-	vec *HistogramVec
-	key string
-	h   *histogram
+	handle[histogram]
+	bounds []float64
 }
 
 func (v *HistogramVec) WithLabelValues(values ...string) Histogram {
-	key, h := v.with(values)
-	return Histogram{v, key, h}
+	return Histogram{v.handle(values), v.bounds}
 }
-
-func (h Histogram) Describe(ch chan<- *prometheus.Desc) { ch <- h.vec.desc }
-func (h Histogram) Collect(ch chan<- prometheus.Metric) { h.vec.collectOne(h.key, h.h, ch) }
 
 // Observe counts v in the first bucket whose upper bound is at least v,
 // as client_golang does.
 func (h Histogram) Observe(v float64) {
-	i := sort.SearchFloat64s(h.vec.bounds, v) // NaN: past the last bound, as client_golang
-	h.h.counts[i].Add(1)
-	h.h.sum.add(v)
+	i := sort.SearchFloat64s(h.bounds, v) // NaN: past the last bound, as client_golang
+	h.s.counts[i].Add(1)
+	h.s.sum.add(v)
 }
