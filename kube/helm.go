@@ -99,11 +99,12 @@ func (s *releaseSnapshot) get(name string, now time.Time) (rel *release.Release,
 	return nil, false, now.Before(s.listedUntil)
 }
 
-// replace makes latest the snapshot, valid until until.
+// replace makes latest, heads (listHeads), the snapshot, valid until
+// until.
 func (s *releaseSnapshot) replace(latest map[string]*release.Release, until time.Time) {
 	entries := make(map[string]snapshotEntry, len(latest))
 	for name, rel := range latest {
-		entries[name] = snapshotEntry{rel: headOf(rel), until: until}
+		entries[name] = snapshotEntry{rel: rel, until: until}
 	}
 	s.mu.Lock()
 	s.latest, s.listedUntil = entries, until
@@ -157,9 +158,10 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 	if err != nil {
 		return nil, fmt.Errorf("init helm: %w", err)
 	}
-	cfg.Releases.Driver = &recordWriter{Driver: cfg.Releases.Driver, secrets: cs.CoreV1().Secrets(namespace), now: time.Now}
+	secrets := cs.CoreV1().Secrets(namespace)
+	cfg.Releases.Driver = &recordWriter{Driver: cfg.Releases.Driver, secrets: secrets, now: time.Now}
 	return &Helm{cfg: cfg, getter: getter, namespace: namespace, logger: logger, now: time.Now,
-		secrets:  cs.CoreV1().Secrets(namespace),
+		secrets:  secrets,
 		instance: o.instance, pending: o.pendingGrace,
 		setup:    &actionSetup{cfg: cfg, getter: getter},
 		charts:   &chartCache{charts: map[string]*chart.Chart{}},

@@ -21,8 +21,8 @@ import (
 )
 
 // recordWriter is Helm's Secrets storage driver whose two writes, a
-// record created and a record updated, encode the release with a gzip
-// writer taken from a pool. Helm's own driver makes a new writer at
+// record created and a record updated, encode the release with one reused
+// gzip writer (recordGzip). Helm's own driver makes a new writer at
 // BestCompression for every record: ~760 KB of compressor state, two per
 // install, which was 37 % of all the operator allocated in a 1,000-module
 // converge (docs/performance.md). The Secret written is the one Helm's

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/addonops/addon-operator/lifecycle/runstate"
+	"github.com/addonops/addon-operator/loader"
 )
 
 // follow keeps the schedules and monitors in step with the running state
@@ -44,24 +45,33 @@ func wantedMonitors(trees *runstate.Trees, modules *runstate.Modules) map[string
 	for _, h := range model.Global.Hooks {
 		want[h.Key()] = true
 	}
-	// only hooks that bind kubernetes events have monitors: the state of
-	// a module without them is not looked up (this runs at every change
-	// of a module's state)
+	// only hooks that bind kubernetes events have monitors
+	moduleHooks(model, modules, func(c *loader.HookConfig) bool { return len(c.Kubernetes) > 0 }, monitorsWanted,
+		func(h *loader.Hook) { want[h.Key()] = true })
+	return want
+}
+
+// moduleHooks calls fn with each module hook whose config binds (binds)
+// of the modules whose state wants it. The syncs that use it run at every
+// change of a module's state, so a state is read only for a module that
+// has such a hook, and once (a copy of every state was O(N²) garbage per
+// converge; docs/performance.md).
+func moduleHooks(model *loader.Model, modules *runstate.Modules, binds func(*loader.HookConfig) bool,
+	wants func(runstate.Module) bool, fn func(*loader.Hook)) {
 	for _, m := range model.Modules {
 		wanted, looked := false, false
 		for _, h := range m.Hooks {
-			if h.Config == nil || len(h.Config.Kubernetes) == 0 {
+			if h.Config == nil || !binds(h.Config) {
 				continue
 			}
 			if !looked {
-				wanted, looked = monitorsWanted(modules.Get(m.Name)), true
+				wanted, looked = wants(modules.Get(m.Name)), true
 			}
 			if wanted {
-				want[h.Key()] = true
+				fn(h)
 			}
 		}
 	}
-	return want
 }
 
 // monitorsWanted: the monitors of a module's hooks run while it is

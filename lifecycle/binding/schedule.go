@@ -8,6 +8,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/addonops/addon-operator/lifecycle/runstate"
 	"github.com/addonops/addon-operator/lifecycle/taskkind"
 	"github.com/addonops/addon-operator/loader"
 	"github.com/addonops/addon-operator/queue"
@@ -122,24 +123,8 @@ func (bs *Bindings) syncSchedules() {
 			add(h)
 		}
 	}
-	// it runs at every change of a module's state: only the modules with
-	// schedules are looked up, not a copy of every state (O(N²) garbage
-	// per converge; docs/performance.md)
-	for _, m := range model.Modules {
-		runs, looked := false, false
-		for _, h := range m.Hooks {
-			if h.Config == nil || len(h.Config.Schedules) == 0 {
-				continue
-			}
-			if !looked {
-				st := bs.modules.Get(m.Name)
-				runs, looked = st.Enabled && st.StartupDone, true
-			}
-			if runs {
-				add(h)
-			}
-		}
-	}
+	moduleHooks(model, bs.modules, func(c *loader.HookConfig) bool { return len(c.Schedules) > 0 },
+		func(st runstate.Module) bool { return st.Enabled && st.StartupDone }, add)
 	bs.schedules.set(want)
 }
 

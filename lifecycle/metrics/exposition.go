@@ -23,8 +23,10 @@ import (
 // (docs/performance.md). A client that asks for protobuf gets the
 // registry's way, created timestamps included.
 
-// textFamily is a compact family as the text exposition writes it.
-type textFamily interface {
+// compactFamily is a compact family: a collector of the registry, and
+// what the text exposition writes.
+type compactFamily interface {
+	prometheus.Collector
 	name() string
 	writeText(w *bufio.Writer)
 }
@@ -33,8 +35,8 @@ type textFamily interface {
 // name order, as promhttp would serve them together.
 func (c Compact) Handler(reg prometheus.Gatherer) http.Handler {
 	all := promhttp.HandlerFor(c.Gatherer(reg), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-	families := slices.Clone(c.text)
-	slices.SortFunc(families, func(a, b textFamily) int { return strings.Compare(a.name(), b.name()) })
+	families := slices.Clone(c.families)
+	slices.SortFunc(families, func(a, b compactFamily) int { return strings.Compare(a.name(), b.name()) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		format := expfmt.Negotiate(r.Header)
 		encoding := negotiateEncoding(r)

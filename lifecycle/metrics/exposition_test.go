@@ -147,7 +147,7 @@ func TestHandlerSlowClient(t *testing.T) {
 	for i := range 2000 { // well over the writer's buffer
 		v.WithLabelValues(fmt.Sprintf("module-%04d", i)).Inc()
 	}
-	c := Compact{registry: prometheus.NewRegistry(), text: []textFamily{v}}
+	c := Compact{registry: prometheus.NewRegistry(), families: []compactFamily{v}}
 	w := &blockedWriter{h: http.Header{}, writing: make(chan struct{}), release: make(chan struct{})}
 	done := make(chan struct{})
 	go func() {

@@ -68,14 +68,14 @@ type Recorder struct {
 // to a text scrape itself (Handler).
 type Compact struct {
 	registry *prometheus.Registry
-	text     []textFamily
+	families []compactFamily
 }
 
 // describeOnly describes the compact families in the registry New is
 // given, and collects nothing there: a collector of that registry under
 // one of their names is refused when it registers, as it was when they
 // were registered there.
-type describeOnly []prometheus.Collector
+type describeOnly []compactFamily
 
 func (d describeOnly) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range d {
@@ -121,19 +121,13 @@ const deprecated = "DEPRECATED, removed in the next release: use "
 // builder makes metrics and remembers them for registration: the
 // compact families apart.
 type builder struct {
-	all, compact []prometheus.Collector
-	text         []textFamily
+	all     []prometheus.Collector
+	compact []compactFamily
 }
 
 func (b *builder) add(c prometheus.Collector) { b.all = append(b.all, c) }
 
-func (b *builder) addCompact(c interface {
-	prometheus.Collector
-	textFamily
-}) {
-	b.compact = append(b.compact, c)
-	b.text = append(b.text, c)
-}
+func (b *builder) addCompact(c compactFamily) { b.compact = append(b.compact, c) }
 
 func (b *builder) counter(name, help string, labels ...string) *CounterVec {
 	c := newCounterVec(name, help, labels, time.Now)
@@ -226,8 +220,10 @@ func New(reg prometheus.Registerer, revision RevisionFunc) *Recorder {
 	m.old.treeErrors = b.counter0("addon_operator_tree_errors", deprecated+"addon_operator_tree_errors_total.")
 
 	reg.MustRegister(append(b.all, revision, describeOnly(b.compact))...)
-	m.Compact = Compact{registry: prometheus.NewRegistry(), text: b.text}
-	m.Compact.registry.MustRegister(b.compact...)
+	m.Compact = Compact{registry: prometheus.NewRegistry(), families: b.compact}
+	for _, c := range b.compact {
+		m.Compact.registry.MustRegister(c)
+	}
 	m.HookStore = hookmetrics.New(hookmetrics.Limits{})
 	m.HookRegistry = prometheus.NewRegistry()
 	m.HookRegistry.MustRegister(m.HookStore)

@@ -131,7 +131,7 @@ func (m *seriesMetric[S]) Desc() *prometheus.Desc { return m.f.desc }
 
 func (m *seriesMetric[S]) Write(out *dto.Metric) error {
 	if m.f.labels > 0 {
-		values := strings.Split(m.key, labelSep)
+		values := splitKey(m.key, make([]string, 0, m.f.labels))
 		pairs := make([]dto.LabelPair, len(values))
 		out.Label = make([]*dto.LabelPair, len(values))
 		for j, i := range m.f.sorted {

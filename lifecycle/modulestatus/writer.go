@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"reflect"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -226,9 +227,10 @@ func (w *Writer) Pass(ctx context.Context) error {
 			}
 		}
 		delete(w.waiting, m.Name)
-		// inputs are read only where they decide: a pass over unchanged
-		// modules (the resync) marshals no values
-		if had && rerun(old, st) && w.readyOn[m.Name] == inputsOf(t, m) {
+		// inputs are read only where they decide, and once: a pass over
+		// unchanged modules (the resync) marshals no values
+		inputs := sync.OnceValue(func() string { return inputsOf(t, m) })
+		if had && rerun(old, st) && w.readyOn[m.Name] == inputs() {
 			// a re-run of what it was Ready on (a reload after a global
 			// change, a resync): still Ready, so a no-change re-converge
 			// writes nothing (docs/operator.md, "Module objects")
@@ -249,7 +251,7 @@ func (w *Writer) Pass(ctx context.Context) error {
 		}
 		w.written[m.Name] = st
 		if st.State == string(runstate.StateReady) {
-			w.readyOn[m.Name] = inputsOf(t, m)
+			w.readyOn[m.Name] = inputs()
 		}
 	}
 	for name := range w.written {
