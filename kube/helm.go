@@ -61,7 +61,8 @@ type Helm struct {
 	setup    *actionSetup
 	charts   *chartCache
 	snapshot *releaseSnapshot
-	presence presence // SetPresence
+	ahead    *readsAhead // ReadAhead
+	presence presence    // SetPresence
 	// secrets reads the release records for the snapshot (listHeads)
 	secrets corev1client.SecretInterface
 }
@@ -166,6 +167,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 		setup:    &actionSetup{cfg: cfg, getter: getter},
 		charts:   &chartCache{charts: map[string]*chart.Chart{}},
 		snapshot: &releaseSnapshot{latest: map[string]snapshotEntry{}},
+		ahead:    &readsAhead{reads: map[string]*readAhead{}},
 	}, nil
 }
 
@@ -176,12 +178,8 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 func (h *Helm) last(name string) (rel *release.Release, exists, fromSnapshot bool, err error) {
 	rel, cached, fresh := h.snapshot.get(name, h.now())
 	if !fresh {
-		rel, err = h.cfg.Releases.Last(name)
-		if errors.Is(err, driver.ErrReleaseNotFound) {
-			return nil, false, false, nil
-		}
-		if err != nil {
-			return nil, false, false, fmt.Errorf("read release %s: %w", name, err)
+		if rel, err = h.read(name); err != nil || rel == nil {
+			return nil, false, false, err
 		}
 	} else if !cached {
 		return nil, false, true, nil

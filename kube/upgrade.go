@@ -69,11 +69,12 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		return Result{}, err
 	}
 	steptime.Mark(ctx, steptime.HelmRender)
-	// read from the cluster now (no fresh snapshot of release records):
-	// Helm's own read of the release's history, a moment later, can be
-	// answered from it (roundtrips.go); a snapshot's answer may be up to
-	// its TTL old, and Helm reads for itself
-	last, exists, fromSnapshot, err := h.claimable(r.Name)
+	// read from the cluster (ahead, beside the module's hooks: ReadAhead;
+	// or now, with no fresh snapshot of release records): Helm's own read
+	// of the release's history, a moment later, can be answered from it
+	// (roundtrips.go); a snapshot's answer may be up to its TTL old, and
+	// Helm reads for itself
+	last, exists, fromSnapshot, err := h.claimableAhead(ctx, r.Name)
 	if err != nil {
 		return Result{}, err
 	}

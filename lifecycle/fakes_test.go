@@ -170,6 +170,7 @@ func (f *fakeHelm) Has(_ context.Context, name string) (bool, error) {
 }
 
 func (f *fakeHelm) AbsentResources(context.Context, string) ([]string, error) { return nil, nil }
+func (f *fakeHelm) ReadAhead(string)                                          {}
 
 func (f *fakeHelm) called() []string {
 	f.mu.Lock()

@@ -101,6 +101,10 @@ func (s *moduleSteps) runModule(ctx context.Context, name string, startup bool) 
 		return fail(err)
 	}
 	steptime.Mark(ctx, steptime.Sync)
+	if m.HasChart {
+		// the release's read runs beside the beforeHelm hooks
+		s.helm.ReadAhead(name)
+	}
 	if _, err := run(loader.BeforeHelm); err != nil {
 		return fail(err)
 	}

@@ -39,6 +39,9 @@ type ConfigBackend interface {
 // Helm installs and removes module releases.
 type Helm interface {
 	Upgrade(ctx context.Context, r kube.Release) (kube.Result, error)
+	// ReadAhead starts what the module's next Upgrade would read from the
+	// cluster first, to run beside its hooks (docs/performance.md).
+	ReadAhead(name string)
 	Uninstall(ctx context.Context, name string) (bool, error)
 	// Purge removes the release of a module that is gone, only when it is
 	// labelled as the operator's.

@@ -1,0 +1,111 @@
+package kube
+
+import (
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/release"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/addonops/addon-operator/internal/testenv/helmtest"
+)
+
+// waitAhead waits for name's read made ahead to end, leaving it to take.
+func waitAhead(t *testing.T, h *Helm, name string) {
+	t.Helper()
+	h.ahead.mu.Lock()
+	r := h.ahead.reads[name]
+	h.ahead.mu.Unlock()
+	if r == nil {
+		t.Fatalf("no read ahead of %s", name)
+	}
+	<-r.done
+}
+
+// A read made ahead of the Helm step stands for Upgrade's and Helm's own
+// reads of the release's history while it is young; an old one is read
+// again; a release the snapshot has is not read; and a release another
+// writer installed after the read still fails the install, touching none
+// of its objects.
+func TestReadAhead(t *testing.T) {
+	t.Parallel()
+	values := func(v string) map[string]any {
+		return map[string]any{"demo": map[string]any{"v": v}, "global": map[string]any{}}
+	}
+	chartDir := testChart(t, goodManifest)
+	// a reload's snapshot: no release of the name
+	reloaded := func(h *Helm) { h.snapshot.replace(nil, time.Now().Add(time.Minute)) }
+
+	t.Run("young", func(t *testing.T) {
+		t.Parallel()
+		h, _, n := countingHelm(t, isHistory)
+		reloaded(h)
+		h.ReadAhead("demo")
+		waitAhead(t, h, "demo")
+		if got := n.Load(); got != 1 {
+			t.Fatalf("%d lists of the release's records ahead, want 1", got)
+		}
+		n.Store(0)
+		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("1")}); err != nil || res.Reason != "installed" {
+			t.Fatalf("install: %+v, %v", res, err)
+		}
+		if got := n.Load(); got != 0 {
+			t.Fatalf("%d lists of the release's records in the install after a read ahead, want 0", got)
+		}
+		// the release is now the snapshot's own write: nothing to read
+		h.ReadAhead("demo")
+		if got := len(h.ahead.reads); got != 0 {
+			t.Fatalf("%d reads ahead of a release the snapshot has", got)
+		}
+		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("1")}); err != nil || res.Upgraded {
+			t.Fatalf("unchanged: %+v, %v", res, err)
+		}
+		if got := n.Load(); got != 0 {
+			t.Fatalf("%d lists of the release's records for an unchanged release, want 0", got)
+		}
+	})
+
+	t.Run("old", func(t *testing.T) {
+		t.Parallel()
+		h, _, n := countingHelm(t, isHistory)
+		reloaded(h)
+		h.ReadAhead("demo")
+		waitAhead(t, h, "demo")
+		n.Store(0)
+		h.now = func() time.Time { return time.Now().Add(2 * aheadTTL) }
+		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("1")}); err != nil || res.Reason != "installed" {
+			t.Fatalf("install: %+v, %v", res, err)
+		}
+		if got := n.Load(); got != 1 {
+			t.Fatalf("%d lists of the release's records in the install after an old read ahead, want 1 (read again)", got)
+		}
+	})
+
+	t.Run("taken meanwhile", func(t *testing.T) {
+		t.Parallel()
+		h, ns, _ := countingHelm(t, isHistory)
+		reloaded(h)
+		h.ReadAhead("demo")
+		waitAhead(t, h, "demo")
+		other := newHelm(t, ns)
+		if res, err := other.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("theirs")}); err != nil || res.Reason != "installed" {
+			t.Fatalf("the other's install: %+v, %v", res, err)
+		}
+		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("ours")}); err == nil {
+			t.Fatalf("an install over a release created after the read ahead succeeded: %+v", res)
+		} else {
+			t.Log(err)
+		}
+		rel, err := helmtest.Last(restCfg, ns, "demo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel.Version != 1 || rel.Info.Status != release.StatusDeployed {
+			t.Fatalf("the other's release: revision %d, %s; want 1, deployed", rel.Version, rel.Info.Status)
+		}
+		cm, err := client.CoreV1().ConfigMaps(ns).Get(t.Context(), "demo", metav1.GetOptions{})
+		if err != nil || cm.Data["v"] != "theirs" {
+			t.Fatalf("the other's ConfigMap: %v, %v", cm.Data, err)
+		}
+	})
+}
