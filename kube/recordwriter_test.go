@@ -2,10 +2,14 @@ package kube
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +21,16 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-// The pooled writer stores what Helm's own Secrets driver stores, byte for
-// byte, for a created and an updated record, on first use of a pooled
-// gzip writer and on reuse; Helm's driver reads it back whole.
+// The record writer stores what Helm's own Secrets driver stores for a
+// created and an updated record, on first use of its gzip writer and on
+// reuse: the same labels and type, and the same release JSON, gzipped at
+// BestSpeed; a large record is gzipped at BestCompression, as Helm's, and
+// is then the same byte for byte. Helm's driver reads each back whole.
 func TestRecordWriterAsHelm(t *testing.T) {
 	t.Parallel()
+	// a large chart: random text, which gzip shrinks only by base64's share
+	noise := make([]byte, 3*recordCompact/2)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(noise)
 	rel := func(version int, status release.Status, templ string) *release.Release {
 		return &release.Release{
 			Name: "demo", Namespace: "ns", Version: version, Manifest: "kind: ConfigMap\n" + templ,
@@ -35,8 +44,9 @@ func TestRecordWriterAsHelm(t *testing.T) {
 	theirsCS, oursCS := fake.NewClientset(), fake.NewClientset()
 	theirs := driver.NewSecrets(theirsCS.CoreV1().Secrets("ns"))
 	ours := &recordWriter{Driver: driver.NewSecrets(oursCS.CoreV1().Secrets("ns")), secrets: oursCS.CoreV1().Secrets("ns"), now: time.Now}
-	// fixed: the release's labels hold the stamp, which both must keep
-	same := func(key, stamp string, fixed bool) {
+	// fixed: the release's labels hold the stamp, which both must keep;
+	// big: the record is over recordCompact
+	same := func(key, stamp string, fixed, big bool) {
 		t.Helper()
 		a, err := theirsCS.CoreV1().Secrets("ns").Get(context.Background(), key, metav1.GetOptions{})
 		if err != nil {
@@ -52,16 +62,22 @@ func TestRecordWriterAsHelm(t *testing.T) {
 		if !fixed {
 			b.Labels[stamp] = a.Labels[stamp] // each driver's own clock
 		}
-		if !maps.Equal(a.Labels, b.Labels) || a.Type != b.Type || len(a.Data) != 1 || !bytes.Equal(a.Data["release"], b.Data["release"]) {
+		if !maps.Equal(a.Labels, b.Labels) || a.Type != b.Type || len(a.Data) != 1 || !bytes.Equal(gunzipped(t, a.Data["release"]), gunzipped(t, b.Data["release"])) {
 			t.Fatalf("%s: Helm's driver stored labels %v, type %q, %d bytes; ours %v, %q, %d bytes", key,
 				a.Labels, a.Type, len(a.Data["release"]), b.Labels, b.Type, len(b.Data["release"]))
+		}
+		if big != bytes.Equal(a.Data["release"], b.Data["release"]) {
+			t.Fatalf("%s: Helm's record is %d bytes, ours %d; the same bytes: %t, want %t (BestCompression only above %d)", key,
+				len(a.Data["release"]), len(b.Data["release"]), !big, big, recordCompact)
 		}
 	}
 	// an upgrade's records: the labels read back from the last record,
 	// its write's stamps among them
 	upgraded := rel(3, release.StatusSuperseded, "c: 3\n")
 	upgraded.Labels["modifiedAt"], upgraded.Labels["createdAt"] = "1700000000", "1600000000"
-	for i, r := range []*release.Release{rel(1, release.StatusPendingInstall, "a: 1\n"), rel(2, release.StatusPendingUpgrade, "b: 2\n"), upgraded} {
+	large := rel(4, release.StatusPendingUpgrade, "d: 4\n")
+	large.Chart.Templates[0].Data = []byte(base64.StdEncoding.EncodeToString(noise))
+	for i, r := range []*release.Release{rel(1, release.StatusPendingInstall, "a: 1\n"), rel(2, release.StatusPendingUpgrade, "b: 2\n"), upgraded, large} {
 		key := makeRecordKey(r)
 		if err := theirs.Create(key, r); err != nil {
 			t.Fatal(err)
@@ -69,7 +85,7 @@ func TestRecordWriterAsHelm(t *testing.T) {
 		if err := ours.Create(key, r); err != nil {
 			t.Fatal(err)
 		}
-		same(key, "createdAt", r.Labels["createdAt"] != "")
+		same(key, "createdAt", r.Labels["createdAt"] != "", r == large)
 		r.Info.Status = release.StatusDeployed
 		if err := theirs.Update(key, r); err != nil {
 			t.Fatal(err)
@@ -77,7 +93,7 @@ func TestRecordWriterAsHelm(t *testing.T) {
 		if err := ours.Update(key, r); err != nil {
 			t.Fatal(err)
 		}
-		same(key, "modifiedAt", r.Labels["modifiedAt"] != "")
+		same(key, "modifiedAt", r.Labels["modifiedAt"] != "", r == large)
 		got, err := ours.Get(key)
 		if err != nil || got.Version != i+1 || got.Info.Status != release.StatusDeployed || len(got.Chart.Templates) != 1 || got.Config["global"] == nil {
 			t.Fatalf("Helm's read of our record %s: %+v, %v", key, got, err)
@@ -86,6 +102,24 @@ func TestRecordWriterAsHelm(t *testing.T) {
 	if err := ours.Create(makeRecordKey(rel(1, release.StatusPendingInstall, "")), rel(1, release.StatusPendingInstall, "")); !errors.Is(err, driver.ErrReleaseExists) {
 		t.Fatalf("creating an existing record: %v, want driver.ErrReleaseExists", err)
 	}
+}
+
+// gunzipped is a stored record's JSON.
+func gunzipped(t *testing.T, data []byte) []byte {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // makeRecordKey is Helm's name of a release's record.
