@@ -45,10 +45,11 @@ var ErrNotOurs = errors.New("release exists and is not managed by addon-operator
 
 // Helm installs, upgrades and removes module releases with helm.sh/helm/v3
 // as a library, in one namespace. It decides what to do with a release
-// (ownership, repair, skip or upgrade); three parts it owns keep state of
+// (ownership, repair, skip or upgrade); the parts it owns keep state of
 // their own: releaseSnapshot (the newest record of every release),
-// chartCache (loaded charts) and actionSetup (the cluster's capabilities
-// for Helm's actions).
+// chartCache (loaded charts), renderedSums (the last render's checksum),
+// readsAhead (ReadAhead) and actionSetup (the cluster's capabilities for
+// Helm's actions).
 type Helm struct {
 	cfg       *action.Configuration
 	getter    *restGetter
@@ -61,6 +62,7 @@ type Helm struct {
 	setup    *actionSetup
 	charts   *chartCache
 	snapshot *releaseSnapshot
+	sums     *renderedSums
 	ahead    *readsAhead // ReadAhead
 	presence presence    // SetPresence
 	// secrets reads the release records for the snapshot (listHeads)
@@ -167,6 +169,7 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 		setup:    &actionSetup{cfg: cfg, getter: getter},
 		charts:   &chartCache{charts: map[string]*chart.Chart{}},
 		snapshot: &releaseSnapshot{latest: map[string]snapshotEntry{}},
+		sums:     &renderedSums{last: map[string]renderedSum{}},
 		ahead:    &readsAhead{reads: map[string]*readAhead{}},
 	}, nil
 }

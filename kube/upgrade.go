@@ -58,13 +58,7 @@ const maxHistory = 5
 // resources is missing; it clears a release stuck in a pending state and
 // removes a failed first install before trying again.
 func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
-	// rendering edits the chart it gets, as an install does: each has its
-	// own copy
-	rendered, err := h.charts.load(r)
-	if err != nil {
-		return Result{}, err
-	}
-	sum, err := checksum(ctx, rendered, r, h.namespace)
+	sum, err := h.sums.checksum(ctx, r, h.namespace, h.charts)
 	if err != nil {
 		return Result{}, err
 	}
