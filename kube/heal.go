@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	helmkube "helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,9 +53,10 @@ func (h *Helm) repair(ctx context.Context, last *release.Release) (*release.Rele
 	return last, true, nil
 }
 
-// absent lists the release's resources that are missing from the cluster.
-func (h *Helm) absent(rel *release.Release) ([]string, error) {
-	resources, err := h.cfg.KubeClient.Build(bytes.NewBufferString(rel.Manifest), false)
+// absentResources lists the release's resources that are missing from
+// the cluster, read through kc one by one.
+func absentResources(kc helmkube.Interface, rel *release.Release) ([]string, error) {
+	resources, err := kc.Build(bytes.NewBufferString(rel.Manifest), false)
 	if err != nil {
 		return nil, fmt.Errorf("read resources of release %s: %w", rel.Name, err)
 	}
@@ -81,7 +83,7 @@ func (h *Helm) AbsentResources(ctx context.Context, name string) ([]string, erro
 	if err != nil || !exists || rel.Info.Status != release.StatusDeployed || rel.Labels[LabelMaintenance] == "true" {
 		return nil, err
 	}
-	return h.absent(rel)
+	return absentResources(h.cfg.KubeClient, rel)
 }
 
 // pendingSince is when a pending revision was written: Helm stamps

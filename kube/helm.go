@@ -181,24 +181,46 @@ func NewHelm(restConfig *rest.Config, namespace string, logger *slog.Logger, opt
 func (h *Helm) last(name string) (rel *release.Release, exists, fromSnapshot bool, err error) {
 	rel, cached, fresh := h.snapshot.get(name, h.now())
 	if !fresh {
-		if rel, err = h.read(name); err != nil || rel == nil {
+		if rel, err = readLast(h.cfg.Releases, name); err != nil || rel == nil {
 			return nil, false, false, err
 		}
 	} else if !cached {
 		return nil, false, true, nil
 	}
-	if o := ownerOf(rel, h.instance); o == ownedByOther || o == ownedByInstance {
-		return rel, true, fresh, notOurs(rel, h.namespace, h.instance)
-	}
-	return rel, true, fresh, nil
+	return rel, true, fresh, refusal(rel, h.instance, h.namespace)
 }
 
-// claimable is last for a write that may take a release over: one that
-// the snapshot shows unlabelled for an instance (ours of an earlier
-// version, or the original's) is read again, since another instance may
-// have claimed it since the list.
-func (h *Helm) claimable(name string) (rel *release.Release, exists, fromSnapshot bool, err error) {
-	rel, exists, fromSnapshot, err = h.last(name)
+// refusal is ErrNotOurs (notOurs) when rel is another tool's or another
+// instance's, else nil.
+func refusal(rel *release.Release, instance, namespace string) error {
+	if o := ownerOf(rel, instance); o == ownedByOther || o == ownedByInstance {
+		return notOurs(rel, namespace, instance)
+	}
+	return nil
+}
+
+// claimable is last for a write that may take a release over. With
+// ahead (Upgrade's), it is answered by the release's read made ahead
+// (ReadAhead) when there is one to take: a read of the cluster
+// (fromSnapshot false), so Helm's own look at the history can be answered
+// from it (roundtrips.go). One that shows the release unlabelled for an
+// instance (ours of an earlier version, or the original's) is read again,
+// since another instance may have claimed it since.
+func (h *Helm) claimable(ctx context.Context, name string, ahead bool) (rel *release.Release, exists, fromSnapshot bool, err error) {
+	if ahead {
+		rel, ahead, err = h.ahead.take(ctx, name, h.now)
+	}
+	switch {
+	case err != nil:
+		return nil, false, false, err
+	case ahead:
+		exists = rel != nil
+		if exists {
+			err = refusal(rel, h.instance, h.namespace)
+		}
+	default:
+		rel, exists, fromSnapshot, err = h.last(name)
+	}
 	if err != nil || !exists {
 		return rel, exists, fromSnapshot, err
 	}
@@ -230,7 +252,7 @@ func (h *Helm) Purge(ctx context.Context, name string) (bool, error) {
 // whether there was one; a release of that name that another tool or
 // instance owns is an error and is left alone.
 func (h *Helm) Uninstall(ctx context.Context, name string) (bool, error) {
-	_, exists, _, err := h.claimable(name)
+	_, exists, _, err := h.claimable(ctx, name, false)
 	if err != nil || !exists {
 		return false, err
 	}

@@ -2,7 +2,7 @@ package kube
 
 // A release's newest record read from the cluster ahead of its module's
 // Helm step, beside the hooks the module runs first (docs/performance.md,
-// "Reads ahead of the Helm step").
+// "The fourth round").
 
 import (
 	"context"
@@ -12,17 +12,19 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 )
 
 // aheadTTL is how old a read made ahead may be when Upgrade takes it and
 // still stand for Upgrade's own read of the cluster. Between the read and
-// the first record Upgrade writes, the install's record create (or the
-// upgrade's next revision) fails if another writer took the revision
-// meanwhile; what it cannot catch is a release that another writer
-// created and then bounded past its first revision (maxHistory + 1
-// writes), which one second leaves no room for. A hook that runs longer
-// leaves the read unused and Upgrade reads again.
+// the first record Upgrade writes (this, and the render, the conflict
+// GETs and the repair a read of its own has before it too), the
+// install's record create (or the upgrade's next revision) fails if
+// another writer took the revision meanwhile; what it cannot catch is a
+// release that another writer created and then bounded past its first
+// revision (maxHistory + 1 writes), which this leaves no room for. A hook
+// that runs longer leaves the read unused and Upgrade reads again.
 const aheadTTL = time.Second
 
 // readsAhead are the reads made ahead, one per release name, each taken
@@ -44,9 +46,10 @@ type readAhead struct {
 // when Upgrade would read it anyway: the snapshot of release records does
 // not answer for it, or answers that it does not exist (an install, whose
 // look for the name's history Helm would make then). A release the
-// snapshot has is not read (an unchanged release makes no request). The
-// module's runs are the only writers of its release and run one at a
-// time, so nothing of ours writes it between this and its Upgrade.
+// snapshot has is not read (an unchanged release makes no request). Only
+// Upgrade takes the read; the module's run, its disabling and its purge
+// are tasks of one queue that run one at a time, so nothing of ours
+// writes the release between this and the run's Upgrade.
 //
 // The read is one request through Helm's storage, which takes no
 // context: it ends with the request, not with the run.
@@ -59,14 +62,14 @@ func (h *Helm) ReadAhead(name string) {
 	h.ahead.put(name, r, now)
 	go func() {
 		defer close(r.done)
-		r.rel, r.err = h.read(name)
+		r.rel, r.err = readLast(h.cfg.Releases, name)
 	}()
 }
 
-// read is the release's newest record from the cluster, nil when it has
-// none.
-func (h *Helm) read(name string) (*release.Release, error) {
-	rel, err := h.cfg.Releases.Last(name)
+// readLast is the release's newest record in releases (the cluster), nil
+// when it has none.
+func readLast(releases *storage.Storage, name string) (*release.Release, error) {
+	rel, err := releases.Last(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil
 	}
@@ -90,7 +93,7 @@ func (a *readsAhead) put(name string, r *readAhead, now time.Time) {
 }
 
 // take returns name's read made ahead, waiting for it to end, when there
-// is one and it is at most aheadTTL old now; ok false when Upgrade must
+// is one and it is at most aheadTTL old now; ok false when the caller must
 // read for itself (none, too old, or failed).
 func (a *readsAhead) take(ctx context.Context, name string, now func() time.Time) (rel *release.Release, ok bool, err error) {
 	a.mu.Lock()
@@ -109,29 +112,4 @@ func (a *readsAhead) take(ctx context.Context, name string, now func() time.Time
 		return nil, false, nil
 	}
 	return r.rel, true, nil
-}
-
-// claimableAhead is claimable answered by the read made ahead when there
-// is one to take: a read of the cluster (fromSnapshot false), so Helm's
-// own look at the history is answered from it (roundtrips.go).
-func (h *Helm) claimableAhead(ctx context.Context, name string) (rel *release.Release, exists, fromSnapshot bool, err error) {
-	rel, ok, err := h.ahead.take(ctx, name, h.now)
-	if err != nil {
-		return nil, false, false, err
-	}
-	if !ok {
-		return h.claimable(name)
-	}
-	if rel == nil {
-		return nil, false, false, nil
-	}
-	switch ownerOf(rel, h.instance) {
-	case ownedByOther, ownedByInstance:
-		return rel, true, false, notOurs(rel, h.namespace, h.instance)
-	case ownedLegacy, ownedByOriginal:
-		// a claim reads again, as claimable's does
-		h.snapshot.invalidate()
-		return h.last(name)
-	}
-	return rel, true, false, nil
 }

@@ -39,13 +39,13 @@ var _ driver.Driver = (*recordWriter)(nil)
 // recordType is the Secret type of Helm 3's release records.
 const recordType = "helm.sh/release.v1"
 
-// recordGzip are the gzip writers of all record writes, one a level, taken
-// in turn: a sync.Pool kept up to one per core and another through each
-// GC, more memory than the writes' brief waits for each other are worth
-// (an encoding takes ~0.1 ms of a 15 ms install).
+// recordGzip is the gzip writer of all record writes below
+// recordCompact, taken in turn: a sync.Pool kept up to one per core and
+// another through each GC, more memory than the writes' brief waits for
+// each other are worth (an encoding takes ~0.1 ms of a 15 ms install).
 var recordGzip struct {
 	sync.Mutex
-	fast, best *gzip.Writer
+	fast *gzip.Writer
 }
 
 // recordCompact is the gzipped size above which a record is encoded again
@@ -126,7 +126,10 @@ func encodeRecord(rls *release.Release) ([]byte, error) {
 	defer recordGzip.Unlock()
 	buf, err := gzipWith(&recordGzip.fast, gzip.BestSpeed, b)
 	if err == nil && buf.Len() > recordCompact {
-		buf, err = gzipWith(&recordGzip.best, gzip.BestCompression, b)
+		// a writer of its own, not kept: large records are rare, and a
+		// compressor holds ~0.7 MB whatever its level
+		var best *gzip.Writer
+		buf, err = gzipWith(&best, gzip.BestCompression, b)
 	}
 	if err != nil {
 		return nil, err

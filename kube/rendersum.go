@@ -54,7 +54,7 @@ func (s *renderedSums) checksum(ctx context.Context, r Release, namespace string
 		return sum, err
 	}
 	s.mu.Lock()
-	if len(s.last) >= maxCachedCharts {
+	if _, had := s.last[r.Name]; !had && len(s.last) >= maxCachedCharts {
 		clear(s.last) // names of modules long gone; the current ones render once more
 	}
 	s.last[r.Name] = renderedSum{inputs: inputs, sum: sum}

@@ -57,6 +57,8 @@ func TestRenderInputs(t *testing.T) {
 		{"chart hash", func(r *Release) string { r.ChartHash = "h2"; return "ns" }, false, true},
 		{"chart dir", func(r *Release) string { r.ChartDir = "/m2/demo"; return "ns" }, false, true},
 		{"excluded files", func(r *Release) string { r.Exclude = nil; return "ns" }, false, true},
+		{"values key", func(r *Release) string { r.Key = "other"; return "ns" }, false, true},
+		{"release name", func(r *Release) string { r.Name = "other"; return "ns" }, false, true},
 		{"no chart hash", func(r *Release) string { r.ChartHash = ""; return "ns" }, false, false},
 		{"values that do not encode", func(r *Release) string { r.Values["f"] = func() {}; return "ns" }, false, false},
 	} {

@@ -55,10 +55,11 @@ func (c *reachableClient) check() error {
 }
 
 // knownAbsent is the release storage driver of an install whose release
-// Upgrade has just read from the cluster and found absent (not from the
-// snapshot of release records, which may be its TTL old): Helm's own look
-// for the name's history before it installs, one more list of release
-// Secrets a moment later, is answered from that read.
+// Upgrade has read from the cluster and found absent, just before or
+// ahead of its run beside its hooks (ReadAhead; not from the snapshot of
+// release records, which may be its TTL old): Helm's own look for the
+// name's history before it installs, one more list of release Secrets, is
+// answered from that read.
 type knownAbsent struct {
 	driver.Driver
 	name string
@@ -72,10 +73,11 @@ func (k knownAbsent) Query(labels map[string]string) ([]*release.Release, error)
 }
 
 // knownLast is the release storage driver of an upgrade whose release's
-// last record Upgrade has just read from the cluster, deployed (not from
-// the snapshot of release records, which may be its TTL old): Helm's
-// first look for the name's history (Releases.Last, one LIST of release
-// Secrets a moment later) is answered with that record. Later looks (the
+// last record Upgrade has read from the cluster, deployed, just before or
+// ahead (ReadAhead; not from the snapshot of release records, which may
+// be its TTL old): Helm's first look for the name's history
+// (Releases.Last, one LIST of release Secrets) is answered with that
+// record. Later looks (the
 // history bound after the new record is written) read the cluster.
 type knownLast struct {
 	driver.Driver

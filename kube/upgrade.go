@@ -68,7 +68,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 	// of the release's history, a moment later, can be answered from it
 	// (roundtrips.go); a snapshot's answer may be up to its TTL old, and
 	// Helm reads for itself
-	last, exists, fromSnapshot, err := h.claimableAhead(ctx, r.Name)
+	last, exists, fromSnapshot, err := h.claimable(ctx, r.Name, true)
 	if err != nil {
 		return Result{}, err
 	}
@@ -97,7 +97,7 @@ func (h *Helm) Upgrade(ctx context.Context, r Release) (Result, error) {
 		// the health watches know, or one GET per object
 		var absent []string
 		if !h.presence.allPresent(r.Name, last.Version) {
-			if absent, err = h.absent(last); err != nil {
+			if absent, err = absentResources(h.cfg.KubeClient, last); err != nil {
 				return Result{}, err
 			}
 		}

@@ -90,6 +90,9 @@ type fakeHelm struct {
 	mu       sync.Mutex
 	releases map[string]fakeRelease
 	calls    []string
+	// reads are ReadAhead's and Upgrade's calls, "ahead NAME" and
+	// "upgrade NAME", in order
+	reads []string
 	// hold, when set, is called at the start of each Upgrade (a test
 	// holds a module's run there)
 	hold func(name string)
@@ -120,6 +123,7 @@ func (f *fakeHelm) Upgrade(_ context.Context, r kube.Release) (kube.Result, erro
 		return kube.Result{}, fmt.Errorf("release %s: %w", r.Name, kube.ErrNotOurs)
 	}
 	f.calls = append(f.calls, "upgrade "+r.Name)
+	f.reads = append(f.reads, "upgrade "+r.Name)
 	f.releases[r.Name] = fakeRelease{ours: true, values: r.Values}
 	return kube.Result{Upgraded: true, Reason: "changed"}, nil
 }
@@ -170,7 +174,12 @@ func (f *fakeHelm) Has(_ context.Context, name string) (bool, error) {
 }
 
 func (f *fakeHelm) AbsentResources(context.Context, string) ([]string, error) { return nil, nil }
-func (f *fakeHelm) ReadAhead(string)                                          {}
+
+func (f *fakeHelm) ReadAhead(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads = append(f.reads, "ahead "+name)
+}
 
 func (f *fakeHelm) called() []string {
 	f.mu.Lock()

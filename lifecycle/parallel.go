@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -133,7 +134,7 @@ func (s *moduleSteps) runModuleRecovered(ctx context.Context, name string, start
 	defer func() {
 		if p := recover(); p != nil {
 			o = outcome{What: moduleRunFailed, Module: name, Started: started, Err: fmt.Errorf("panic: %v", p)}
-			s.logger.Error("module run panicked", "module", name, "panic", p)
+			s.logger.Error("module run panicked", "module", name, "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
 	return s.runModule(ctx, name, startup)

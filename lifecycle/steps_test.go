@@ -38,6 +38,22 @@ func TestStepsDiscoveryOrder(t *testing.T) {
 	}
 }
 
+// A module run with a chart starts its release's read before its Helm
+// step (beside its beforeHelm hooks); one without a chart reads nothing.
+func TestStepsReadAhead(t *testing.T) {
+	t.Parallel()
+	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n", "modules/002-beta/values.yaml": "beta:\n  x: 1\n"},
+		chartOnly("001-alpha"))
+	helm := newFakeHelm(nil)
+	u := startUnit(t, files, nil, helm)
+	u.until("beta ran", func() bool { return u.state("beta").State == StateReady })
+	helm.mu.Lock()
+	defer helm.mu.Unlock()
+	if want := []string{"ahead alpha", "upgrade alpha"}; !slices.Equal(helm.reads, want) {
+		t.Fatalf("Helm's reads ahead and upgrades %v, want %v", helm.reads, want)
+	}
+}
+
 func TestStepsReleaseConflictDoesNotBlock(t *testing.T) {
 	t.Parallel()
 	files := merged(map[string]string{"modules/values.yaml": "alphaEnabled: true\nbetaEnabled: true\n"},
