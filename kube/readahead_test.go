@@ -10,9 +10,11 @@ import (
 	"github.com/addonops/addon-operator/internal/testenv/helmtest"
 )
 
-// waitAhead waits for name's read made ahead to end, leaving it to take.
-func waitAhead(t *testing.T, h *Helm, name string) {
+// readAheadWait makes h read name ahead and waits for the read to end,
+// leaving it to take.
+func readAheadWait(t *testing.T, h *Helm, name string) {
 	t.Helper()
+	h.ReadAhead(name)
 	h.ahead.mu.Lock()
 	r := h.ahead.reads[name]
 	h.ahead.mu.Unlock()
@@ -35,20 +37,23 @@ func TestReadAhead(t *testing.T) {
 	chartDir := testChart(t, goodManifest)
 	// a reload's snapshot: no release of the name
 	reloaded := func(h *Helm) { h.snapshot.replace(nil, time.Now().Add(time.Minute)) }
+	install := func(t *testing.T, h *Helm, v string) {
+		t.Helper()
+		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values(v)}); err != nil || res.Reason != "installed" {
+			t.Fatalf("install with v=%s: %+v, %v", v, res, err)
+		}
+	}
 
 	t.Run("young", func(t *testing.T) {
 		t.Parallel()
 		h, _, n := countingHelm(t, isHistory)
 		reloaded(h)
-		h.ReadAhead("demo")
-		waitAhead(t, h, "demo")
+		readAheadWait(t, h, "demo")
 		if got := n.Load(); got != 1 {
 			t.Fatalf("%d lists of the release's records ahead, want 1", got)
 		}
 		n.Store(0)
-		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("1")}); err != nil || res.Reason != "installed" {
-			t.Fatalf("install: %+v, %v", res, err)
-		}
+		install(t, h, "1")
 		if got := n.Load(); got != 0 {
 			t.Fatalf("%d lists of the release's records in the install after a read ahead, want 0", got)
 		}
@@ -69,13 +74,10 @@ func TestReadAhead(t *testing.T) {
 		t.Parallel()
 		h, _, n := countingHelm(t, isHistory)
 		reloaded(h)
-		h.ReadAhead("demo")
-		waitAhead(t, h, "demo")
+		readAheadWait(t, h, "demo")
 		n.Store(0)
 		h.now = func() time.Time { return time.Now().Add(2 * aheadTTL) }
-		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("1")}); err != nil || res.Reason != "installed" {
-			t.Fatalf("install: %+v, %v", res, err)
-		}
+		install(t, h, "1")
 		if got := n.Load(); got != 1 {
 			t.Fatalf("%d lists of the release's records in the install after an old read ahead, want 1 (read again)", got)
 		}
@@ -84,12 +86,9 @@ func TestReadAhead(t *testing.T) {
 	t.Run("upgrade", func(t *testing.T) {
 		t.Parallel()
 		h, _, n := countingHelm(t, isHistory)
-		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("1")}); err != nil || res.Reason != "installed" {
-			t.Fatalf("install: %+v, %v", res, err)
-		}
+		install(t, h, "1")
 		h.snapshot.invalidate() // no fresh record: the run reads it ahead
-		h.ReadAhead("demo")
-		waitAhead(t, h, "demo")
+		readAheadWait(t, h, "demo")
 		n.Store(0)
 		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("2")}); err != nil || !res.Upgraded || res.Revision != 2 {
 			t.Fatalf("upgrade: %+v, %v", res, err)
@@ -104,12 +103,9 @@ func TestReadAhead(t *testing.T) {
 	t.Run("upgraded meanwhile", func(t *testing.T) {
 		t.Parallel()
 		h, ns, _ := countingHelm(t, isHistory)
-		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("1")}); err != nil || res.Reason != "installed" {
-			t.Fatalf("install: %+v, %v", res, err)
-		}
+		install(t, h, "1")
 		h.snapshot.invalidate()
-		h.ReadAhead("demo")
-		waitAhead(t, h, "demo")
+		readAheadWait(t, h, "demo")
 		other := newHelm(t, ns)
 		if res, err := other.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("theirs")}); err != nil || res.Revision != 2 {
 			t.Fatalf("the other's upgrade: %+v, %v", res, err)
@@ -130,12 +126,9 @@ func TestReadAhead(t *testing.T) {
 		t.Parallel()
 		h, ns, _ := countingHelm(t, isHistory)
 		reloaded(h)
-		h.ReadAhead("demo")
-		waitAhead(t, h, "demo")
+		readAheadWait(t, h, "demo")
 		other := newHelm(t, ns)
-		if res, err := other.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("theirs")}); err != nil || res.Reason != "installed" {
-			t.Fatalf("the other's install: %+v, %v", res, err)
-		}
+		install(t, other, "theirs")
 		if res, err := h.Upgrade(t.Context(), Release{Name: "demo", ChartDir: chartDir, Values: values("ours")}); err == nil {
 			t.Fatalf("an install over a release created after the read ahead succeeded: %+v", res)
 		}

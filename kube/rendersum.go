@@ -17,8 +17,10 @@ import (
 // except for templates that call random or time functions; those render
 // again when their inputs change, or after a restart, as the original
 // addon-operator, which digests values and chart files, upgrades them
-// (docs/operator.md, "Helm releases"). A no-change re-converge then
-// renders nothing (docs/performance.md).
+// (docs/operator.md, "Helm releases"). A run whose values did not change
+// (one a binding or a retry starts) renders nothing; a change to any
+// global value changes every module's values, and each renders again
+// (docs/performance.md).
 type renderedSums struct {
 	mu   sync.Mutex
 	last map[string]renderedSum // by release name
