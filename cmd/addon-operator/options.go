@@ -147,7 +147,7 @@ func (o *operatorOptions) bind(fs *pflag.FlagSet, e *env) {
 	fs.DurationVar(&o.RetryMax, "retry-max", e.duration("ADDON_OPERATOR_RETRY_MAX", 30*time.Second), "longest retry delay (env ADDON_OPERATOR_RETRY_MAX)")
 	fs.DurationVar(&o.ResourcesCheckInterval, "resources-check-interval", e.duration("ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL", 5*time.Minute), "period of the absent-resources check, auto-healing (env ADDON_OPERATOR_RESOURCES_CHECK_INTERVAL; 0 turns it off)")
 	fs.BoolVar(&o.Pprof, "pprof", e.boolean("ADDON_OPERATOR_PPROF", false), "serve /debug/pprof on the listen address (env ADDON_OPERATOR_PPROF=true)")
-	fs.IntVar(&o.ParallelModules, "parallel-modules", e.positive("ADDON_OPERATOR_PARALLEL_MODULES", runtime.NumCPU()), "modules of one weight run at once; 1 runs them one by one (env ADDON_OPERATOR_PARALLEL_MODULES; default the number of CPUs)")
+	fs.IntVar(&o.ParallelModules, "parallel-modules", e.positive("ADDON_OPERATOR_PARALLEL_MODULES", defaultParallelModules()), "modules of one weight run at once; 1 runs them one by one (env ADDON_OPERATOR_PARALLEL_MODULES; default twice the CPUs the process may use)")
 	fs.StringVar(&o.Drift, "drift", e.str([]string{"ADDON_OPERATOR_DRIFT"}, "correct"), "what is done about release objects that differ from the chart: correct, warn or off; a module's <module>Drift ConfigMap key overrides correct and warn (env ADDON_OPERATOR_DRIFT)")
 	fs.StringSliceVar(&o.DriftIgnoreManagers, "drift-ignore-managers", e.list("ADDON_OPERATOR_DRIFT_IGNORE_MANAGERS", drift.DefaultIgnoreManagers), "field managers whose fields are never drift, besides writes through a subresource (env ADDON_OPERATOR_DRIFT_IGNORE_MANAGERS, comma-separated)")
 	fs.StringSliceVar(&o.DriftSensitiveKinds, "drift-sensitive-kinds", e.list("ADDON_OPERATOR_DRIFT_SENSITIVE_KINDS", nil), "kinds, Kind or group/Kind, whose values module diff never shows, as a Secret's data (env ADDON_OPERATOR_DRIFT_SENSITIVE_KINDS, comma-separated)")
@@ -492,3 +492,10 @@ func extraPaths(list string) ([]string, error) {
 	}
 	return inRepo("GIT_EXTRA_PATHS", "with GIT_URL", list)
 }
+
+// defaultParallelModules is twice GOMAXPROCS, the CPUs the process may use
+// (a container's CPU limit bounds it): a module run waits on its hooks'
+// processes and on the API server, and two runs a CPU kept the CPUs busy
+// where one a CPU left them waiting (docs/performance.md, "The fourth
+// round").
+func defaultParallelModules() int { return 2 * runtime.GOMAXPROCS(0) }

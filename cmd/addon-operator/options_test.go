@@ -237,7 +237,7 @@ func TestParallelModulesSetting(t *testing.T) {
 		want int
 		bad  bool
 	}{
-		{"", runtime.NumCPU(), false}, {"1", 1, false}, {"4", 4, false}, {"0", 0, true}, {"-2", 0, true}, {"all", 0, true},
+		{"", 2 * runtime.GOMAXPROCS(0), false}, {"1", 1, false}, {"4", 4, false}, {"0", 0, true}, {"-2", 0, true}, {"all", 0, true},
 	} {
 		t.Setenv("ADDON_OPERATOR_PARALLEL_MODULES", tc.env)
 		var e env
