@@ -207,13 +207,14 @@ func refusal(rel *release.Release, instance, namespace string) error {
 // instance (ours of an earlier version, or the original's) is read again,
 // since another instance may have claimed it since.
 func (h *Helm) claimable(ctx context.Context, name string, ahead bool) (rel *release.Release, exists, fromSnapshot bool, err error) {
+	taken := false
 	if ahead {
-		rel, ahead, err = h.ahead.take(ctx, name, h.now)
+		rel, taken, err = h.ahead.take(ctx, name, h.now)
 	}
 	switch {
 	case err != nil:
 		return nil, false, false, err
-	case ahead:
+	case taken:
 		exists = rel != nil
 		if exists {
 			err = refusal(rel, h.instance, h.namespace)

@@ -124,12 +124,15 @@ func encodeRecord(rls *release.Release) ([]byte, error) {
 	}
 	recordGzip.Lock()
 	defer recordGzip.Unlock()
-	buf, err := gzipWith(&recordGzip.fast, gzip.BestSpeed, b)
+	if recordGzip.fast == nil {
+		recordGzip.fast, _ = gzip.NewWriterLevel(nil, gzip.BestSpeed) // the level is valid
+	}
+	buf, err := gzipWith(recordGzip.fast, b)
 	if err == nil && buf.Len() > recordCompact {
 		// a writer of its own, not kept: large records are rare, and a
 		// compressor holds ~0.7 MB whatever its level
-		var best *gzip.Writer
-		buf, err = gzipWith(&best, gzip.BestCompression, b)
+		best, _ := gzip.NewWriterLevel(nil, gzip.BestCompression)
+		buf, err = gzipWith(best, b)
 	}
 	if err != nil {
 		return nil, err
@@ -139,18 +142,14 @@ func encodeRecord(rls *release.Release) ([]byte, error) {
 	return out, nil
 }
 
-// gzipWith gzips b with *zw, made at level on first use.
-func gzipWith(zw **gzip.Writer, level int, b []byte) (*bytes.Buffer, error) {
+// gzipWith gzips b with zw, reset to write a new buffer.
+func gzipWith(zw *gzip.Writer, b []byte) (*bytes.Buffer, error) {
 	var buf bytes.Buffer
-	if *zw == nil {
-		*zw, _ = gzip.NewWriterLevel(&buf, level) // the level is valid
-	} else {
-		(*zw).Reset(&buf)
-	}
-	if _, err := (*zw).Write(b); err != nil {
+	zw.Reset(&buf)
+	if _, err := zw.Write(b); err != nil {
 		return nil, err
 	}
-	if err := (*zw).Close(); err != nil {
+	if err := zw.Close(); err != nil {
 		return nil, err
 	}
 	return &buf, nil

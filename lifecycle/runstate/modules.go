@@ -143,7 +143,7 @@ func (r *Modules) Edit(fn func(modules map[string]*Module, enabled *[]string)) {
 	// fn edits a copy: the list readers hold (EnabledList) stays as it was
 	list := slices.Clone(r.enabled)
 	fn(r.modules, &list)
-	r.enabled = slices.Clip(slices.Clone(list))
+	r.enabled = slices.Clip(list)
 }
 
 // Reset starts over with every module of a tree Disabled (start-up).
