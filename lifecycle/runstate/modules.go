@@ -158,6 +158,10 @@ func (r *Modules) Reset(model *loader.Model) {
 }
 
 // SetState records where a module is, and the error that put it there.
+// A run that starts (Running) keeps the last error: a module failing on
+// retry shows its error all along, not only between two attempts, until a
+// run ends without one (docs/operator.md, "Endpoints"), as the original's
+// module error does.
 func (r *Modules) SetState(name string, state ModuleState, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -168,7 +172,11 @@ func (r *Modules) SetState(name string, state ModuleState, err error) {
 		r.modules[name] = st
 	}
 	st.State = state
-	st.LastError, st.LastOutput, st.Reason = "", "", ""
+	st.Reason = ""
+	if state == StateRunning && err == nil {
+		return
+	}
+	st.LastError, st.LastOutput = "", ""
 	if err != nil && !errors.Is(err, context.Canceled) {
 		st.LastError, st.LastOutput = err.Error(), outputOf(err)
 		if queue.IsTerminal(err) {

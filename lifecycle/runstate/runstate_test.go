@@ -172,6 +172,38 @@ func TestModulesSetStateAndAnnounce(t *testing.T) {
 	}
 }
 
+// A retry's run keeps the error it retries until a run ends: /status, the
+// web view and the Module object do not lose it between two attempts.
+func TestModulesRunningKeepsLastError(t *testing.T) {
+	t.Parallel()
+	r := NewModules()
+	r.Reset(model(t, "alpha"))
+	steps := []struct {
+		state         ModuleState
+		err           error
+		lastErr, want string
+	}{
+		{StateFailed, fmt.Errorf("render: %w", outputErr{"boom"}), "render: hook failed", "boom"},
+		{StateRunning, nil, "render: hook failed", "boom"},
+		{StateFailed, errors.New("again"), "again", ""},
+		{StateRunning, nil, "again", ""},
+		{StateReady, nil, "", ""},
+		{StateRunning, nil, "", ""},
+	}
+	for i, s := range steps {
+		r.SetState("alpha", s.state, s.err)
+		st := r.Get("alpha")
+		if st.State != s.state || st.LastError != s.lastErr || st.LastOutput != s.want {
+			t.Errorf("step %d (%s): state %s error %q output %q, want %s %q %q", i, s.state, st.State, st.LastError, st.LastOutput, s.state, s.lastErr, s.want)
+		}
+	}
+	r.SetState("alpha", StateFailed, queue.Terminal("ValuesRefused", errors.New("bad")))
+	r.SetState("alpha", StateRunning, nil)
+	if st := r.Get("alpha"); st.Reason != "" || st.LastError == "" {
+		t.Errorf("a run after a terminal failure: reason %q error %q, want no reason and the error kept", st.Reason, st.LastError)
+	}
+}
+
 func TestModuleSettings(t *testing.T) {
 	t.Parallel()
 	m := model(t, "alpha")
