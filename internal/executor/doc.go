@@ -4,7 +4,8 @@
 // stdout unless captured) logged line by line with the hook's name, each
 // line and captured stdout bounded to a head and a tail; and an
 // environment that holds the documented variables plus the operator's own
-// minus its credential settings. ReadResultFile reads back, bounded, a
+// minus its credential settings; a `#!/usr/bin/env NAME` script started as
+// NAME in env's place (shebang.go). ReadResultFile reads back, bounded, a
 // file a hook hands back. ReapOrphans reaps what the kernel re-parents to
 // an operator that runs as PID 1, and only that.
 //

@@ -100,12 +100,18 @@ func Run(ctx context.Context, c Command) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(c.Path, c.Args...)
-	cmd.Dir = c.Dir
-	cmd.Env = append(BaseEnv(), c.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	env := append(BaseEnv(), c.Env...)
+	cmd := command(c, env, true)
 	cmd.Stdout, cmd.Stderr = out.stdoutW, out.stderrW
-	if err := startTracked(cmd); err != nil {
+	err = startTracked(cmd)
+	if err != nil && cmd.Path != c.Path {
+		// what env would have done differently (docs/operator.md, "How
+		// hooks run"): the kernel and env start it, and say why not
+		cmd = command(c, env, false)
+		cmd.Stdout, cmd.Stderr = out.stdoutW, out.stderrW
+		err = startTracked(cmd)
+	}
+	if err != nil {
 		out.abort()
 		return nil, err
 	}
@@ -122,6 +128,20 @@ func Run(ctx context.Context, c Command) ([]byte, error) {
 		return nil, runError(ctx, c.Timeout, waitErr, out.stderrTail())
 	}
 	return out.captured(), nil
+}
+
+// command is the process of c: a `#!/usr/bin/env NAME` script started as
+// NAME when short (see direct).
+func command(c Command, env []string, short bool) *exec.Cmd {
+	cmd := exec.Command(c.Path, c.Args...)
+	if short {
+		if interp, argv, ok := direct(c.Path, env); ok {
+			cmd.Path, cmd.Args = interp, append(argv, c.Args...)
+		}
+	}
+	cmd.Dir, cmd.Env = c.Dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 // runError says why a run failed: its timeout, a cancel, or the exit
