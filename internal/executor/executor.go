@@ -101,13 +101,13 @@ func Run(ctx context.Context, c Command) ([]byte, error) {
 		return nil, err
 	}
 	env := append(BaseEnv(), c.Env...)
-	cmd := command(c, env, true)
+	cmd, short := command(c, env, true)
 	cmd.Stdout, cmd.Stderr = out.stdoutW, out.stderrW
 	err = startTracked(cmd)
-	if err != nil && cmd.Path != c.Path {
+	if err != nil && short {
 		// what env would have done differently (docs/operator.md, "How
 		// hooks run"): the kernel and env start it, and say why not
-		cmd = command(c, env, false)
+		cmd, _ = command(c, env, false)
 		cmd.Stdout, cmd.Stderr = out.stdoutW, out.stderrW
 		err = startTracked(cmd)
 	}
@@ -131,17 +131,17 @@ func Run(ctx context.Context, c Command) ([]byte, error) {
 }
 
 // command is the process of c: a `#!/usr/bin/env NAME` script started as
-// NAME when short (see direct).
-func command(c Command, env []string, short bool) *exec.Cmd {
-	cmd := exec.Command(c.Path, c.Args...)
+// NAME when short allows it (see direct), which direct says.
+func command(c Command, env []string, short bool) (cmd *exec.Cmd, direct bool) {
+	cmd = exec.Command(c.Path, c.Args...)
 	if short {
-		if interp, argv, ok := direct(c.Path, env); ok {
-			cmd.Path, cmd.Args = interp, append(argv, c.Args...)
+		if interp, argv, ok := directStart(c.Path, env); ok {
+			cmd.Path, cmd.Args, direct = interp, append(argv, c.Args...), true
 		}
 	}
 	cmd.Dir, cmd.Env = c.Dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	return cmd
+	return cmd, direct
 }
 
 // runError says why a run failed: its timeout, a cancel, or the exit

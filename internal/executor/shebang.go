@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,14 +11,15 @@ import (
 )
 
 // envPath is the interpreter of the `#!/usr/bin/env NAME` line that
-// direct starts in env's place.
+// directStart starts in env's place.
 const envPath = "/usr/bin/env"
 
 // shebangMax is how much of a script's start the kernel reads for its
-// `#!` line (BINPRM_BUF_SIZE).
-const shebangMax = 256
+// `#!` line: BINPRM_BUF_SIZE, 128 bytes before Linux 5.1, where a longer
+// line was cut; a line that needs more is left to the kernel.
+const shebangMax = 128
 
-// direct says how to start a script whose first line is exactly
+// directStart says how to start a script whose first line is exactly
 // `#!/usr/bin/env NAME` (NAME one plain word) without starting env: NAME
 // as env finds it on the script's own PATH, with the argv env gives it
 // (NAME, the script's path, its arguments), so the hook gets the same
@@ -27,7 +29,7 @@ const shebangMax = 256
 // differently (another form of the line, a script the kernel would not
 // run: not executable, on a noexec mount, no env; a NAME not on PATH, a
 // relative PATH entry) leaves the start to them: ok is false.
-func direct(path string, env []string) (interp string, argv []string, ok bool) {
+func directStart(path string, env []string) (interp string, argv []string, ok bool) {
 	if !filepath.IsAbs(path) {
 		return "", nil, false
 	}
@@ -48,13 +50,18 @@ func direct(path string, env []string) (interp string, argv []string, ok bool) {
 // is one word env takes as a command: no option, no assignment, no blank
 // or carriage return inside.
 func envShebang(path string) (string, bool) {
-	f, err := os.Open(path)
+	// not waiting on a FIFO nor opening a terminal swapped in since the
+	// load: only a regular file is read
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return "", false
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", false
+	}
 	buf := make([]byte, shebangMax)
-	n, _ := f.Read(buf)
+	n, _ := io.ReadFull(f, buf)
 	line, _, found := bytes.Cut(buf[:n], []byte("\n"))
 	if !found || !bytes.HasPrefix(line, []byte("#!")) {
 		return "", false
@@ -72,7 +79,7 @@ func envShebang(path string) (string, bool) {
 
 // plainWord: a command name env runs as it is.
 func plainWord(s string) bool {
-	if s == "" || s[0] == '-' {
+	if s == "" || s[0] == '-' || s == "." || s == ".." {
 		return false
 	}
 	for _, r := range s {
@@ -113,7 +120,8 @@ func lookPath(name string, env []string) (string, bool) {
 		if !filepath.IsAbs(dir) {
 			return "", false
 		}
-		if p := filepath.Join(dir, name); runnable(p) {
+		// joined as execvp joins it, not tidied: "/a/link/.." is not "/a"
+		if p := dir + "/" + name; runnable(p) {
 			return p, true
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func writeExec(t *testing.T, dir, name, content string, mode os.FileMode) string {
@@ -18,8 +20,10 @@ func writeExec(t *testing.T, dir, name, content string, mode os.FileMode) string
 	return p
 }
 
+// The tests here are not parallel: a file being written while another
+// test forks can fail its exec with ETXTBSY (reaper_test.go).
+
 func TestEnvShebang(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	cases := []struct {
 		line string
@@ -37,7 +41,16 @@ func TestEnvShebang(t *testing.T) {
 		{"#!/usr/local/bin/env bash\n", ""},                       // another env
 		{"echo no shebang\n", ""},                                 // no line to read
 		{"#!/usr/bin/env bash", ""},                               // no end of line
-		{"#!/usr/bin/env " + strings.Repeat("b", 300) + "\n", ""}, // past what the kernel reads
+		{"#!/usr/bin/env " + strings.Repeat("b", 120) + "\n", ""}, // past what older kernels read
+		{"#!/usr/bin/env ..\n", ""},                               // not a command name
+	}
+	// a FIFO swapped in for a hook is not waited on
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if name, ok := envShebang(fifo); ok {
+		t.Errorf("a FIFO read as %q", name)
 	}
 	for i, c := range cases {
 		p := writeExec(t, dir, "s"+string(rune('a'+i)), c.line+"exit 0\n", 0o755)
@@ -51,17 +64,18 @@ func TestEnvShebang(t *testing.T) {
 // A script started in env's place gets what env would give it: the same
 // argv (as /proc shows it), environment and directory.
 func TestDirectAsEnvStartsIt(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	body := "#!/usr/bin/env bash\n" +
 		`tr '\0' ' ' < /proc/$$/cmdline; echo; echo "$0|$*|$PWD|$MARK|$(readlink /proc/$$/exe)"` + "\n"
 	p := writeExec(t, dir, "hook.sh", body, 0o755)
-	env := append(BaseEnv(), "MARK=m1")
-	interp, argv, ok := direct(p, env)
-	if !ok || filepath.Base(interp) != "bash" || strings.Join(argv, " ") != "bash "+p {
-		t.Fatalf("direct(%s) = %q %q %v, want bash's path and [bash %s]", p, interp, argv, ok, p)
+	extra := []string{"MARK=m1", "PATH=/usr/local/bin:/usr/bin:/bin"}
+	env := append(BaseEnv(), extra...)
+	c := Command{Path: p, Args: []string{"--config", "x y"}, Dir: dir, Env: extra, CaptureStdout: true}
+	cmd, short := command(c, env, true)
+	if !short || filepath.Base(cmd.Path) != "bash" || strings.Join(cmd.Args, " ") != "bash "+p+" --config x y" {
+		t.Fatalf("command(%s) = %q %q %v, want bash started with [bash %s --config x y]", p, cmd.Path, cmd.Args, short, p)
 	}
-	got, err := Run(context.Background(), Command{Path: p, Args: []string{"--config", "x y"}, Dir: dir, Env: []string{"MARK=m1"}, CaptureStdout: true})
+	got, err := Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +93,12 @@ func TestDirectAsEnvStartsIt(t *testing.T) {
 // What the kernel or env would refuse or answer differently is left to
 // them: the run fails as it did.
 func TestDirectLeavesToEnv(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	bin := t.TempDir()
 	writeExec(t, bin, "myinterp", "#!/bin/sh\necho \"mine $*\"\n", 0o755)
 	writeExec(t, bin, "noexec-interp", "#!/bin/sh\necho never\n", 0o644)
+	// no #! line: its start fails (ENOEXEC), and env's execvp runs it with /bin/sh
+	writeExec(t, bin, "raw-interp", "echo \"raw $*\"\n", 0o755)
 	cases := []struct {
 		name, body string
 		mode       os.FileMode
@@ -96,13 +111,14 @@ func TestDirectLeavesToEnv(t *testing.T) {
 		{name: "not executable on PATH", body: "#!/usr/bin/env noexec-interp\n", mode: 0o755, path: bin + ":/usr/bin:/bin", wantErr: "noexec-interp"},
 		{name: "relative PATH entry", body: "#!/usr/bin/env myinterp\n", mode: 0o755, path: "rel:" + bin, wantOut: "mine "},
 		{name: "found on PATH", body: "#!/usr/bin/env myinterp\n", mode: 0o755, path: bin, wantOut: "mine "},
+		{name: "a start that fails", body: "#!/usr/bin/env raw-interp\n", mode: 0o755, path: bin + ":/usr/bin:/bin", wantOut: "raw "},
 	}
+	starts := map[string]bool{"found on PATH": true, "a start that fails": true}
 	for i, c := range cases {
 		p := writeExec(t, dir, "h"+string(rune('a'+i)), c.body, c.mode)
 		env := []string{"PATH=" + c.path}
-		_, _, ok := direct(p, env)
-		if want := c.name == "found on PATH"; ok != want {
-			t.Errorf("%s: direct %v, want %v", c.name, ok, want)
+		if _, short := command(Command{Path: p}, env, true); short != starts[c.name] {
+			t.Errorf("%s: started in env's place %v, want %v", c.name, short, starts[c.name])
 		}
 		out, err := Run(context.Background(), Command{Path: p, Dir: dir, Env: env, CaptureStdout: true})
 		if c.wantErr != "" {

@@ -158,10 +158,10 @@ func (r *Modules) Reset(model *loader.Model) {
 }
 
 // SetState records where a module is, and the error that put it there.
-// A run that starts (Running) keeps the last error: a module failing on
-// retry shows its error all along, not only between two attempts, until a
-// run ends without one (docs/operator.md, "Endpoints"), as the original's
-// module error does.
+// A run that starts (Running), or one cancelled, keeps the last error: a
+// module failing on retry shows its error all along, not only between two
+// attempts, until a run ends without one (docs/operator.md, "Endpoints"),
+// as the original's module error does.
 func (r *Modules) SetState(name string, state ModuleState, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -173,11 +173,13 @@ func (r *Modules) SetState(name string, state ModuleState, err error) {
 	}
 	st.State = state
 	st.Reason = ""
-	if state == StateRunning && err == nil {
+	// a run that was cancelled (a newer revision, shutdown) ended without
+	// an outcome of its own
+	if state == StateRunning && err == nil || errors.Is(err, context.Canceled) {
 		return
 	}
 	st.LastError, st.LastOutput = "", ""
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil {
 		st.LastError, st.LastOutput = err.Error(), outputOf(err)
 		if queue.IsTerminal(err) {
 			st.Reason = queue.Reason(err)

@@ -1,6 +1,7 @@
 package runstate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -187,6 +188,7 @@ func TestModulesRunningKeepsLastError(t *testing.T) {
 		{StateRunning, nil, "render: hook failed", "boom"},
 		{StateFailed, errors.New("again"), "again", ""},
 		{StateRunning, nil, "again", ""},
+		{StateFailed, fmt.Errorf("run: %w", context.Canceled), "again", ""},
 		{StateReady, nil, "", ""},
 		{StateRunning, nil, "", ""},
 	}
