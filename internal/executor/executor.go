@@ -131,7 +131,7 @@ func Run(ctx context.Context, c Command) ([]byte, error) {
 }
 
 // command is the process of c: a `#!/usr/bin/env NAME` script started as
-// NAME when short allows it (see direct), which direct says.
+// NAME when short allows it (directStart); direct says whether it is.
 func command(c Command, env []string, short bool) (cmd *exec.Cmd, direct bool) {
 	cmd = exec.Command(c.Path, c.Args...)
 	if short {

@@ -24,7 +24,7 @@ const shebangMax = 128
 // as env finds it on the script's own PATH, with the argv env gives it
 // (NAME, the script's path, its arguments), so the hook gets the same
 // process, arguments and environment one exec sooner; env is a whole
-// dynamically linked program, ~3 ms a hook run on the machines of
+// dynamically linked program, 2–3 ms a hook run on the machine of
 // docs/performance.md. Anything the kernel and env could answer
 // differently (another form of the line, a script the kernel would not
 // run: not executable, on a noexec mount, no env; a NAME not on PATH, a
