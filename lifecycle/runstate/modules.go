@@ -160,7 +160,7 @@ func (r *Modules) Reset(model *loader.Model) {
 // SetState records where a module is, and the error that put it there.
 // A run that starts (Running), or one cancelled, keeps the last error: a
 // module failing on retry shows its error all along, not only between two
-// attempts, until a run ends without one (docs/operator.md, "Endpoints"),
+// attempts, until a run ends without one (docs/operator.md, "HTTP"),
 // as the original's module error does.
 func (r *Modules) SetState(name string, state ModuleState, err error) {
 	r.mu.Lock()
