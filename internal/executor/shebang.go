@@ -33,8 +33,9 @@ func directStart(path string, env []string) (interp string, argv []string, ok bo
 	if !filepath.IsAbs(path) {
 		return "", nil, false
 	}
+	// envShebang read it as a regular file
 	name, ok := envShebang(path)
-	if !ok || !runnable(path) || !runnable(envPath) {
+	if !ok || !executable(path) || !runnable(envPath) {
 		return "", nil, false
 	}
 	interp, ok = lookPath(name, env)
@@ -91,15 +92,16 @@ func plainWord(s string) bool {
 	return true
 }
 
-// runnable: a regular file the kernel would execute for this process
-// (execute permission, not on a noexec mount).
+// runnable: a regular file the kernel would execute for this process.
 func runnable(path string) bool {
 	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() || unix.Access(path, unix.X_OK) != nil {
-		return false
-	}
+	return err == nil && st.Mode().IsRegular() && executable(path)
+}
+
+// executable: execute permission for this process, not on a noexec mount.
+func executable(path string) bool {
 	var fs unix.Statfs_t
-	return unix.Statfs(path, &fs) == nil && fs.Flags&unix.ST_NOEXEC == 0
+	return unix.Access(path, unix.X_OK) == nil && unix.Statfs(path, &fs) == nil && fs.Flags&unix.ST_NOEXEC == 0
 }
 
 // lookPath finds name as env's execvp does, on the PATH of env (the
